@@ -1,0 +1,74 @@
+//! The typed error every request fails with. It becomes a JSON-RPC error at the protocol edge
+//! (`code` from the kind, `data: {kind, hint, detail}`); inside the sidecar it carries enough for a
+//! person to act on: what happened (message), what to do (hint), and diagnostics (detail).
+
+use jsonrpsee::types::ErrorObjectOwned;
+
+use crate::protocol::{ErrorData, ErrorKind};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BridgeError {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub hint: Option<String>,
+    pub detail: Option<String>,
+}
+
+pub type Result<T, E = BridgeError> = std::result::Result<T, E>;
+
+impl BridgeError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        BridgeError { kind, message: message.into(), hint: None, detail: None }
+    }
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        BridgeError::new(ErrorKind::InvalidParams, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        BridgeError::new(ErrorKind::Internal, message)
+            .hint("This is a bug in Cursor Bridge; the log file has details.")
+    }
+    pub fn cancelled() -> Self {
+        BridgeError::new(ErrorKind::Cancelled, "Request cancelled")
+    }
+    pub fn not_initialized() -> Self {
+        BridgeError::new(ErrorKind::NotInitialized, "The sidecar has not been initialized")
+            .hint("Send `initialize` first.")
+    }
+
+    pub fn data(&self) -> ErrorData {
+        ErrorData { kind: self.kind, hint: self.hint.clone(), detail: self.detail.clone() }
+    }
+
+    pub fn to_rpc(&self) -> ErrorObjectOwned {
+        ErrorObjectOwned::owned(self.kind.code(), self.message.clone(), Some(self.data()))
+    }
+}
+
+impl std::fmt::Display for BridgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for BridgeError {}
+
+impl From<BridgeError> for ErrorObjectOwned {
+    fn from(e: BridgeError) -> Self {
+        e.to_rpc()
+    }
+}
+
+impl From<crate::cursor::errors::Failure> for BridgeError {
+    fn from(f: crate::cursor::errors::Failure) -> Self {
+        BridgeError { kind: f.kind, message: f.message, hint: Some(f.hint), detail: f.detail }
+    }
+}

@@ -1,0 +1,17 @@
+//! cursor-bridge: a stdio JSON-RPC sidecar that drives the Cursor CLI. See `protocol.md` for the
+//! wire protocol and `README.md` for how the pieces fit.
+
+pub mod app;
+pub mod chat_ids;
+pub mod cursor;
+pub mod engine;
+pub mod error;
+pub mod logging;
+pub mod methods;
+pub mod model_catalog;
+pub mod process;
+pub mod prompt;
+pub mod protocol;
+pub mod server;
+pub mod sessions;
+pub mod transport;

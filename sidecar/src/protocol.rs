@@ -1,0 +1,515 @@
+//! Every wire type of protocol v1 and every method name. This is the only module that derives
+//! `Serialize`/`Deserialize` for the wire; `protocol.md` documents it and a test keeps the two in
+//! step (`tests/protocol_doc.rs`). `vscode-client/src/protocol.ts` mirrors it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Requests a client may send (they get exactly one response each).
+pub mod request {
+    pub const INITIALIZE: &str = "initialize";
+    pub const MODELS_LIST: &str = "models/list";
+    pub const CHAT_SEND: &str = "chat/send";
+    pub const SESSIONS_LIST: &str = "sessions/list";
+    pub const SESSIONS_CLEAR: &str = "sessions/clear";
+    pub const STATUS: &str = "status";
+    pub const SHUTDOWN: &str = "shutdown";
+
+    pub const ALL: &[&str] =
+        &[INITIALIZE, MODELS_LIST, CHAT_SEND, SESSIONS_LIST, SESSIONS_CLEAR, STATUS, SHUTDOWN];
+}
+
+/// Notifications, in either direction (no response).
+pub mod notification {
+    /// Sidecar → client: streamed output of a `chat/send` turn.
+    pub const CHAT_DELTA: &str = "chat/delta";
+    /// Client → sidecar: abort an in-flight request.
+    pub const CANCEL_REQUEST: &str = "$/cancelRequest";
+    /// Client → sidecar: exit now (after `shutdown`, or without it).
+    pub const EXIT: &str = "exit";
+
+    pub const ALL: &[&str] = &[CHAT_DELTA, CANCEL_REQUEST, EXIT];
+}
+
+/// JSON-RPC error codes the sidecar answers with.
+pub mod code {
+    pub const PARSE_ERROR: i32 = -32700;
+    pub const INVALID_REQUEST: i32 = -32600;
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    pub const INVALID_PARAMS: i32 = -32602;
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// LSP's ServerNotInitialized: a request other than `initialize` came first.
+    pub const NOT_INITIALIZED: i32 = -32002;
+    /// LSP's RequestCancelled: the request was aborted by `$/cancelRequest`.
+    pub const REQUEST_CANCELLED: i32 = -32800;
+    /// A chat turn (or a CLI call behind another method) failed; `data.kind` says why.
+    pub const TURN_FAILED: i32 = -32000;
+}
+
+/// `error.data.kind`: what went wrong, in terms a client can map to its own message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ErrorKind {
+    CliNotFound,
+    AuthRequired,
+    InvalidModel,
+    RateLimited,
+    UsageLimit,
+    Network,
+    Timeout,
+    EmptyResponse,
+    CliFailed,
+    InvalidParams,
+    // Extensions beyond the design's core set.
+    /// The request was cancelled by the client (`$/cancelRequest`).
+    Cancelled,
+    /// A request other than `initialize` arrived before `initialize`.
+    NotInitialized,
+    /// The sidecar itself failed (a bug); the request was answered, the sidecar keeps serving.
+    Internal,
+}
+
+impl ErrorKind {
+    pub const ALL: &'static [ErrorKind] = &[
+        ErrorKind::CliNotFound,
+        ErrorKind::AuthRequired,
+        ErrorKind::InvalidModel,
+        ErrorKind::RateLimited,
+        ErrorKind::UsageLimit,
+        ErrorKind::Network,
+        ErrorKind::Timeout,
+        ErrorKind::EmptyResponse,
+        ErrorKind::CliFailed,
+        ErrorKind::InvalidParams,
+        ErrorKind::Cancelled,
+        ErrorKind::NotInitialized,
+        ErrorKind::Internal,
+    ];
+
+    /// The wire name, as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::CliNotFound => "cliNotFound",
+            ErrorKind::AuthRequired => "authRequired",
+            ErrorKind::InvalidModel => "invalidModel",
+            ErrorKind::RateLimited => "rateLimited",
+            ErrorKind::UsageLimit => "usageLimit",
+            ErrorKind::Network => "network",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::EmptyResponse => "emptyResponse",
+            ErrorKind::CliFailed => "cliFailed",
+            ErrorKind::InvalidParams => "invalidParams",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::NotInitialized => "notInitialized",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
+    /// The JSON-RPC error code this kind is answered with.
+    pub fn code(self) -> i32 {
+        match self {
+            ErrorKind::InvalidParams => code::INVALID_PARAMS,
+            ErrorKind::Cancelled => code::REQUEST_CANCELLED,
+            ErrorKind::NotInitialized => code::NOT_INITIALIZED,
+            ErrorKind::Internal => code::INTERNAL_ERROR,
+            _ => code::TURN_FAILED,
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `error.data` of every error the sidecar sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorData {
+    pub kind: ErrorKind,
+    /// What a person can do about it, one sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Diagnostic text (e.g. the CLI's stderr, bounded); never contains the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A secret (the Cursor API key). Its `Debug` never shows the value, so it cannot reach a log by
+/// accident; it is only ever put into the CLI child's environment.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// initialize
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    pub protocol_version: u32,
+    #[serde(default)]
+    pub client_info: Option<ClientInfo>,
+    #[serde(default)]
+    pub workspace_folders: Vec<String>,
+    #[serde(default)]
+    pub cli_path: Option<String>,
+    #[serde(default)]
+    pub api_key: Option<Secret>,
+    #[serde(default)]
+    pub options: Options,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientInfo {
+    pub name: String,
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+/// `initialize.options`. Every field has a default, so `{}` is valid.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct Options {
+    /// Overall limit for one turn.
+    pub request_timeout_seconds: u64,
+    /// No CLI output for this long ends the turn with kind `timeout`.
+    pub idle_timeout_seconds: u64,
+    /// At most this many CLI processes run at once; later turns queue in order.
+    pub max_concurrent: usize,
+    /// A session unused for this long is forgotten.
+    pub session_ttl_minutes: u64,
+    /// At most this many sessions are kept (least recently used dropped first).
+    pub max_sessions: usize,
+    /// Pass `--force` so agent mode may run shell commands without approval.
+    pub force: bool,
+    /// Upper bound (characters) for earlier turns replayed into a new chat's first prompt.
+    pub replay_max_chars: usize,
+    /// Model for `utility` turns (titles, progress messages); `None` uses the turn's model.
+    pub utility_model: Option<String>,
+    /// Forward client `system` messages to the CLI (off: Copilot's system prompt describes tools
+    /// the CLI does not have).
+    pub send_system_messages: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            request_timeout_seconds: 300,
+            idle_timeout_seconds: 60,
+            max_concurrent: 4,
+            session_ttl_minutes: 30,
+            max_sessions: 50,
+            force: false,
+            replay_max_chars: 100_000,
+            utility_model: None,
+            send_system_messages: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub protocol_version: u32,
+    pub server_info: ServerInfo,
+    pub capabilities: Capabilities,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// The `chat/delta` kinds this sidecar may send.
+    pub delta_kinds: Vec<&'static str>,
+    /// Turns can be cancelled with `$/cancelRequest`.
+    pub cancel: bool,
+    /// Conversations resume across turns (and sidecar restarts).
+    pub sessions: bool,
+    /// The CLI found at initialize time, if any (found lazily again on each turn).
+    pub cli: CliInfo,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CliInfo {
+    pub found: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// models/list
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelsListParams {
+    /// Ask the CLI again instead of answering from the cache.
+    pub refresh: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelsListResult {
+    pub models: Vec<ModelInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    pub id: String,
+    pub name: String,
+    pub family: String,
+    pub max_input_tokens: u32,
+    pub max_output_tokens: u32,
+    pub capabilities: ModelCapabilities,
+    pub is_default: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCapabilities {
+    pub thinking: bool,
+    pub tool_calling: bool,
+    pub image_input: bool,
+}
+
+// ---------------------------------------------------------------------------------------------
+// chat/send
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Mode {
+    Agent,
+    Ask,
+    Plan,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Agent => "agent",
+            Mode::Ask => "ask",
+            Mode::Plan => "plan",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatSendParams {
+    /// Chosen by the client; echoed in every `chat/delta` of this turn.
+    pub turn_id: String,
+    pub model: String,
+    pub mode: Mode,
+    #[serde(default)]
+    pub workspace: Option<String>,
+    /// The client's own id for the conversation (VS Code: `modelOptions._conversationId`).
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    /// A session id this sidecar returned earlier (found by the client in the history).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// A one-shot request (title, progress message): never creates, resumes or changes a session.
+    #[serde(default)]
+    pub utility: bool,
+    pub messages: Vec<ChatMessage>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// The CLI finished the turn.
+    End,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatSendResult {
+    pub turn_id: String,
+    /// The session this turn belongs to; `null` for utility turns.
+    pub session_id: Option<String>,
+    /// The CLI chat was resumed (`--resume`), not started anew.
+    pub resumed: bool,
+    pub stop_reason: StopReason,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+/// `chat/delta` params: `{turnId, seq, kind, …}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatDelta<'a> {
+    pub turn_id: &'a str,
+    pub seq: u64,
+    #[serde(flatten)]
+    pub body: DeltaBody,
+}
+
+/// What one `chat/delta` carries, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum DeltaBody {
+    /// New answer text (never cumulative).
+    Text { text: String },
+    /// New reasoning text (never cumulative).
+    Thinking { text: String },
+    /// The current thinking block is complete.
+    ThinkingDone,
+    /// The CLI started a tool.
+    ToolStarted { call_id: String, tool: String, summary: String },
+    /// A tool finished; `ok` is false for failures, errors and rejections.
+    ToolCompleted {
+        call_id: String,
+        tool: String,
+        summary: String,
+        ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// The CLI asked permission for something it may not do unattended and was refused.
+    PermissionDenied { tool: String, summary: String, hint: String },
+    /// Which session the turn runs in; sent once, before any text.
+    Session {
+        session_id: String,
+        resumed: bool,
+        /// Earlier turns were replayed into a new chat's first prompt.
+        replayed: bool,
+    },
+    /// Token usage reported by the CLI at the end of the turn.
+    Usage { usage: Usage },
+}
+
+impl DeltaBody {
+    pub const KINDS: &'static [&'static str] = &[
+        "text",
+        "thinking",
+        "thinkingDone",
+        "toolStarted",
+        "toolCompleted",
+        "permissionDenied",
+        "session",
+        "usage",
+    ];
+}
+
+/// `$/cancelRequest` params.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CancelParams {
+    pub id: serde_json::Value,
+}
+
+// ---------------------------------------------------------------------------------------------
+// sessions/list, sessions/clear
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsListResult {
+    pub sessions: Vec<SessionSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub session_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    pub mode: Mode,
+    pub model: String,
+    pub workspace: String,
+    pub turns: u32,
+    /// Milliseconds since the Unix epoch.
+    pub last_used_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionsClearParams {
+    /// Clear just this session; all sessions when absent.
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionsClearResult {
+    pub cleared: usize,
+}
+
+// ---------------------------------------------------------------------------------------------
+// status
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusResult {
+    pub version: String,
+    pub cli: CliStatus,
+    pub sessions: usize,
+    pub in_flight: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CliStatus {
+    pub found: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// From `agent status`; `null` when it could not be told (CLI missing, hung, unreadable).
+    pub logged_in: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// An API key was given in `initialize` (it is never echoed).
+    pub api_key: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}

@@ -1,0 +1,336 @@
+//! The dispatch loop: reads frames, answers each request exactly once, and owns the in-flight map.
+//!
+//! - One writer task owns stdout; everything else sends it finished JSON bodies through a bounded
+//!   channel, so a notification is never interleaved with another frame and a slow client slows
+//!   the CLI down (back-pressure) instead of growing memory.
+//! - Every request runs as its own task through jsonrpsee's `RpcModule`; `$/cancelRequest` aborts
+//!   the task (dropping a turn kills its CLI process group) and answers -32800; a panic answers
+//!   -32603 and the loop keeps serving.
+//! - `initialize` runs inline, so requests that follow it in the stream see an initialized sidecar.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jsonrpsee::RpcModule;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tokio_util::codec::{Encoder, FramedRead};
+
+use crate::app::App;
+use crate::error::BridgeError;
+use crate::protocol::{code, notification, request, CancelParams, ErrorKind};
+use crate::transport::{FrameCodec, FrameError};
+
+/// Frames waiting for the writer. Bounded so a stalled client applies back-pressure to turns.
+const OUTBOX_CAPACITY: usize = 1024;
+
+/// Sends finished frames (JSON bodies) to the single stdout writer.
+#[derive(Clone)]
+pub struct Outbox(mpsc::Sender<Vec<u8>>);
+
+impl Outbox {
+    pub async fn send(&self, body: Vec<u8>) {
+        // The writer only goes away when the client has gone; then there is no one to tell.
+        let _ = self.0.send(body).await;
+    }
+
+    pub async fn notify<P: serde::Serialize>(&self, method: &str, params: &P) {
+        #[derive(serde::Serialize)]
+        struct Notification<'a, P> {
+            jsonrpc: &'static str,
+            method: &'a str,
+            params: &'a P,
+        }
+        match serde_json::to_vec(&Notification { jsonrpc: "2.0", method, params }) {
+            Ok(body) => self.send(body).await,
+            Err(e) => tracing::error!(error = %e, method, "could not serialize a notification"),
+        }
+    }
+
+    async fn error(&self, id: &Value, e: &BridgeError) {
+        self.send(error_body(id, e)).await
+    }
+}
+
+fn error_body(id: &Value, e: &BridgeError) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": e.kind.code(), "message": e.message, "data": e.data() },
+    }))
+    .unwrap_or_default()
+}
+
+fn protocol_error(id: &Value, code: i32, message: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message },
+    }))
+    .unwrap_or_default()
+}
+
+/// The parts of a frame the loop needs to route it; `params` stays raw for the handler.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default)]
+    jsonrpc: Option<&'a str>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+}
+
+type InFlight = Arc<Mutex<HashMap<String, AbortHandle>>>;
+
+fn lock(map: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, AbortHandle>> {
+    map.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Serve the protocol until `exit` or end of input. Returns the process exit code.
+pub async fn serve<R, W>(input: R, output: W, app: Arc<App>, outbox_rx: mpsc::Receiver<Vec<u8>>) -> i32
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let writer = tokio::spawn(write_frames(output, outbox_rx));
+    let module = Arc::new(crate::methods::module(app.clone()));
+    let in_flight: InFlight = Arc::default();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut frames = FramedRead::new(input, FrameCodec::default());
+
+    loop {
+        let frame = match next_frame(&mut frames).await {
+            None => {
+                tracing::info!("input closed; shutting down");
+                break;
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "reading input failed; shutting down");
+                break;
+            }
+            Some(Ok(Err(frame_error))) => {
+                tracing::warn!(error = %frame_error, "bad frame");
+                let (code, message) = match &frame_error {
+                    FrameError::TooLarge { .. } => (code::INVALID_REQUEST, frame_error.to_string()),
+                    FrameError::Malformed(_) => (code::PARSE_ERROR, frame_error.to_string()),
+                };
+                app.outbox.send(protocol_error(&Value::Null, code, &message)).await;
+                continue;
+            }
+            Some(Ok(Ok(frame))) => frame,
+        };
+        if handle_frame(&frame, &app, &module, &in_flight, &mut tasks).await == Flow::Exit {
+            break;
+        }
+        // Reap finished request tasks as we go so the set does not grow.
+        while tasks.try_join_next().is_some() {}
+    }
+
+    // Stop every turn (dropping a turn kills its CLI group), wait for the drops, then make sure no
+    // process of ours is left.
+    for (_, handle) in lock(&in_flight).drain() {
+        handle.abort();
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    app.shutdown_background();
+    crate::process::sweep_orphans();
+    drop(module);
+    drop(app);
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    0
+}
+
+#[derive(PartialEq)]
+enum Flow {
+    Continue,
+    Exit,
+}
+
+async fn handle_frame(
+    frame: &[u8],
+    app: &Arc<App>,
+    module: &Arc<RpcModule<App>>,
+    in_flight: &InFlight,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Flow {
+    let Ok(text) = std::str::from_utf8(frame) else {
+        app.outbox.send(protocol_error(&Value::Null, code::PARSE_ERROR, "frame is not UTF-8")).await;
+        return Flow::Continue;
+    };
+    if text.trim_start().starts_with('[') {
+        // LSP-style protocols do not batch; say so rather than guess.
+        app.outbox
+            .send(protocol_error(&Value::Null, code::INVALID_REQUEST, "batch requests are not supported"))
+            .await;
+        return Flow::Continue;
+    }
+    let envelope: Envelope<'_> = match serde_json::from_str(text) {
+        Ok(e) => e,
+        Err(e) => {
+            let message = if e.is_data() { format!("invalid request: {e}") } else { format!("parse error: {e}") };
+            let code = if e.is_data() { code::INVALID_REQUEST } else { code::PARSE_ERROR };
+            app.outbox.send(protocol_error(&Value::Null, code, &message)).await;
+            return Flow::Continue;
+        }
+    };
+    let id = envelope.id.clone();
+    let Some(method) = envelope.method.as_deref().filter(|_| envelope.jsonrpc == Some("2.0")) else {
+        if let Some(id) = id {
+            app.outbox.send(protocol_error(&id, code::INVALID_REQUEST, "not a JSON-RPC 2.0 request")).await;
+        } else {
+            app.outbox.send(protocol_error(&Value::Null, code::INVALID_REQUEST, "not a JSON-RPC 2.0 message")).await;
+        }
+        return Flow::Continue;
+    };
+
+    let Some(id) = id else {
+        return handle_notification(method, envelope.params, app, in_flight).await;
+    };
+    if !matches!(id, Value::Number(_) | Value::String(_)) {
+        app.outbox.send(protocol_error(&Value::Null, code::INVALID_REQUEST, "id must be a number or a string")).await;
+        return Flow::Continue;
+    }
+
+    if method == request::INITIALIZE {
+        let (response, _) = match module.raw_json_request(text, 1).await {
+            Ok(r) => r,
+            Err(e) => {
+                app.outbox.error(&id, &BridgeError::invalid_params(e.to_string())).await;
+                return Flow::Continue;
+            }
+        };
+        app.outbox.send(response.get().as_bytes().to_vec()).await;
+        return Flow::Continue;
+    }
+    if !app.is_initialized() && method != request::SHUTDOWN {
+        app.outbox.error(&id, &BridgeError::not_initialized()).await;
+        return Flow::Continue;
+    }
+    if app.is_shutting_down() && method != request::SHUTDOWN {
+        app.outbox.send(protocol_error(&id, code::INVALID_REQUEST, "the sidecar is shutting down")).await;
+        return Flow::Continue;
+    }
+    if method == request::SHUTDOWN {
+        // Stop running turns now; `exit` (or EOF) follows.
+        for (_, handle) in lock(in_flight).drain() {
+            handle.abort();
+        }
+    }
+
+    let key = id.to_string();
+    let mut map = lock(in_flight);
+    if map.contains_key(&key) {
+        drop(map);
+        app.outbox.send(protocol_error(&id, code::INVALID_REQUEST, "a request with this id is already in flight")).await;
+        return Flow::Continue;
+    }
+    let request_text = text.to_owned();
+    let module = module.clone();
+    let handler = tokio::spawn(async move {
+        match module.raw_json_request(&request_text, 1).await {
+            Ok((response, _)) => response.get().as_bytes().to_vec(),
+            Err(e) => error_body(&Value::Null, &BridgeError::invalid_params(e.to_string())),
+        }
+    });
+    map.insert(key.clone(), handler.abort_handle());
+    drop(map);
+
+    // The supervisor answers exactly once: with the response, with -32603 on a panic, or not at
+    // all when a cancel got there first (the cancel answered -32800).
+    let outbox = app.outbox.clone();
+    let in_flight = in_flight.clone();
+    let method = method.to_owned();
+    tasks.spawn(async move {
+        let outcome = handler.await;
+        let still_ours = lock(&in_flight).remove(&key).is_some();
+        match outcome {
+            Ok(body) if still_ours => outbox.send(body).await,
+            Err(e) if e.is_panic() && still_ours => {
+                tracing::error!(%method, "request handler panicked");
+                outbox.error(&id, &BridgeError::internal(format!("`{method}` failed unexpectedly"))).await;
+            }
+            _ => {}
+        }
+    });
+    Flow::Continue
+}
+
+async fn handle_notification(method: &str, params: Option<&RawValue>, app: &Arc<App>, in_flight: &InFlight) -> Flow {
+    match method {
+        notification::EXIT => Flow::Exit,
+        notification::CANCEL_REQUEST => {
+            let parsed = params.map(|p| serde_json::from_str::<CancelParams>(p.get()));
+            let Some(Ok(CancelParams { id })) = parsed else {
+                tracing::debug!("ignoring $/cancelRequest without a valid id");
+                return Flow::Continue;
+            };
+            let handle = lock(in_flight).remove(&id.to_string());
+            match handle {
+                Some(handle) => {
+                    handle.abort();
+                    tracing::info!(id = %id, "request cancelled");
+                    app.outbox.error(&id, &BridgeError::cancelled()).await;
+                }
+                // Already answered, or never existed: JSON-RPC says to ignore it.
+                None => tracing::debug!(id = %id, "cancel for a request that is not in flight"),
+            }
+            Flow::Continue
+        }
+        other => {
+            // Unknown notifications (`$/setTrace`, …) are ignored, as JSON-RPC requires.
+            tracing::debug!(method = other, "ignoring notification");
+            Flow::Continue
+        }
+    }
+}
+
+/// The single stdout writer. It writes every frame that is ready, then flushes once: deltas go out
+/// as they arrive without a flush per frame when many are queued.
+async fn write_frames<W: AsyncWrite + Unpin>(mut output: W, mut rx: mpsc::Receiver<Vec<u8>>) {
+    let mut codec = FrameCodec::default();
+    let mut buf = tokio_util::bytes::BytesMut::with_capacity(64 * 1024);
+    while let Some(body) = rx.recv().await {
+        let _ = codec.encode(&body, &mut buf);
+        while buf.len() < 1024 * 1024 {
+            match rx.try_recv() {
+                Ok(body) => {
+                    let _ = codec.encode(&body, &mut buf);
+                }
+                Err(_) => break,
+            }
+        }
+        if output.write_all(&buf).await.is_err() || output.flush().await.is_err() {
+            tracing::info!("client stopped reading; dropping output");
+            return;
+        }
+        buf.clear();
+    }
+}
+
+pub fn outbox() -> (Outbox, mpsc::Receiver<Vec<u8>>) {
+    let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
+    (Outbox(tx), rx)
+}
+
+/// `kind` of an error response body, for logs and tests.
+pub fn error_kind_of(body: &[u8]) -> Option<ErrorKind> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    serde_json::from_value(v.pointer("/error/data/kind")?.clone()).ok()
+}
+
+/// `StreamExt::next` for the one stream we poll, without a futures-util dependency.
+async fn next_frame<R: AsyncRead + Unpin>(
+    frames: &mut FramedRead<R, FrameCodec>,
+) -> Option<Result<Result<Vec<u8>, FrameError>, std::io::Error>> {
+    use futures_core::Stream;
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *frames).poll_next(cx)).await
+}
