@@ -26,11 +26,14 @@ pub fn init(state_dir: Option<&Path>) -> Logging {
     let spec = std::env::var(ENV_LOG).unwrap_or_default();
     let spec = if spec.trim().is_empty() { "info".to_string() } else { spec };
     // Content logging must be asked for by name, not switched on by a blanket `trace`.
-    let filter_spec = if spec.contains("cursor_bridge::content") {
+    let mut filter_spec = if spec.contains("cursor_bridge::content") {
         spec.clone()
     } else {
         format!("{spec},cursor_bridge::content=off")
     };
+    // jsonrpsee traces raw requests, `initialize.apiKey` and prompts included: never let it below
+    // info, whatever the filter says (later directives for a target win).
+    filter_spec.push_str(",jsonrpsee=info,jsonrpsee_core=info,jsonrpsee_server=info,jsonrpsee_types=info");
     let file_filter = EnvFilter::try_new(&filter_spec).unwrap_or_else(|_| EnvFilter::new("info,cursor_bridge::content=off"));
     let off = spec.trim().eq_ignore_ascii_case("off");
 

@@ -333,18 +333,18 @@ mod tests {
         assert!(!alive(child.pid()));
     }
 
-    #[test]
-    fn descendants_are_found_through_parent_links() {
-        let me = std::process::id();
-        let mut c = std::process::Command::new("/bin/sh")
-            .args(["-c", "sleep 5 & wait"])
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-        let d = descendants_of(me);
-        assert!(d.contains(&c.id()), "{d:?}");
-        assert!(d.len() >= 2, "sh and its sleep: {d:?}");
-        let _ = c.kill();
-        let _ = c.wait();
+    #[tokio::test]
+    async fn descendants_are_found_through_parent_links() {
+        // The grandchild moves to its own session (setsid), leaving the group: parent links still find it.
+        let mut child = spawn(&sh("setsid sleep 30 & echo $!; wait")).unwrap();
+        let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap());
+        let mut line = String::new();
+        tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line).await.unwrap();
+        let escaped: u32 = line.trim().parse().unwrap();
+        let d = descendants_of(child.pid());
+        assert!(d.contains(&escaped), "{d:?}");
+        drop(child);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!alive(escaped), "an escaped grandchild survived the drop");
     }
 }

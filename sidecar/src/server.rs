@@ -98,8 +98,24 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let module = crate::methods::module(app.clone());
+    serve_module(input, output, app, module, outbox_rx).await
+}
+
+/// [`serve`] with a given method table (tests add methods that misbehave on purpose).
+pub async fn serve_module<R, W>(
+    input: R,
+    output: W,
+    app: Arc<App>,
+    module: RpcModule<App>,
+    outbox_rx: mpsc::Receiver<Vec<u8>>,
+) -> i32
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let writer = tokio::spawn(write_frames(output, outbox_rx));
-    let module = Arc::new(crate::methods::module(app.clone()));
+    let module = Arc::new(module);
     let in_flight: InFlight = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
     let mut frames = FramedRead::new(input, FrameCodec::default());
@@ -227,9 +243,7 @@ async fn handle_frame(
     }
 
     let key = id.to_string();
-    let mut map = lock(in_flight);
-    if map.contains_key(&key) {
-        drop(map);
+    if lock(in_flight).contains_key(&key) {
         app.outbox.send(protocol_error(&id, code::INVALID_REQUEST, "a request with this id is already in flight")).await;
         return Flow::Continue;
     }
@@ -241,8 +255,8 @@ async fn handle_frame(
             Err(e) => error_body(&Value::Null, &BridgeError::invalid_params(e.to_string())),
         }
     });
-    map.insert(key.clone(), handler.abort_handle());
-    drop(map);
+    // Only this loop inserts, so the id is still free here.
+    lock(in_flight).insert(key.clone(), handler.abort_handle());
 
     // The supervisor answers exactly once: with the response, with -32603 on a panic, or not at
     // all when a cancel got there first (the cancel answered -32800).
@@ -333,4 +347,60 @@ async fn next_frame<R: AsyncRead + Unpin>(
 ) -> Option<Result<Result<Vec<u8>, FrameError>, std::io::Error>> {
     use futures_core::Stream;
     std::future::poll_fn(|cx| std::pin::Pin::new(&mut *frames).poll_next(cx)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::Paths;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn read_response(out: &mut tokio::io::DuplexStream) -> Value {
+        let mut header = Vec::new();
+        while !header.ends_with(b"\r\n\r\n") {
+            header.push(out.read_u8().await.unwrap());
+        }
+        let text = String::from_utf8(header).unwrap();
+        let len: usize = text.trim().trim_start_matches("Content-Length:").trim().parse().unwrap();
+        let mut body = vec![0; len];
+        out.read_exact(&mut body).await.unwrap();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    fn frame(v: Value) -> Vec<u8> {
+        let body = v.to_string();
+        format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+    }
+
+    #[tokio::test]
+    async fn a_panicking_request_is_answered_and_the_server_keeps_serving() {
+        let (outbox, rx) = outbox();
+        let app = Arc::new(App::new(outbox, Paths { state_dir: None, log_file: None }));
+        let mut module = crate::methods::module(app.clone());
+        module
+            .register_method("test/panic", |_, _, _| -> Result<(), jsonrpsee::types::ErrorObjectOwned> {
+                panic!("boom")
+            })
+            .unwrap();
+        let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, mut client_out) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(serve_module(server_in, server_out, app, module, rx));
+
+        let init = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}});
+        client_in.write_all(&frame(init)).await.unwrap();
+        assert!(read_response(&mut client_out).await.get("result").is_some());
+
+        client_in.write_all(&frame(serde_json::json!({"jsonrpc":"2.0","id":2,"method":"test/panic"}))).await.unwrap();
+        let r = read_response(&mut client_out).await;
+        assert_eq!(r["id"], 2);
+        assert_eq!(r["error"]["code"], code::INTERNAL_ERROR);
+        assert_eq!(r["error"]["data"]["kind"], "internal");
+
+        client_in.write_all(&frame(serde_json::json!({"jsonrpc":"2.0","id":3,"method":"sessions/list"}))).await.unwrap();
+        let r = read_response(&mut client_out).await;
+        assert_eq!(r["result"]["sessions"], serde_json::json!([]));
+
+        drop(client_in);
+        assert_eq!(server.await.unwrap(), 0);
+    }
 }

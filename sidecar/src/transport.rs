@@ -100,17 +100,29 @@ impl Decoder for FrameCodec {
                         }
                         return Ok(None);
                     };
-                    let header = buf.split_to(end + HEADER_END.len());
-                    match parse_content_length(&header[..end]) {
+                    match parse_content_length(&buf[..end]) {
                         Ok(len) if len > self.max_frame => {
+                            buf.advance(end + HEADER_END.len());
                             self.state = State::Skip(len);
                             return Ok(Some(Err(FrameError::TooLarge {
                                 length: len,
                                 max: self.max_frame,
                             })));
                         }
-                        Ok(len) => self.state = State::Body(len),
-                        Err(why) => return Ok(Some(Err(FrameError::Malformed(why)))),
+                        Ok(len) => {
+                            buf.advance(end + HEADER_END.len());
+                            self.state = State::Body(len);
+                        }
+                        Err(why) => {
+                            // Garbage glued in front of a real header: keep the header.
+                            let lower: Vec<u8> = buf[1..end].iter().map(u8::to_ascii_lowercase).collect();
+                            let skip = match find(&lower, CONTENT_LENGTH) {
+                                Some(i) => i + 1,
+                                None => end + HEADER_END.len(),
+                            };
+                            buf.advance(skip);
+                            return Ok(Some(Err(FrameError::Malformed(why))));
+                        }
                     }
                 }
             }

@@ -1,0 +1,120 @@
+//! Process-level behaviour the sidecar must survive: hangs, ignored SIGTERM, grandchildren that stay
+//! in (or escape) the process group, stdin closed early. Unix-only pieces are `cfg(unix)`; elsewhere
+//! they degrade to no-ops so the crate still builds.
+
+use std::time::Duration;
+
+pub fn sleep(d: Duration) {
+    if !d.is_zero() {
+        std::thread::sleep(d);
+    }
+}
+
+/// Sleeps until killed. Used by the `hang` scenarios and `CURSOR_DOUBLE_STATUS_HANG`.
+pub fn hang_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+#[cfg(unix)]
+fn is_tty(fd: i32) -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(fd) == 1 }
+}
+
+#[cfg(not(unix))]
+fn is_tty(_fd: i32) -> bool {
+    false
+}
+
+pub fn stdin_is_tty() -> bool {
+    is_tty(0)
+}
+
+pub fn stdout_is_tty() -> bool {
+    is_tty(1)
+}
+
+/// Makes SIGTERM a no-op, like a CLI stuck in a handler that never exits.
+pub fn ignore_sigterm() {
+    #[cfg(unix)]
+    // SAFETY: installing SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
+}
+
+/// Closes fd 0 so a parent still writing the prompt gets EPIPE.
+pub fn close_stdin() {
+    #[cfg(unix)]
+    // SAFETY: fd 0 is owned by this process; nothing else in the double uses it afterwards.
+    unsafe {
+        libc::close(0);
+    }
+}
+
+pub fn ppid() -> Option<u32> {
+    #[cfg(unix)]
+    {
+        Some(std::os::unix::process::parent_id())
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+pub fn pgid() -> Option<u32> {
+    #[cfg(unix)]
+    {
+        // SAFETY: getpgrp cannot fail.
+        Some(unsafe { libc::getpgrp() } as u32)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// Starts `sleep 600` as a child of the double (a grandchild of the sidecar) and returns its pid.
+///
+/// * `escape`: the child calls `setsid()` so it leaves the double's process group and session —
+///   killing the group then misses it, which is what the test wants to observe.
+/// * `inherit_stdio`: the child keeps the double's stdout/stderr open, so the parent sees no EOF on
+///   the pipes until the grandchild dies.
+///
+/// The child's SIGTERM disposition is reset to default, so `ignoreSigterm` (an ignored signal is
+/// inherited across exec) only protects the double itself.
+pub fn spawn_grandchild(escape: bool, inherit_stdio: bool) -> Option<u32> {
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new("sleep");
+    cmd.arg("600").stdin(Stdio::null());
+    if !inherit_stdio {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only async-signal-safe calls (signal, setsid) run between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                if escape {
+                    libc::setsid();
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = escape;
+    match cmd.spawn() {
+        // The handle is dropped without waiting: the double must not reap or wait for it.
+        Ok(child) => Some(child.id()),
+        Err(e) => {
+            eprintln!("cursor-agent-double: could not start grandchild: {e}");
+            None
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! Scenarios: how a test scripts one print-mode run.
+//!
+//! Sources, later overriding earlier field by field: `CURSOR_DOUBLE_SCENARIO` (inline JSON or
+//! `@/path/to/file.json`), then each `[[double:{...}]]` directive embedded in the prompt. Unknown
+//! fields and wrong types are errors (the double exits 2) so a typo in a test cannot silently turn
+//! into the default behaviour.
+
+use crate::json::Json;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HangPoint {
+    BeforeOutput,
+    AfterInit,
+    MidStream,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    UsageLimit,
+    RateLimit,
+    Network,
+    Auth,
+    InvalidKey,
+    Model,
+}
+
+/// One scripted tool call.
+#[derive(Clone, Debug, Default)]
+pub struct ToolSpec {
+    pub kind: String,
+    /// User-supplied args, overlaid on the kind's defaults.
+    pub args: Option<Json>,
+    pub outcome: Outcome,
+    /// Verbatim `result` object, replacing the synthesised one.
+    pub result: Option<Json>,
+    /// Shell stdout / read content / MCP text.
+    pub output: Option<String>,
+    /// `rejected.reason` text.
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Outcome {
+    #[default]
+    Success,
+    Failure,
+    Rejected,
+}
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub answer: Option<String>,
+    pub segments: Option<Vec<String>>,
+    pub tools: Vec<ToolSpec>,
+    pub thinking: Option<String>,
+    pub chunk_chars: usize,
+    pub delta_delay_ms: u64,
+    pub usage: Option<Json>,
+    pub duration_ms: Option<u64>,
+    pub startup_ms: Option<u64>,
+    pub crash_after_deltas: Option<u64>,
+    pub hang: Option<HangPoint>,
+    pub no_result: bool,
+    pub error_result: bool,
+    pub error_envelope: Option<String>,
+    pub garbage: bool,
+    pub huge_line_bytes: Option<usize>,
+    pub stderr_bytes: Option<usize>,
+    pub exit_code: Option<i32>,
+    pub stderr: Option<String>,
+    pub fail: Option<Failure>,
+    pub grandchild: bool,
+    pub grandchild_escapes: bool,
+    pub grandchild_stdio_inherit: bool,
+    pub ignore_sigterm: bool,
+    pub close_stdin_early: bool,
+    pub permission_query: bool,
+    pub replay: Option<String>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            answer: None,
+            segments: None,
+            tools: Vec::new(),
+            thinking: None,
+            chunk_chars: 6,
+            delta_delay_ms: 0,
+            usage: None,
+            duration_ms: None,
+            startup_ms: None,
+            crash_after_deltas: None,
+            hang: None,
+            no_result: false,
+            error_result: false,
+            error_envelope: None,
+            garbage: false,
+            huge_line_bytes: None,
+            stderr_bytes: None,
+            exit_code: None,
+            stderr: None,
+            fail: None,
+            grandchild: false,
+            grandchild_escapes: false,
+            grandchild_stdio_inherit: false,
+            ignore_sigterm: false,
+            close_stdin_early: false,
+            permission_query: false,
+            replay: None,
+        }
+    }
+}
+
+/// Default `errorEnvelope` message when the field is just `true` (text seen in S-aid).
+const DEFAULT_ENVELOPE: &str = "quota exceeded for this workspace";
+
+/// Reads `CURSOR_DOUBLE_SCENARIO`: `None` when unset/empty, else the parsed object.
+pub fn from_env() -> Result<Option<Json>, String> {
+    let Some(raw) = crate::settings::non_empty("CURSOR_DOUBLE_SCENARIO") else {
+        return Ok(None);
+    };
+    let text = match raw.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("CURSOR_DOUBLE_SCENARIO: cannot read {path}: {e}"))?,
+        None => raw,
+    };
+    let value =
+        Json::parse(&text).map_err(|e| format!("CURSOR_DOUBLE_SCENARIO is not valid JSON: {e}"))?;
+    if value.as_object().is_none() {
+        return Err("CURSOR_DOUBLE_SCENARIO must be a JSON object".to_owned());
+    }
+    Ok(Some(value))
+}
+
+const DIRECTIVE_OPEN: &str = "[[double:";
+
+/// Removes every `[[double:{...}]]` directive from the prompt, returning the cleaned prompt and the
+/// directives' objects in order. Only the directive characters are removed (surrounding whitespace
+/// and line breaks stay), so the `user` echo is predictable. The JSON is parsed properly, so `]]`
+/// inside a string value does not end the directive.
+pub fn extract_directives(prompt: &str) -> Result<(String, Vec<Json>), String> {
+    let mut clean = String::with_capacity(prompt.len());
+    let mut found = Vec::new();
+    let mut rest = prompt;
+    while let Some(start) = rest.find(DIRECTIVE_OPEN) {
+        clean.push_str(&rest[..start]);
+        let body = &rest[start + DIRECTIVE_OPEN.len()..];
+        let mut stream = serde_json::Deserializer::from_str(body).into_iter::<Json>();
+        let value = match stream.next() {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => {
+                return Err(format!(
+                    "invalid [[double:...]] directive in the prompt: {e}"
+                ))
+            }
+            None => return Err("empty [[double:...]] directive in the prompt".to_owned()),
+        };
+        let end = stream.byte_offset();
+        let after = body[end..].trim_start();
+        let Some(tail) = after.strip_prefix("]]") else {
+            return Err("[[double:...]] directive in the prompt is not closed by ]]".to_owned());
+        };
+        if value.as_object().is_none() {
+            return Err("[[double:...]] directive must hold a JSON object".to_owned());
+        }
+        found.push(value);
+        rest = tail;
+    }
+    clean.push_str(rest);
+    Ok((clean, found))
+}
+
+/// Merges the sources (earlier first) and converts them into a [`Scenario`].
+pub fn build(sources: &[Json]) -> Result<Scenario, String> {
+    let mut merged = Json::Obj(Vec::new());
+    for s in sources {
+        merged.merge_from(s);
+    }
+    from_json(&merged)
+}
+
+fn type_error(field: &str, expected: &str) -> String {
+    format!("scenario field '{field}' must be {expected}")
+}
+
+fn string(field: &str, v: &Json) -> Result<String, String> {
+    v.as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| type_error(field, "a string"))
+}
+
+fn boolean(field: &str, v: &Json) -> Result<bool, String> {
+    match v {
+        Json::Bool(b) => Ok(*b),
+        _ => Err(type_error(field, "true or false")),
+    }
+}
+
+fn count(field: &str, v: &Json) -> Result<u64, String> {
+    match v {
+        Json::Num(n) => n
+            .as_u64()
+            .ok_or_else(|| type_error(field, "a non-negative integer")),
+        _ => Err(type_error(field, "a non-negative integer")),
+    }
+}
+
+fn from_json(v: &Json) -> Result<Scenario, String> {
+    let mut s = Scenario::default();
+    for (key, value) in v.as_object().unwrap_or(&[]) {
+        if matches!(value, Json::Null) {
+            continue; // `null` means "not set", so a later source can clear an earlier one.
+        }
+        let k = key.as_str();
+        match k {
+            "answer" => s.answer = Some(string(k, value)?),
+            "segments" => {
+                let Json::Arr(items) = value else { return Err(type_error(k, "an array of strings")) };
+                s.segments = Some(items.iter().map(|i| string(k, i)).collect::<Result<_, _>>()?);
+            }
+            "tools" => {
+                let Json::Arr(items) = value else { return Err(type_error(k, "an array of tool objects")) };
+                s.tools = items.iter().map(tool).collect::<Result<_, _>>()?;
+            }
+            "thinking" => s.thinking = Some(string(k, value)?),
+            "chunkChars" => s.chunk_chars = count(k, value)?.max(1) as usize,
+            "deltaDelayMs" => s.delta_delay_ms = count(k, value)?,
+            "usage" => {
+                if value.as_object().is_none() {
+                    return Err(type_error(k, "an object"));
+                }
+                s.usage = Some(value.clone());
+            }
+            "durationMs" => s.duration_ms = Some(count(k, value)?),
+            "startupMs" => s.startup_ms = Some(count(k, value)?),
+            "crashAfterDeltas" => s.crash_after_deltas = Some(count(k, value)?),
+            "hang" => {
+                s.hang = Some(match value.as_str() {
+                    Some("beforeOutput") => HangPoint::BeforeOutput,
+                    Some("afterInit") => HangPoint::AfterInit,
+                    Some("midStream") => HangPoint::MidStream,
+                    _ => return Err(type_error(k, "\"beforeOutput\", \"afterInit\" or \"midStream\"")),
+                })
+            }
+            "noResult" => s.no_result = boolean(k, value)?,
+            "errorResult" => s.error_result = boolean(k, value)?,
+            "errorEnvelope" => {
+                s.error_envelope = match value {
+                    Json::Bool(true) => Some(DEFAULT_ENVELOPE.to_owned()),
+                    Json::Bool(false) => None,
+                    Json::Str(m) => Some(m.clone()),
+                    _ => return Err(type_error(k, "a message string or true")),
+                }
+            }
+            "garbage" => s.garbage = boolean(k, value)?,
+            "hugeLineBytes" => s.huge_line_bytes = Some(count(k, value)? as usize),
+            "stderrBytes" => s.stderr_bytes = Some(count(k, value)? as usize),
+            "exitCode" => match value {
+                Json::Num(n) if n.as_i64().is_some_and(|c| (0..=255).contains(&c)) => {
+                    s.exit_code = n.as_i64().map(|c| c as i32)
+                }
+                _ => return Err(type_error(k, "an integer 0..=255")),
+            },
+            "stderr" => s.stderr = Some(string(k, value)?),
+            "fail" => {
+                s.fail = Some(match value.as_str() {
+                    Some("usageLimit") => Failure::UsageLimit,
+                    Some("rateLimit") => Failure::RateLimit,
+                    Some("network") => Failure::Network,
+                    Some("auth") => Failure::Auth,
+                    Some("invalidKey") => Failure::InvalidKey,
+                    Some("model") => Failure::Model,
+                    _ => {
+                        return Err(type_error(
+                            k,
+                            "one of \"usageLimit\", \"rateLimit\", \"network\", \"auth\", \"invalidKey\", \"model\"",
+                        ))
+                    }
+                })
+            }
+            "grandchild" => s.grandchild = boolean(k, value)?,
+            "grandchildEscapes" => s.grandchild_escapes = boolean(k, value)?,
+            "grandchildStdio" => {
+                s.grandchild_stdio_inherit = match value.as_str() {
+                    Some("inherit") => true,
+                    Some("null") => false,
+                    _ => return Err(type_error(k, "\"inherit\" or \"null\"")),
+                }
+            }
+            "ignoreSigterm" => s.ignore_sigterm = boolean(k, value)?,
+            "closeStdinEarly" => s.close_stdin_early = boolean(k, value)?,
+            "permissionQuery" => s.permission_query = boolean(k, value)?,
+            "replay" => s.replay = Some(string(k, value)?),
+            _ => return Err(format!("unknown scenario field '{k}'")),
+        }
+    }
+    Ok(s)
+}
+
+fn tool(v: &Json) -> Result<ToolSpec, String> {
+    let Some(pairs) = v.as_object() else {
+        return Err(type_error("tools[]", "an object"));
+    };
+    let mut t = ToolSpec {
+        kind: "shell".to_owned(),
+        ..ToolSpec::default()
+    };
+    for (key, value) in pairs {
+        let k = key.as_str();
+        match k {
+            "kind" => t.kind = string("tools[].kind", value)?,
+            "args" => {
+                if value.as_object().is_none() {
+                    return Err(type_error("tools[].args", "an object"));
+                }
+                t.args = Some(value.clone());
+            }
+            "outcome" => {
+                t.outcome = match value.as_str() {
+                    Some("success") => Outcome::Success,
+                    Some("failure") => Outcome::Failure,
+                    Some("rejected") => Outcome::Rejected,
+                    _ => {
+                        return Err(type_error(
+                            "tools[].outcome",
+                            "\"success\", \"failure\" or \"rejected\"",
+                        ))
+                    }
+                }
+            }
+            "result" => t.result = Some(value.clone()),
+            "output" => t.output = Some(string("tools[].output", value)?),
+            "reason" => t.reason = Some(string("tools[].reason", value)?),
+            _ => return Err(format!("unknown tool field '{k}'")),
+        }
+    }
+    if t.kind.is_empty() || !t.kind.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "tool kind '{}' must be a non-empty ASCII word",
+            t.kind
+        ));
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives_are_removed_and_parsed() {
+        let (clean, found) = extract_directives(
+            "hi [[double:{\"answer\":\"a]]b\"}]] there\n[[double:{\"garbage\":true}]]",
+        )
+        .unwrap();
+        assert_eq!(clean, "hi  there\n");
+        assert_eq!(found.len(), 2);
+        let s = build(&found).unwrap();
+        assert_eq!(s.answer.as_deref(), Some("a]]b"));
+        assert!(s.garbage);
+    }
+
+    #[test]
+    fn later_sources_override_and_errors_are_reported() {
+        let a = Json::parse(r#"{"answer":"x","chunkChars":3}"#).unwrap();
+        let b = Json::parse(r#"{"answer":"y"}"#).unwrap();
+        let s = build(&[a, b]).unwrap();
+        assert_eq!((s.answer.as_deref(), s.chunk_chars), (Some("y"), 3));
+        assert!(build(&[Json::parse(r#"{"anwser":"x"}"#).unwrap()]).is_err());
+        assert!(build(&[Json::parse(r#"{"hang":"later"}"#).unwrap()]).is_err());
+        assert!(extract_directives("[[double:{oops}]]").is_err());
+        assert!(extract_directives("[[double:{}").is_err());
+    }
+}

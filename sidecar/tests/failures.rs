@@ -1,0 +1,280 @@
+//! When the CLI fails, the client gets a typed error with a hint, text already streamed stays, and
+//! the sidecar keeps serving. Also: cancel, timeouts, bad frames, a missing CLI, and the API key.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::*;
+
+fn ask(turn: &str, text: &str) -> Value {
+    json!({"turnId": turn, "model": "auto", "mode": "agent", "messages": [user(text)]})
+}
+
+/// (name, scenario for the double, model, expected kind, text the user saw before the error)
+fn failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'static str)> {
+    vec![
+        ("unknown model", json!({}), "no-such-model", "invalidModel", ""),
+        ("usage limit", json!({"fail": "usageLimit"}), "auto", "usageLimit", ""),
+        ("rate limit", json!({"fail": "rateLimit"}), "auto", "rateLimited", ""),
+        ("network", json!({"fail": "network"}), "auto", "network", ""),
+        ("crash mid-stream keeps the streamed text", json!({"answer": "abcdefghijklmnop", "chunkChars": 2, "crashAfterDeltas": 3}), "auto", "network", "abcdef"),
+        ("exit 0 without result", json!({"noResult": true, "answer": "half"}), "auto", "cliFailed", "half"),
+        ("error result", json!({"errorResult": true, "answer": "x"}), "auto", "cliFailed", "x"),
+        ("empty answer", json!({"answer": ""}), "auto", "emptyResponse", ""),
+        ("plain exit 1", json!({"exitCode": 1, "stderr": "Segmentation fault", "noResult": true, "answer": ""}), "auto", "cliFailed", ""),
+    ]
+}
+
+#[test]
+fn failures_are_typed_with_hints_and_the_sidecar_keeps_serving() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    for (i, (name, scenario, model, kind, streamed)) in failure_cases().into_iter().enumerate() {
+        let turn = format!("f{i}");
+        let mut params = ask(&turn, &directed("go", scenario));
+        params["model"] = json!(model);
+        let (deltas, r) = s.chat(params);
+        assert_eq!(error_kind(&r), kind, "{name}: {r}");
+        assert_eq!(r["error"]["code"], -32000, "{name}");
+        let hint = r["error"]["data"]["hint"].as_str().unwrap_or_default();
+        assert!(hint.len() > 10, "{name}: a person needs a hint: {r}");
+        assert!(!r["error"]["message"].as_str().unwrap().is_empty());
+        assert_eq!(text_of(&deltas), streamed, "{name}");
+        // The next turn works.
+        let (_, ok) = s.chat(ask(&format!("ok{i}"), "still there?"));
+        assert!(ok.get("result").is_some(), "after {name}: {ok}");
+    }
+}
+
+#[test]
+fn auth_failure_says_how_to_log_in() {
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_LOGGED_IN", "0").start();
+    s.initialize(&dir, json!({}));
+    let (_, r) = s.chat(ask("t1", "hi"));
+    assert_eq!(error_kind(&r), "authRequired", "{r}");
+    assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("agent login"), "{r}");
+    let status = s.request("status", json!(null));
+    assert_eq!(status["result"]["cli"]["loggedIn"], false, "{status}");
+    // An API key makes the same CLI work.
+    let dir2 = TestDir::new();
+    let mut s2 = Launch::new(&dir2).env("CURSOR_DOUBLE_LOGGED_IN", "0").start();
+    s2.initialize_with(json!({
+        "protocolVersion": 1, "workspaceFolders": [dir2.workspace()], "cliPath": double_exe(), "apiKey": "key_live_123"
+    }));
+    let (_, r) = s2.chat(ask("t1", "hi"));
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+#[test]
+fn missing_cli_is_cli_not_found_with_an_install_hint() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    let init = s.initialize_with(json!({"protocolVersion": 1, "workspaceFolders": [dir.workspace()]}));
+    assert_eq!(init["result"]["capabilities"]["cli"]["found"], false, "{init}");
+    let (_, r) = s.chat(ask("t1", "hi"));
+    assert_eq!(error_kind(&r), "cliNotFound", "{r}");
+    assert!(r["error"]["data"]["hint"].as_str().unwrap().to_lowercase().contains("install"), "{r}");
+    let m = s.request("models/list", json!({}));
+    assert_eq!(error_kind(&m), "cliNotFound");
+
+    // A configured path that does not exist is an error about the setting, not a silent fallback.
+    let dir2 = TestDir::new();
+    let mut s2 = Sidecar::start(&dir2);
+    s2.initialize_with(json!({"protocolVersion": 1, "workspaceFolders": [dir2.workspace()], "cliPath": "/nope/cursor-agent"}));
+    let (_, r) = s2.chat(ask("t1", "hi"));
+    assert_eq!(error_kind(&r), "cliNotFound");
+    assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("cliPath"), "{r}");
+}
+
+#[test]
+fn cli_path_from_the_environment_is_used() {
+    let dir = TestDir::new();
+    let mut s = Launch { cli_via_env: true, ..Launch::new(&dir) }.start();
+    s.initialize_with(json!({"protocolVersion": 1, "workspaceFolders": [dir.workspace()]}));
+    let (d, r) = s.chat(ask("t1", "hi"));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&d), "Echo: hi");
+}
+
+#[test]
+fn cancel_answers_minus_32800_and_kills_the_cli_and_its_grandchild_within_a_second() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let prompt = directed("long job", json!({"grandchild": true, "answer": "x".repeat(200), "chunkChars": 1, "deltaDelayMs": 50}));
+    let id = s.send_request("chat/send", ask("c1", &prompt));
+    let rec = wait_for_turn_record(&dir, 1).remove(0);
+    let cli = rec["pid"].as_u64().unwrap();
+    let grandchild = rec["grandchildPid"].as_u64().expect("double started a grandchild");
+    assert!(eventually(Duration::from_secs(5), || alive(grandchild)));
+    // Let some text stream first.
+    assert!(eventually(Duration::from_secs(10), || {
+        while let Some(m) = s.next_message(Duration::from_millis(10)) {
+            s.notifications.push(m);
+        }
+        s.notifications.iter().any(|n| n["params"]["kind"] == "text")
+    }));
+    let cancelled_at = Instant::now();
+    s.notify("$/cancelRequest", json!({"id": id}));
+    let r = s.response(&json!(id));
+    assert_eq!(r["error"]["code"], -32800, "{r}");
+    assert_eq!(error_kind(&r), "cancelled");
+    assert!(eventually(Duration::from_secs(1), || !alive(cli) && !alive(grandchild)), "CLI or grandchild still running 1 s after cancel");
+    eprintln!("cancel to dead CLI: {:?}", cancelled_at.elapsed());
+    // Exactly one answer: nothing else arrives for that id.
+    std::thread::sleep(Duration::from_millis(300));
+    while let Some(m) = s.next_message(Duration::from_millis(50)) {
+        assert_ne!(m["id"], json!(id), "second answer to a cancelled request: {m}");
+    }
+    let (_, ok) = s.chat(ask("after", "still there?"));
+    assert!(ok.get("result").is_some());
+    // A cancel for an unknown id is ignored.
+    s.notify("$/cancelRequest", json!({"id": 999_999}));
+    let (_, ok) = s.chat(ask("after2", "still there?"));
+    assert!(ok.get("result").is_some());
+}
+
+#[test]
+fn silence_ends_the_turn_with_a_timeout() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"idleTimeoutSeconds": 1}));
+    for hang in ["beforeOutput", "midStream"] {
+        let started = Instant::now();
+        let (_, r) = s.chat(ask(hang, &directed("go", json!({"hang": hang, "answer": "some text here"}))));
+        assert_eq!(error_kind(&r), "timeout", "{hang}: {r}");
+        assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("idleTimeoutSeconds"));
+        assert!(started.elapsed() < Duration::from_secs(10), "{hang}");
+        let pid = dir.turns().last().unwrap()["pid"].as_u64().unwrap();
+        assert!(eventually(Duration::from_secs(2), || !alive(pid)), "{hang}: hung CLI left running");
+    }
+}
+
+#[test]
+fn overall_timeout_stops_a_turn_that_keeps_talking() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"requestTimeoutSeconds": 1, "idleTimeoutSeconds": 30}));
+    let (deltas, r) = s.chat(ask("t", &directed("go", json!({"answer": "y".repeat(400), "chunkChars": 1, "deltaDelayMs": 20}))));
+    assert_eq!(error_kind(&r), "timeout", "{r}");
+    assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("requestTimeoutSeconds"));
+    assert!(!text_of(&deltas).is_empty(), "text streamed before the timeout stays");
+}
+
+#[test]
+fn garbage_frames_get_parse_errors_and_the_next_request_works() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.send_raw(b"this is not a frame\r\n\r\n");
+    let r = s.next_message(TIMEOUT).unwrap();
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    assert_eq!(r["id"], Value::Null);
+    s.send_raw(&frame(b"{not json"));
+    assert_eq!(s.next_message(TIMEOUT).unwrap()["error"]["code"], -32700);
+    s.send_raw(&frame(b"[1,2]"));
+    assert_eq!(s.next_message(TIMEOUT).unwrap()["error"]["code"], -32600);
+    // Before initialize, requests are refused politely.
+    let r = s.request("sessions/list", json!(null));
+    assert_eq!(r["error"]["code"], -32002);
+    s.initialize(&dir, json!({}));
+    let r = s.request("no/such/method", json!({}));
+    assert_eq!(r["error"]["code"], -32601);
+    let r = s.request("chat/send", json!({"turnId": 5}));
+    assert_eq!(r["error"]["code"], -32602);
+    assert_eq!(error_kind(&r), "invalidParams");
+    let (_, r) = s.chat(ask("t", "works"));
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+#[test]
+fn workspace_outside_the_initialized_folders_is_refused() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let mut p = ask("t", "hi");
+    p["workspace"] = json!("/");
+    let (_, r) = s.chat(p);
+    assert_eq!(error_kind(&r), "invalidParams", "{r}");
+    assert!(dir.turns().is_empty(), "no CLI was started");
+}
+
+#[test]
+fn the_api_key_reaches_the_cli_env_and_nowhere_else() {
+    let dir = TestDir::new();
+    let key = "key_live_SECRET_7f3a9c";
+    // Most verbose logging, including prompt content: the key must still not appear.
+    let mut s = Launch { log_level: "trace,cursor_bridge::content=trace", ..Launch::new(&dir) }.start();
+    s.initialize_with(json!({
+        "protocolVersion": 1, "workspaceFolders": [dir.workspace()], "cliPath": double_exe(), "apiKey": key
+    }));
+    let (_, r) = s.chat(ask("t1", &directed("hi", json!({"grandchild": true}))));
+    assert!(r.get("result").is_some(), "{r}");
+    let (_, bad) = s.chat(ask("t2", &directed("hi", json!({"fail": "invalidKey"}))));
+    s.request("status", json!(null));
+    s.request("models/list", json!({}));
+
+    for rec in dir.records() {
+        assert!(!rec["argv"].to_string().contains(key), "key on argv: {rec}");
+    }
+    let turn = &dir.turns()[0];
+    assert_eq!(turn["env"]["CURSOR_API_KEY"], key, "key in the child's environment");
+    // The live process table, too: nothing of ours carries the key on its command line.
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            assert!(!String::from_utf8_lossy(&cmdline).contains(key), "key in /proc/{:?}/cmdline", entry.file_name());
+        }
+    }
+    assert!(!bad.to_string().contains(key), "key in an error: {bad}");
+    let pid = s.child.id();
+    assert!(s.finish().success());
+    let log = dir.log_text();
+    assert!(log.contains(&format!("pid={pid}")) || log.contains("cursor-bridge starting"), "log written");
+    assert!(!log.contains(key), "key in the log");
+}
+
+#[test]
+fn prompts_are_not_logged_at_the_default_level() {
+    let dir = TestDir::new();
+    let mut s = Launch { log_level: "", ..Launch::new(&dir) }.start();
+    s.initialize(&dir, json!({}));
+    let (_, r) = s.chat(ask("t1", "my very private prompt text"));
+    assert!(r.get("result").is_some());
+    assert!(s.finish().success());
+    let log = dir.log_text();
+    assert!(log.contains("turn starts"), "info logging works: {log}");
+    assert!(!log.contains("my very private prompt text"), "{log}");
+    assert!(!log.contains("Echo: my very private"), "answers are content too: {log}");
+}
+
+#[test]
+fn end_of_input_kills_running_turns_and_exits_zero() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    s.send_request("chat/send", ask("t", &directed("go", json!({"hang": "midStream", "grandchild": true}))));
+    let rec = wait_for_turn_record(&dir, 1).remove(0);
+    let (cli, gc) = (rec["pid"].as_u64().unwrap(), rec["grandchildPid"].as_u64().unwrap());
+    assert!(eventually(Duration::from_secs(5), || alive(gc)));
+    let status = s.finish();
+    assert_eq!(status.code(), Some(0));
+    assert!(eventually(Duration::from_secs(2), || !alive(cli) && !alive(gc)));
+}
+
+#[test]
+fn shutdown_then_exit() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let r = s.request("shutdown", json!(null));
+    assert_eq!(r["result"], Value::Null, "{r}");
+    assert!(r.get("error").is_none());
+    let after = s.request("sessions/list", json!(null));
+    assert_eq!(after["error"]["code"], -32600);
+    s.notify("exit", json!(null));
+    let status = wait_with_timeout(&mut s.child, TIMEOUT).expect("exit ends the process");
+    assert_eq!(status.code(), Some(0));
+}

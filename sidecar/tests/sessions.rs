@@ -1,0 +1,218 @@
+//! Conversations resume instead of starting over; when they cannot, context is replayed.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::*;
+
+fn argv(record: &Value) -> Vec<String> {
+    serde_json::from_value(record["argv"].clone()).unwrap()
+}
+
+fn resume_id(record: &Value) -> Option<String> {
+    let a = argv(record);
+    a.iter().position(|x| x == "--resume").map(|i| a[i + 1].clone())
+}
+
+fn turn(id: &str, mode: &str, messages: Value, extra: Value) -> Value {
+    let mut p = json!({"turnId": id, "model": "auto", "mode": mode, "messages": messages});
+    if let (Some(p), Some(extra)) = (p.as_object_mut(), extra.as_object()) {
+        p.extend(extra.clone());
+    }
+    p
+}
+
+/// Copilot-shaped user message: context plus the typed request.
+fn copilot(typed: &str) -> Value {
+    user(&format!("<context>today</context>\n<userRequest>\n{typed}\n</userRequest>"))
+}
+
+#[test]
+fn second_turn_resumes_the_chat_of_the_first() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let (d1, r1) = s.chat(turn("t1", "agent", json!([user("What is 2+2?")]), json!({})));
+    assert_eq!(r1["result"]["resumed"], false, "{r1}");
+    let answer1 = text_of(&d1);
+    let (d2, r2) = s.chat(turn(
+        "t2",
+        "agent",
+        json!([user("What is 2+2?"), assistant(&answer1), user("And times 3?")]),
+        json!({}),
+    ));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(r2["result"]["sessionId"], r1["result"]["sessionId"]);
+    assert_eq!(d2[0]["kind"], "session");
+    assert_eq!(d2[0]["resumed"], true);
+
+    let turns = dir.turns();
+    let first_chat = resume_id(&turns[0]).expect("new chats use a create-chat id");
+    assert_eq!(resume_id(&turns[1]).as_deref(), Some(first_chat.as_str()), "the double saw --resume <same id>");
+    assert_eq!(turns[1]["stdin"], "And times 3?", "a resumed turn sends only the new message");
+    // The chat id came from create-chat, fetched ahead.
+    assert!(dir.records().iter().any(|r| r["subcommand"] == "create-chat"));
+}
+
+#[test]
+fn conversation_id_resumes_even_when_the_mode_changes() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let conv = json!({"conversationId": "9f2c1a7e"});
+    let (_, r1) = s.chat(turn("t1", "ask", json!([user("ENV"), copilot("explain x")]), conv.clone()));
+    let (_, r2) = s.chat(turn(
+        "t2",
+        "agent",
+        json!([user("ENV"), copilot("explain x"), assistant("x is …"), copilot("now change it")]),
+        conv,
+    ));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(r2["result"]["sessionId"], r1["result"]["sessionId"]);
+    let turns = dir.turns();
+    assert_eq!(resume_id(&turns[1]), resume_id(&turns[0]));
+}
+
+#[test]
+fn history_matching_needs_the_same_mode() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    s.chat(turn("t1", "ask", json!([user("q1")]), json!({})));
+    let (_, r) = s.chat(turn("t2", "plan", json!([user("q1"), assistant("a"), user("q2")]), json!({})));
+    assert_eq!(r["result"]["resumed"], false, "another mode is another conversation: {r}");
+    let (_, r) = s.chat(turn("t3", "ask", json!([user("q1"), assistant("a"), user("q2")]), json!({})));
+    assert_eq!(r["result"]["resumed"], true, "{r}");
+}
+
+#[test]
+fn a_new_conversation_does_not_resume_an_old_one() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let (_, r1) = s.chat(turn("t1", "agent", json!([user("hello")]), json!({"conversationId": "a"})));
+    let (_, r2) = s.chat(turn("t2", "agent", json!([user("hello")]), json!({"conversationId": "b"})));
+    assert_eq!(r2["result"]["resumed"], false);
+    assert_ne!(r1["result"]["sessionId"], r2["result"]["sessionId"]);
+    let turns = dir.turns();
+    assert_ne!(resume_id(&turns[0]), resume_id(&turns[1]), "each new conversation gets its own chat");
+}
+
+#[test]
+fn when_nothing_matches_earlier_turns_are_replayed_into_a_new_chat() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let history = json!([user("Remember the number 7."), assistant("Noted: 7."), user("What number did I say?")]);
+    let (deltas, r) = s.chat(turn("t1", "agent", history, json!({})));
+    assert_eq!(r["result"]["resumed"], false, "{r}");
+    assert_eq!(deltas[0]["replayed"], true);
+    let stdin = dir.turns()[0]["stdin"].as_str().unwrap().to_string();
+    assert!(stdin.contains("<conversation_history>"), "{stdin}");
+    assert!(stdin.contains("[user]\nRemember the number 7.") && stdin.contains("[assistant]\nNoted: 7."), "{stdin}");
+    assert!(stdin.ends_with("What number did I say?"), "{stdin}");
+}
+
+#[test]
+fn cleared_sessions_replay_instead_of_resuming() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    s.chat(turn("t1", "agent", json!([user("one")]), json!({})));
+    let listed = s.request("sessions/list", json!(null));
+    assert_eq!(listed["result"]["sessions"].as_array().unwrap().len(), 1, "{listed}");
+    let cleared = s.request("sessions/clear", json!({}));
+    assert_eq!(cleared["result"]["cleared"], 1);
+    let (d, r) = s.chat(turn("t2", "agent", json!([user("one"), assistant("Echo: one"), user("two")]), json!({})));
+    assert_eq!(r["result"]["resumed"], false);
+    assert_eq!(d[0]["replayed"], true);
+}
+
+#[test]
+fn sessions_survive_a_sidecar_restart() {
+    let dir = TestDir::new();
+    let r1 = {
+        let mut s = Sidecar::start(&dir);
+        s.initialize(&dir, json!({}));
+        let (_, r1) = s.chat(turn("t1", "agent", json!([user("first")]), json!({"conversationId": "c1"})));
+        assert!(s.finish().success());
+        r1
+    };
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let (_, r2) = s.chat(turn(
+        "t2",
+        "agent",
+        json!([user("first"), assistant("Echo: first"), user("second")]),
+        json!({"conversationId": "c1"}),
+    ));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(r2["result"]["sessionId"], r1["result"]["sessionId"]);
+}
+
+#[test]
+fn session_id_from_history_resumes() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let (_, r1) = s.chat(turn("t1", "agent", json!([user("first")]), json!({})));
+    let sid = r1["result"]["sessionId"].clone();
+    // The client lost its conversation id but kept our marker; the history text differs a bit.
+    let (_, r2) = s.chat(turn(
+        "t2",
+        "agent",
+        json!([user("first"), assistant("(answer)"), user("second")]),
+        json!({"sessionId": sid}),
+    ));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(r2["result"]["sessionId"], sid);
+}
+
+#[test]
+fn utility_requests_never_touch_sessions() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"utilityModel": "composer-2.5-fast"}));
+    let (deltas, r) = s.chat(json!({
+        "turnId": "u1", "model": "auto", "mode": "agent", "utility": true,
+        "messages": [{"role": "system", "text": "Write a brief title for this chat."}, user("how do I sort a list?")]
+    }));
+    assert!(r["result"]["sessionId"].is_null(), "{r}");
+    assert!(deltas.iter().all(|d| d["kind"] != "session"));
+    let listed = s.request("sessions/list", json!(null));
+    assert_eq!(listed["result"]["sessions"], json!([]));
+    let rec = &dir.turns()[0];
+    let a = argv(rec);
+    assert!(a.windows(2).any(|w| w == ["--mode", "ask"]), "{a:?}");
+    assert!(a.windows(2).any(|w| w == ["--model", "composer-2.5-fast"]), "{a:?}");
+    assert!(resume_id(rec).is_none());
+    assert!(rec["stdin"].as_str().unwrap().starts_with("Write a brief title"));
+}
+
+#[test]
+fn a_resume_the_cli_rejects_falls_back_to_a_replayed_new_chat() {
+    let dir = TestDir::new();
+    // The double keeps chats under $HOME/.cursor/chats like the real CLI and, told so, fails to
+    // resume a chat it does not have (the reference leaves the real behaviour open).
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_UNKNOWN_RESUME", "fail").start();
+    s.initialize(&dir, json!({}));
+    let (_, r1) = s.chat(turn("t1", "agent", json!([user("first")]), json!({"conversationId": "c"})));
+    assert!(r1.get("result").is_some(), "{r1}");
+    // Cursor garbage-collects old chat stores.
+    std::fs::remove_dir_all(dir.path().join("home/.cursor/chats")).expect("the double stored its chat");
+    let (deltas, r) = s.chat(turn(
+        "t2",
+        "agent",
+        json!([user("first"), assistant("Echo: first"), user("second")]),
+        json!({"conversationId": "c"}),
+    ));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(r["result"]["resumed"], false);
+    assert_eq!(r["result"]["sessionId"], r1["result"]["sessionId"], "same conversation, new chat");
+    assert_eq!(text_of(&deltas), "Echo: second");
+    let turns = dir.turns();
+    assert_eq!(turns.len(), 3, "first turn, failed resume, replayed new chat");
+    let last = turns.last().unwrap();
+    assert!(last["stdin"].as_str().unwrap().contains("<conversation_history>"));
+    assert_ne!(resume_id(last), resume_id(&turns[0]));
+}

@@ -1,0 +1,402 @@
+//! Test harness: runs the real `cursor-bridge` binary over pipes, with the CLI test double
+//! (`cli-double`) as its Cursor CLI, and speaks JSON-RPC to it like an editor would.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn sidecar_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cursor-bridge"))
+}
+
+/// The CLI double, built next to the sidecar (`cargo xtask test` builds the whole workspace; a
+/// lone `cargo test -p cursor-bridge` builds it here once).
+pub fn double_exe() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let path = sidecar_exe().with_file_name(format!("cursor-agent-double{}", std::env::consts::EXE_SUFFIX));
+            if !path.is_file() {
+                let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                    .args(["build", "-p", "cli-double", "--bin", "cursor-agent-double"])
+                    .status()
+                    .expect("run cargo to build the CLI double");
+                assert!(status.success(), "building the CLI double failed");
+            }
+            path
+        })
+        .clone()
+}
+
+/// A folder for one test: state, logs, the double's record, a workspace.
+pub struct TestDir {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestDir {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+        TestDir { dir }
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("workspace").canonicalize().unwrap()
+    }
+    pub fn record_file(&self) -> PathBuf {
+        self.dir.path().join("record.jsonl")
+    }
+    pub fn log_dir(&self) -> PathBuf {
+        self.dir.path().join("logs")
+    }
+    /// What the double recorded, one entry per CLI invocation.
+    pub fn records(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.record_file())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+    /// Records of chat turns (print mode).
+    pub fn turns(&self) -> Vec<Value> {
+        self.records().into_iter().filter(|r| r["subcommand"] == "print").collect()
+    }
+    pub fn log_text(&self) -> String {
+        let mut all = String::new();
+        if let Ok(entries) = std::fs::read_dir(self.log_dir()) {
+            for e in entries.flatten() {
+                all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+            }
+        }
+        all
+    }
+}
+
+pub struct Sidecar {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    incoming: Receiver<Value>,
+    next_id: u64,
+    /// Notifications seen so far (in order).
+    pub notifications: Vec<Value>,
+    /// Responses read while waiting for another id.
+    pending: Vec<Value>,
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+pub struct Launch<'a> {
+    pub dir: &'a TestDir,
+    pub env: Vec<(String, String)>,
+    /// Put the double on the sidecar's env as `CURSOR_BRIDGE_CLI_PATH` (else: `initialize.cliPath`).
+    pub cli_via_env: bool,
+    pub log_level: &'a str,
+}
+
+impl<'a> Launch<'a> {
+    pub fn new(dir: &'a TestDir) -> Self {
+        Launch { dir, env: Vec::new(), cli_via_env: false, log_level: "debug" }
+    }
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+    pub fn start(self) -> Sidecar {
+        let mut cmd = Command::new(sidecar_exe());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // An empty PATH (plus sh for the double's grandchildren): nothing real is found by accident.
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", self.dir.path().join("home"))
+            .env("CURSOR_BRIDGE_STATE_DIR", self.dir.path().join("state"))
+            .env("CURSOR_BRIDGE_LOG_DIR", self.dir.log_dir())
+            .env("CURSOR_BRIDGE_LOG", self.log_level)
+            .env("CURSOR_DOUBLE_RECORD", self.dir.record_file())
+            .env_remove("CURSOR_API_KEY")
+            .env_remove("CURSOR_BRIDGE_CLI_PATH")
+            .env_remove("CURSOR_DOUBLE_SCENARIO");
+        if self.cli_via_env {
+            cmd.env("CURSOR_BRIDGE_CLI_PATH", double_exe());
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start cursor-bridge");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || read_frames(stdout, tx));
+        let stderr_buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = stderr_buf.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        Sidecar {
+            stdin: child.stdin.take(),
+            child,
+            incoming: rx,
+            next_id: 100,
+            notifications: Vec::new(),
+            pending: Vec::new(),
+            stderr: stderr_buf,
+        }
+    }
+}
+
+fn read_frames(stdout: impl Read, tx: mpsc::Sender<Value>) {
+    let mut r = BufReader::new(stdout);
+    loop {
+        let mut len = None;
+        loop {
+            let mut line = String::new();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) = line.split_once(':').expect("header line");
+            assert!(name.eq_ignore_ascii_case("content-length"), "unexpected header {line:?} on stdout");
+            len = Some(value.trim().parse::<usize>().unwrap());
+        }
+        let mut body = vec![0; len.expect("Content-Length")];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        let value: Value = serde_json::from_slice(&body).expect("stdout carries JSON frames only");
+        if tx.send(value).is_err() {
+            return;
+        }
+    }
+}
+
+pub fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+impl Sidecar {
+    pub fn start(dir: &TestDir) -> Self {
+        Launch::new(dir).start()
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        self.send_raw(&frame(&serde_json::to_vec(message).unwrap()));
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Send a request; returns its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The next message from the sidecar (notification or response).
+    pub fn next_message(&mut self, timeout: Duration) -> Option<Value> {
+        match self.incoming.recv_timeout(timeout) {
+            Ok(v) => Some(v),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Wait for the response to `id`, collecting notifications.
+    pub fn response(&mut self, id: &Value) -> Value {
+        self.response_within(id, TIMEOUT)
+    }
+
+    pub fn response_within(&mut self, id: &Value, timeout: Duration) -> Value {
+        if let Some(i) = self.pending.iter().position(|r| &r["id"] == id) {
+            return self.pending.remove(i);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(msg) = self.next_message(left) else {
+                panic!(
+                    "no response to id {id} within {timeout:?}; stderr:\n{}",
+                    self.stderr.lock().unwrap()
+                );
+            };
+            if msg.get("method").is_some() && msg.get("id").is_none() {
+                self.notifications.push(msg);
+            } else if &msg["id"] == id {
+                return msg;
+            } else {
+                self.pending.push(msg);
+            }
+        }
+    }
+
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.response(&json!(id))
+    }
+
+    pub fn initialize(&mut self, dir: &TestDir, options: Value) -> Value {
+        self.initialize_with(json!({
+            "protocolVersion": 1,
+            "clientInfo": {"name": "tests", "version": "0"},
+            "workspaceFolders": [dir.workspace()],
+            "cliPath": double_exe(),
+            "options": options,
+        }))
+    }
+
+    pub fn initialize_with(&mut self, params: Value) -> Value {
+        let r = self.request("initialize", params);
+        assert!(r.get("result").is_some(), "initialize failed: {r}");
+        r
+    }
+
+    /// Run a turn to its end: (deltas of this turn, the response).
+    pub fn chat(&mut self, params: Value) -> (Vec<Value>, Value) {
+        let turn = params["turnId"].clone();
+        let id = self.send_request("chat/send", params);
+        let response = self.response(&json!(id));
+        (self.take_deltas(&turn), response)
+    }
+
+    /// Remove and return the deltas of `turn` received so far.
+    pub fn take_deltas(&mut self, turn: &Value) -> Vec<Value> {
+        let (mine, rest): (Vec<Value>, Vec<Value>) = std::mem::take(&mut self.notifications)
+            .into_iter()
+            .partition(|n| n["method"] == "chat/delta" && &n["params"]["turnId"] == turn);
+        self.notifications = rest;
+        mine.into_iter().map(|n| n["params"].clone()).collect()
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Close stdin and wait for the process to exit.
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        self.close_stdin();
+        wait_with_timeout(&mut self.child, TIMEOUT).expect("sidecar did not exit after stdin closed")
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The concatenated `text` deltas.
+pub fn text_of(deltas: &[Value]) -> String {
+    deltas.iter().filter(|d| d["kind"] == "text").map(|d| d["text"].as_str().unwrap()).collect()
+}
+
+pub fn kinds_of(deltas: &[Value]) -> Vec<String> {
+    deltas.iter().map(|d| d["kind"].as_str().unwrap().to_string()).collect()
+}
+
+/// A user message carrying a scenario directive for the double.
+pub fn directed(text: &str, scenario: Value) -> String {
+    format!("[[double:{scenario}]]\n{text}")
+}
+
+pub fn user(text: &str) -> Value {
+    json!({"role": "user", "text": text})
+}
+
+pub fn assistant(text: &str) -> Value {
+    json!({"role": "assistant", "text": text})
+}
+
+pub fn error_kind(response: &Value) -> &str {
+    response["error"]["data"]["kind"].as_str().unwrap_or_else(|| panic!("not an error with a kind: {response}"))
+}
+
+/// Is `pid` running (not a zombie, not gone)?
+pub fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()) != Some("Z"))
+        .unwrap_or(false)
+}
+
+/// Wait until `pred` holds or `timeout` passes; returns whether it held.
+pub fn eventually(timeout: Duration, mut pred: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if pred() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Wait for the double to record a print-mode invocation (it records before answering).
+pub fn wait_for_turn_record(dir: &TestDir, count: usize) -> Vec<Value> {
+    assert!(eventually(TIMEOUT, || dir.turns().len() >= count), "the double never recorded turn {count}");
+    dir.turns()
+}
+
+/// All processes whose parent chain leads to `ancestor`.
+pub fn descendants(ancestor: u32) -> Vec<u32> {
+    let mut table = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        let mut f = rest.split_whitespace();
+        let _state = f.next();
+        let Some(ppid) = f.next().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        table.push((pid, ppid));
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![ancestor];
+    while let Some(p) = stack.pop() {
+        for (pid, ppid) in &table {
+            if *ppid == p {
+                out.push(*pid);
+                stack.push(*pid);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,236 @@
+//! Chat turns through the real binary against the CLI double: what a client sees.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::*;
+
+fn ready(dir: &TestDir) -> Sidecar {
+    let mut s = Sidecar::start(dir);
+    s.initialize(dir, json!({}));
+    s
+}
+
+fn send(turn: &str, model: &str, mode: &str, messages: Value) -> Value {
+    json!({"turnId": turn, "model": model, "mode": mode, "messages": messages})
+}
+
+#[test]
+fn streamed_text_equals_the_answer_with_unicode_intact() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    let answer = "こんにちは、世界！🌍 Grüße — naïve café (é) 👩‍💻, שלום / مرحبا, tab:\t| \"quote\" C:\\temp 𝔘𝔫𝔦 🇯🇵\nline two";
+    let prompt = directed("greet me", json!({"answer": answer, "chunkChars": 3}));
+    let (deltas, r) = s.chat(send("t1", "auto", "agent", json!([user(&prompt)])));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&deltas), answer);
+    // Many small deltas, not one blob, and seq strictly increasing from 1.
+    assert!(deltas.iter().filter(|d| d["kind"] == "text").count() > 10);
+    let seqs: Vec<u64> = deltas.iter().map(|d| d["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert_eq!(deltas[0]["kind"], "session");
+    assert_eq!(r["result"]["turnId"], "t1");
+    assert_eq!(r["result"]["stopReason"], "end");
+    assert!(r["result"]["usage"]["outputTokens"].as_u64().is_some(), "{r}");
+    assert_eq!(deltas.last().unwrap()["kind"], "usage");
+}
+
+#[test]
+fn thinking_arrives_before_the_answer_and_is_closed() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    let prompt = directed("Is 91 prime?", json!({"thinking": "91 = 7 × 13, so it is composite.", "answer": "No: 91 = 7 × 13."}));
+    let (deltas, r) = s.chat(send("t1", "sonnet-5-thinking", "ask", json!([user(&prompt)])));
+    assert!(r.get("result").is_some(), "{r}");
+    let thinking: String =
+        deltas.iter().filter(|d| d["kind"] == "thinking").map(|d| d["text"].as_str().unwrap()).collect();
+    assert_eq!(thinking, "91 = 7 × 13, so it is composite.");
+    let kinds = kinds_of(&deltas);
+    let done = kinds.iter().position(|k| k == "thinkingDone").expect("thinkingDone");
+    let first_text = kinds.iter().position(|k| k == "text").unwrap();
+    assert!(done < first_text, "{kinds:?}");
+    assert_eq!(text_of(&deltas), "No: 91 = 7 × 13.");
+}
+
+#[test]
+fn tool_calls_become_readable_deltas_and_text_segments_are_separated() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    let prompt = directed(
+        "bump and test",
+        json!({
+            "segments": ["I'll read app.ts first.", "Running the tests.", "All tests pass."],
+            "tools": [
+                {"kind": "read", "args": {"path": "/w/app.ts"}, "outcome": "success"},
+                {"kind": "shell", "args": {"command": "npm test"}, "outcome": "failure"}
+            ]
+        }),
+    );
+    let (deltas, r) = s.chat(send("t1", "auto", "agent", json!([user(&prompt)])));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&deltas), "I'll read app.ts first.\n\nRunning the tests.\n\nAll tests pass.");
+    let started: Vec<(String, String)> = deltas
+        .iter()
+        .filter(|d| d["kind"] == "toolStarted")
+        .map(|d| (d["tool"].as_str().unwrap().into(), d["summary"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(started, [("read".into(), "/w/app.ts".into()), ("shell".into(), "npm test".into())]);
+    let completed: Vec<bool> =
+        deltas.iter().filter(|d| d["kind"] == "toolCompleted").map(|d| d["ok"].as_bool().unwrap()).collect();
+    assert_eq!(completed, [true, false]);
+}
+
+#[test]
+fn cli_is_called_with_the_documented_flags_and_the_prompt_on_stdin() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    let (_, r) = s.chat(send("t1", "gpt-5.6-sol", "ask", json!([user("hello there")])));
+    assert!(r.get("result").is_some(), "{r}");
+    let (_, r) = s.chat(send("t2", "auto", "plan", json!([user("plan it")])));
+    assert!(r.get("result").is_some(), "{r}");
+    let (_, r) = s.chat(send("t3", "auto", "agent", json!([user("do it")])));
+    assert!(r.get("result").is_some(), "{r}");
+
+    let turns = dir.turns();
+    assert_eq!(turns.len(), 3);
+    let argv = |i: usize| -> Vec<String> { serde_json::from_value(turns[i]["argv"].clone()).unwrap() };
+    let has = |a: &[String], pair: [&str; 2]| a.windows(2).any(|w| w[0] == pair[0] && w[1] == pair[1]);
+    for i in 0..3 {
+        let a = argv(i);
+        assert!(a.contains(&"-p".to_string()) && has(&a, ["--output-format", "stream-json"]), "{a:?}");
+        assert!(a.contains(&"--stream-partial-output".into()) && a.contains(&"--trust".into()), "{a:?}");
+        assert!(has(&a, ["--workspace", dir.workspace().to_str().unwrap()]), "{a:?}");
+        assert!(!a.contains(&"--force".into()), "force is off by default: {a:?}");
+        assert!(!a.iter().any(|x| x.contains("hello") || x.contains("plan it")), "prompt leaked into argv: {a:?}");
+    }
+    assert!(has(&argv(0), ["--mode", "ask"]) && has(&argv(0), ["--model", "gpt-5.6-sol"]));
+    assert!(has(&argv(1), ["--mode", "plan"]));
+    assert!(!argv(2).contains(&"--mode".into()), "agent is the default; --mode agent is rejected");
+    assert_eq!(turns[0]["stdin"], "hello there");
+    assert_eq!(turns[0]["env"]["NO_COLOR"], "1");
+    assert_eq!(turns[0]["env"]["FORCE_COLOR"], "0");
+}
+
+#[test]
+fn force_is_passed_only_when_asked_and_only_in_agent_mode() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"force": true}));
+    s.chat(send("t1", "auto", "agent", json!([user("go")])));
+    s.chat(send("t2", "auto", "ask", json!([user("ask")])));
+    let turns = dir.turns();
+    assert!(turns[0]["argv"].as_array().unwrap().contains(&json!("--force")));
+    assert!(!turns[1]["argv"].as_array().unwrap().contains(&json!("--force")));
+}
+
+#[test]
+fn a_one_mebibyte_prompt_arrives_intact_on_stdin() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    // Multi-byte text and newlines, just over 1 MiB.
+    let unit = "línea ✓ — 1234567890 abcdefghijklmnopqrstuvwxyz\n";
+    let prompt: String = unit.repeat(1024 * 1024 / unit.len() + 1);
+    assert!(prompt.len() > 1024 * 1024);
+    let (deltas, r) = s.chat(send("big", "auto", "agent", json!([user(&prompt)])));
+    assert!(r.get("result").is_some(), "{r}");
+    let rec = &dir.turns()[0];
+    assert_eq!(rec["stdinBytes"].as_u64().unwrap() as usize, prompt.len());
+    assert!(rec["stdin"].as_str().unwrap() == prompt, "prompt changed on the way");
+    assert!(!text_of(&deltas).is_empty());
+}
+
+#[test]
+fn sixteen_concurrent_turns_all_get_their_own_answer() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    let mut ids = Vec::new();
+    for i in 0..16 {
+        let prompt = directed("go", json!({"answer": format!("answer number {i} ✓"), "deltaDelayMs": 5}));
+        let id = s.send_request("chat/send", send(&format!("t{i}"), "auto", "agent", json!([user(&prompt)])));
+        ids.push(id);
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let r = s.response(&json!(id));
+        assert!(r.get("result").is_some(), "turn {i}: {r}");
+        let deltas = s.take_deltas(&json!(format!("t{i}")));
+        assert_eq!(text_of(&deltas), format!("answer number {i} ✓"));
+    }
+    assert_eq!(dir.turns().len(), 16);
+}
+
+#[test]
+fn pool_limits_concurrent_cli_processes_and_queues_the_rest() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"maxConcurrent": 2}));
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let prompt = directed("go", json!({"answer": format!("a{i}"), "startupMs": 300}));
+        ids.push(s.send_request("chat/send", send(&format!("t{i}"), "auto", "agent", json!([user(&prompt)]))));
+    }
+    // While turns run, never more than two CLI turn processes exist.
+    let sidecar_pid = s.child.id();
+    let mut max_seen = 0;
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(1200);
+    while std::time::Instant::now() < until {
+        let live = dir.turns().iter().filter(|t| alive(t["pid"].as_u64().unwrap())).count();
+        max_seen = max_seen.max(live);
+        let _ = sidecar_pid;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for id in ids {
+        assert!(s.response(&json!(id)).get("result").is_some());
+    }
+    assert!(max_seen <= 2, "saw {max_seen} CLI processes at once");
+    assert!(max_seen >= 1);
+    assert_eq!(dir.turns().len(), 5);
+}
+
+#[test]
+fn models_are_listed_with_per_family_limits_and_cached() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    let r = s.request("models/list", json!({}));
+    let models = r["result"]["models"].as_array().unwrap_or_else(|| panic!("{r}")).clone();
+    assert!(models.len() >= 5, "{r}");
+    let auto = models.iter().find(|m| m["id"] == "auto").unwrap();
+    assert_eq!(auto["isDefault"], true);
+    let ids: Vec<&str> = models.iter().map(|m| m["id"].as_str().unwrap()).collect();
+    let unique: std::collections::BTreeSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "duplicates removed: {ids:?}");
+    let limit = |id: &str| models.iter().find(|m| m["id"] == id).map(|m| m["maxInputTokens"].as_u64().unwrap());
+    assert_eq!(limit("composer-2.5"), Some(200_000));
+    assert_eq!(limit("gpt-5.6-sol"), Some(272_000));
+    assert_ne!(limit("composer-2.5"), limit("gpt-5.6-sol"));
+
+    let listed = dir.records().iter().filter(|r| r["subcommand"] == "models").count();
+    assert_eq!(listed, 1);
+    s.request("models/list", json!({}));
+    assert_eq!(dir.records().iter().filter(|r| r["subcommand"] == "models").count(), 1, "served from cache");
+    s.request("models/list", json!({"refresh": true}));
+    assert_eq!(dir.records().iter().filter(|r| r["subcommand"] == "models").count(), 2, "refresh asks again");
+}
+
+#[test]
+fn coloured_model_lists_are_parsed() {
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_COLOR", "always").start();
+    s.initialize(&dir, json!({}));
+    let r = s.request("models/list", json!({}));
+    let models = r["result"]["models"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert!(models.iter().any(|m| m["id"] == "auto" && m["isDefault"] == true), "{r}");
+    assert!(!r.to_string().contains("\\u001b"), "ANSI left in: {r}");
+}
+
+#[test]
+fn status_reports_the_cli_and_login() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    let r = s.request("status", json!(null));
+    let cli = &r["result"]["cli"];
+    assert_eq!(cli["found"], true, "{r}");
+    assert_eq!(cli["version"], "2026.09.28-64d2043");
+    assert_eq!(cli["loggedIn"], true);
+    assert_eq!(cli["apiKey"], false);
+    assert!(r["result"]["logFile"].as_str().is_some(), "{r}");
+}
