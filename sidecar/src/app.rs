@@ -93,7 +93,7 @@ impl App {
         let workspaces = params
             .workspace_folders
             .iter()
-            .map(|w| PathBuf::from(w))
+            .map(PathBuf::from)
             .map(|p| p.canonicalize().unwrap_or(p))
             .collect();
         let state = self.paths.state_dir.clone();

@@ -33,6 +33,8 @@ const STDERR_KEEP: usize = 64 * 1024;
 const TERMINATE_GRACE: Duration = Duration::from_millis(500);
 /// After `result`, how long the CLI may linger before it is stopped (reference §5.8).
 const LINGER_AFTER_RESULT: Duration = Duration::from_secs(3);
+/// After the CLI exits, how long to keep reading output a descendant may still be writing.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
 /// Streams `chat/delta` notifications for one turn, numbering them.
 pub struct DeltaSink<'a> {
@@ -299,10 +301,19 @@ async fn run_cli(
     let idle = Duration::from_secs(options.idle_timeout_seconds);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(options.request_timeout_seconds);
 
+    let mut exit_status = None;
+    // Once the CLI has exited, a descendant may still hold its stdout open; read what is left for
+    // a moment, then stop (the group is killed on exit, escapees by the orphan sweep).
+    let mut drain_until: Option<tokio::time::Instant> = None;
     let stop: Option<BridgeError> = loop {
-        line.clear();
         let read = tokio::select! {
             r = read_line_bounded(&mut stdout, &mut line, MAX_LINE) => r,
+            status = child.wait(), if exit_status.is_none() => {
+                exit_status = Some(status);
+                drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                continue;
+            }
+            _ = tokio::time::sleep_until(drain_until.unwrap_or(deadline)), if drain_until.is_some() => break None,
             _ = tokio::time::sleep(idle) => break Some(BridgeError::new(
                 ErrorKind::Timeout,
                 format!("The Cursor CLI produced no output for {} s", idle.as_secs()),
@@ -324,6 +335,7 @@ async fn run_cli(
             Ok(LineRead::Line) => {}
         }
         parser.push_line(&line, &mut events);
+        line.clear();
         for event in events.drain(..) {
             cli_spoke = true;
             match event {
@@ -377,17 +389,23 @@ async fn run_cli(
 
     if let Some(error) = stop {
         child.terminate(TERMINATE_GRACE).await;
+        tokio::task::spawn_blocking(process::sweep_orphans);
         return Err(Failed { error, cli_spoke });
     }
-    let status = match tokio::time::timeout(
-        if result.is_some() { LINGER_AFTER_RESULT } else { Duration::from_secs(options.idle_timeout_seconds) },
-        child.wait(),
-    )
-    .await
-    {
-        Ok(Ok(status)) => Some(status),
-        _ => child.terminate(TERMINATE_GRACE).await,
+    let status = match exit_status {
+        Some(Ok(status)) => Some(status),
+        _ => match tokio::time::timeout(
+            if result.is_some() { LINGER_AFTER_RESULT } else { Duration::from_secs(options.idle_timeout_seconds) },
+            child.wait(),
+        )
+        .await
+        {
+            Ok(Ok(status)) => Some(status),
+            _ => child.terminate(TERMINATE_GRACE).await,
+        },
     };
+    // Tools that left the process group and outlived the CLI were re-parented to us: end them.
+    tokio::task::spawn_blocking(process::sweep_orphans);
     if result.is_none() {
         let mut tail = Vec::new();
         parser.finish(&mut tail);

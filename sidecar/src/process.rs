@@ -67,9 +67,13 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
         // CREATE_NO_WINDOW: no console flashes up for each turn.
         cmd.creation_flags(0x0800_0000);
     }
+    // Spawn and register under one lock: a concurrent orphan sweep must never see this child
+    // running before it is known as ours (it would take it for an orphan and kill it).
+    let mut tracked = lock_tracked();
     let child = cmd.spawn()?;
     let pid = child.id().ok_or_else(|| io::Error::other("child exited before it had a pid"))?;
-    lock_tracked().insert(pid);
+    tracked.insert(pid);
+    drop(tracked);
     Ok(ChildProcess { child, pid, exited: false })
 }
 
@@ -245,32 +249,39 @@ pub fn sweep_orphans() -> usize {
     #[cfg(unix)]
     {
         let me = std::process::id();
-        let tracked = lock_tracked().clone();
-        let mut found = 0;
-        for (pid, ppid, state) in proc_table() {
-            if ppid != me || tracked.contains(&pid) {
-                continue;
-            }
-            found += 1;
-            if state != 'Z' {
-                for d in descendants_of(pid) {
-                    signal_pid(d, Signal::Kill);
+        // Hold the lock while deciding and killing, so no child can be spawned (and be mistaken
+        // for an orphan) in between; reap after releasing it.
+        let orphans: Vec<u32> = {
+            let tracked = lock_tracked();
+            let orphans: Vec<(u32, char)> = proc_table()
+                .into_iter()
+                .filter(|(pid, ppid, _)| *ppid == me && !tracked.contains(pid))
+                .map(|(pid, _, state)| (pid, state))
+                .collect();
+            for (pid, state) in &orphans {
+                if *state != 'Z' {
+                    for d in descendants_of(*pid) {
+                        signal_pid(d, Signal::Kill);
+                    }
+                    signal_pid(*pid, Signal::Kill);
                 }
-                signal_pid(pid, Signal::Kill);
             }
+            orphans.into_iter().map(|(pid, _)| pid).collect()
+        };
+        for pid in &orphans {
             // SAFETY: waitpid on a specific pid that is our child and not owned by tokio.
             unsafe {
                 let mut status = 0;
                 // A just-killed process may need a moment to become a zombie.
                 for _ in 0..50 {
-                    if libc::waitpid(pid as i32, &mut status, libc::WNOHANG) != 0 {
+                    if libc::waitpid(*pid as i32, &mut status, libc::WNOHANG) != 0 {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
             }
         }
-        found
+        orphans.len()
     }
     #[cfg(not(unix))]
     {

@@ -23,6 +23,7 @@ fn failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'st
         ("exit 0 without result", json!({"noResult": true, "answer": "half"}), "auto", "cliFailed", "half"),
         ("error result", json!({"errorResult": true, "answer": "x"}), "auto", "cliFailed", "x"),
         ("empty answer", json!({"answer": ""}), "auto", "emptyResponse", ""),
+        ("a line longer than 16 MiB", json!({"hugeLineBytes": 17 * 1024 * 1024}), "auto", "cliFailed", ""),
         ("plain exit 1", json!({"exitCode": 1, "stderr": "Segmentation fault", "noResult": true, "answer": ""}), "auto", "cliFailed", ""),
     ]
 }
@@ -277,4 +278,40 @@ fn shutdown_then_exit() {
     s.notify("exit", json!(null));
     let status = wait_with_timeout(&mut s.child, TIMEOUT).expect("exit ends the process");
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_grandchild_that_left_the_group_does_not_outlive_its_turn() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let (_, r) = s.chat(ask("t", &directed("go", json!({"grandchild": true, "grandchildEscapes": true}))));
+    assert!(r.get("result").is_some(), "{r}");
+    let rec = &dir.turns()[0];
+    let gc = rec["grandchildPid"].as_u64().expect("grandchild started");
+    assert!(eventually(Duration::from_secs(2), || !alive(gc)), "escaped grandchild {gc} still running");
+}
+
+#[test]
+fn a_grandchild_holding_stdout_open_does_not_stall_a_failed_turn() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"idleTimeoutSeconds": 20}));
+    let started = Instant::now();
+    let scenario = json!({"grandchild": true, "grandchildStdio": "inherit", "crashAfterDeltas": 2, "answer": "partial answer"});
+    let (_, r) = s.chat(ask("t", &directed("go", scenario)));
+    assert_eq!(error_kind(&r), "network", "{r}");
+    assert!(started.elapsed() < Duration::from_secs(5), "waited {:?} for a pipe an orphan held", started.elapsed());
+    let gc = dir.turns()[0]["grandchildPid"].as_u64().unwrap();
+    assert!(eventually(Duration::from_secs(2), || !alive(gc)));
+}
+
+#[test]
+fn garbage_and_invalid_utf8_on_the_cli_stdout_are_skipped() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let (d, r) = s.chat(ask("t", &directed("go", json!({"garbage": true, "answer": "clean answer ✓", "stderrBytes": 200000}))));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&d), "clean answer ✓");
 }

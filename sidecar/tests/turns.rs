@@ -234,3 +234,26 @@ fn status_reports_the_cli_and_login() {
     assert_eq!(cli["apiKey"], false);
     assert!(r["result"]["logFile"].as_str().is_some(), "{r}");
 }
+
+#[test]
+fn a_refused_permission_request_is_reported_once_with_how_to_allow_it() {
+    let dir = TestDir::new();
+    let mut s = ready(&dir);
+    let (deltas, r) = s.chat(send("t1", "auto", "agent", json!([user(&directed("clean up", json!({"permissionQuery": true})))])));
+    assert!(r.get("result").is_some(), "{r}");
+    let denied: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "permissionDenied").collect();
+    assert_eq!(denied.len(), 1, "{deltas:?}");
+    assert_eq!(denied[0]["tool"], "shell");
+    assert!(denied[0]["summary"].as_str().unwrap().contains("rm -rf build"), "{:?}", denied[0]);
+    assert!(denied[0]["hint"].as_str().unwrap().contains("allowUnattended"));
+    let completed = deltas.iter().find(|d| d["kind"] == "toolCompleted").unwrap();
+    assert_eq!(completed["ok"], false);
+
+    // With force, the same request runs and nothing is denied.
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"force": true}));
+    let (deltas, _) = s.chat(send("t1", "auto", "agent", json!([user(&directed("clean up", json!({"permissionQuery": true})))])));
+    assert!(deltas.iter().all(|d| d["kind"] != "permissionDenied"), "{deltas:?}");
+    assert!(deltas.iter().any(|d| d["kind"] == "toolCompleted" && d["ok"] == true));
+}
