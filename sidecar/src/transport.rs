@@ -46,8 +46,9 @@ pub struct FrameCodec {
 enum State {
     Header,
     Body(usize),
-    /// Discarding the body of an oversized frame, this many bytes still to drop.
-    Skip(usize),
+    /// Dropping bytes until the next `Content-Length:` (after garbage or an oversized frame: a
+    /// bogus length must not swallow the rest of the stream, so the body is not trusted).
+    Resync,
 }
 
 impl FrameCodec {
@@ -69,14 +70,20 @@ impl Decoder for FrameCodec {
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
         loop {
             match self.state {
-                State::Skip(remaining) => {
-                    let n = remaining.min(buf.len());
-                    buf.advance(n);
-                    if n < remaining {
-                        self.state = State::Skip(remaining - n);
-                        return Ok(None);
+                State::Resync => {
+                    let lower: Vec<u8> = buf.iter().map(u8::to_ascii_lowercase).collect();
+                    match find(&lower, CONTENT_LENGTH) {
+                        Some(i) => {
+                            buf.advance(i);
+                            self.state = State::Header;
+                        }
+                        None => {
+                            // Keep a tail that could be the start of a split header name.
+                            let keep = (CONTENT_LENGTH.len() - 1).min(buf.len());
+                            buf.advance(buf.len() - keep);
+                            return Ok(None);
+                        }
                     }
-                    self.state = State::Header;
                 }
                 State::Body(len) => {
                     if buf.len() < len {
@@ -103,7 +110,7 @@ impl Decoder for FrameCodec {
                     match parse_content_length(&buf[..end]) {
                         Ok(len) if len > self.max_frame => {
                             buf.advance(end + HEADER_END.len());
-                            self.state = State::Skip(len);
+                            self.state = State::Resync;
                             return Ok(Some(Err(FrameError::TooLarge {
                                 length: len,
                                 max: self.max_frame,
@@ -251,6 +258,14 @@ mod tests {
         let input = format!("{}{}", frame(&"x".repeat(100)), frame("{}"));
         let out = decode_all(input.as_bytes(), 10);
         assert_eq!(out, vec![Err(FrameError::TooLarge { length: 100, max: 10 }), Ok("{}".into())]);
+    }
+
+    #[test]
+    fn a_bogus_huge_length_does_not_swallow_the_stream() {
+        let input = format!("Content-Length: 99999999999\r\n\r\n{{\"x\":1}}{}", frame("{}"));
+        let out = decode_all(input.as_bytes(), 1024);
+        assert_eq!(out[0], Err(FrameError::TooLarge { length: 99999999999, max: 1024 }));
+        assert_eq!(out[1], Ok("{}".into()), "{out:?}");
     }
 
     #[test]

@@ -1,0 +1,159 @@
+//! Protocol abuse: bytes a broken or hostile client might send. Each is answered as JSON-RPC says
+//! (or ignored, for notifications), and a sentinel request right after it is answered: the sidecar
+//! never crashes or wedges. Prints `protocol abuse: N frames sent, N survived`.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::*;
+
+/// What the sidecar must answer to an abusive input.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// An error with this code and `id: null`.
+    NullIdError(i32),
+    /// An error with this code for the request's own id.
+    Error(i32),
+    /// Nothing (a notification, or a cancel for an unknown id).
+    Silence,
+    /// Anything, as long as the sidecar keeps serving (the framing itself is ambiguous).
+    AnyThenServe,
+}
+
+fn framed(body: &str) -> Vec<u8> {
+    frame(body.as_bytes())
+}
+
+fn cases() -> Vec<(&'static str, Vec<u8>, Expect)> {
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let mut not_utf8 = b"Content-Length: 4\r\n\r\n".to_vec();
+    not_utf8.extend_from_slice(&[0xff, 0xfe, 0x80, 0x81]);
+    let big_string = format!(r#"{{"jsonrpc":"2.0","id":77,"method":"chat/send","params":{{"turnId":"x","text":"{}"}}}}"#, "a".repeat(8 << 20));
+    vec![
+        ("invalid JSON", framed("{not json"), Expect::NullIdError(-32700)),
+        ("empty body", framed(""), Expect::NullIdError(-32700)),
+        ("JSON that is not an object", framed("42"), Expect::NullIdError(-32600)),
+        ("batch", framed(r#"[{"jsonrpc":"2.0","id":1,"method":"status"}]"#), Expect::NullIdError(-32600)),
+        ("empty batch", framed("[]"), Expect::NullIdError(-32600)),
+        ("nesting 10,000 deep", framed(&deep), Expect::NullIdError(-32600)),
+        ("body not UTF-8", not_utf8, Expect::NullIdError(-32700)),
+        ("header without a colon", b"Content-Length 5\r\n\r\n".to_vec(), Expect::NullIdError(-32700)),
+        ("negative Content-Length", b"Content-Length: -4\r\n\r\n".to_vec(), Expect::NullIdError(-32700)),
+        ("no Content-Length", b"Content-Type: application/json\r\n\r\n".to_vec(), Expect::NullIdError(-32700)),
+        ("huge Content-Length", b"Content-Length: 18446744073709551615\r\n\r\n{}".to_vec(), Expect::NullIdError(-32600)),
+        ("Content-Length over the cap", b"Content-Length: 999999999\r\n\r\n{\"jsonrpc\":\"2.0\"}".to_vec(), Expect::NullIdError(-32600)),
+        ("Content-Length too short", b"Content-Length: 5\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"status\"}".to_vec(), Expect::AnyThenServe),
+        ("plain text typed at a terminal", b"hello sidecar\n\n".to_vec(), Expect::AnyThenServe),
+        ("missing jsonrpc version", framed(r#"{"id":5,"method":"status"}"#), Expect::Error(-32600)),
+        ("wrong jsonrpc version", framed(r#"{"jsonrpc":"1.0","id":5,"method":"status"}"#), Expect::Error(-32600)),
+        ("object id", framed(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"status"}"#), Expect::NullIdError(-32600)),
+        ("method not a string", framed(r#"{"jsonrpc":"2.0","id":6,"method":7}"#), Expect::NullIdError(-32600)),
+        ("unknown method", framed(r#"{"jsonrpc":"2.0","id":7,"method":"no/such"}"#), Expect::Error(-32601)),
+        ("wrong param types", framed(r#"{"jsonrpc":"2.0","id":8,"method":"chat/send","params":{"turnId":1,"model":[],"mode":"x","messages":"y"}}"#), Expect::Error(-32602)),
+        ("params as a string", framed(r#"{"jsonrpc":"2.0","id":10,"method":"models/list","params":"refresh"}"#), Expect::Error(-32602)),
+        ("unknown option", framed(r#"{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"protocolVersion":1,"options":{"bogus":1}}}"#), Expect::Error(-32602)),
+        ("second initialize", framed(r#"{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"protocolVersion":1}}"#), Expect::Error(-32602)),
+        ("a response sent to the server", framed(r#"{"jsonrpc":"2.0","id":13,"result":{}}"#), Expect::Error(-32600)),
+        ("cancel for an unknown id", framed(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":424242}}"#), Expect::Silence),
+        ("cancel without params", framed(r#"{"jsonrpc":"2.0","method":"$/cancelRequest"}"#), Expect::Silence),
+        ("unknown notification", framed(r#"{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"verbose"}}"#), Expect::Silence),
+        ("8 MiB frame with bad params", framed(&big_string), Expect::Error(-32602)),
+    ]
+}
+
+fn check(s: &mut Sidecar, name: &str, bytes: &[u8], expect: Expect, sentinel_id: u64) -> Result<(), String> {
+    s.send_raw(bytes);
+    let sentinel = json!({"jsonrpc": "2.0", "id": sentinel_id, "method": "sessions/list"});
+    s.send(&sentinel);
+    let mut seen: Vec<Value> = Vec::new();
+    let mut answered = false;
+    for attempt in 0..3 {
+        while let Some(m) = s.next_message(Duration::from_secs(if attempt == 0 { 10 } else { 2 })) {
+            if m["id"] == json!(sentinel_id) && m.get("result").is_some() {
+                answered = true;
+                break;
+            }
+            seen.push(m);
+        }
+        if answered {
+            break;
+        }
+        // An ambiguous frame may have swallowed the sentinel; a second one must get through.
+        if matches!(expect, Expect::AnyThenServe) {
+            s.send(&sentinel);
+        } else {
+            break;
+        }
+    }
+    if !answered {
+        return Err(format!("{name}: sentinel not answered; saw {seen:?}"));
+    }
+    let met = |seen: &[Value]| match expect {
+        Expect::NullIdError(code) => seen.iter().any(|m| m["error"]["code"] == code && m["id"].is_null()),
+        Expect::Error(code) => seen.iter().any(|m| m["error"]["code"] == code && !m["id"].is_null()),
+        Expect::Silence => seen.is_empty(),
+        Expect::AnyThenServe => seen.iter().all(|m| m.get("error").is_some()),
+    };
+    // Requests run concurrently, so the answer to the abusive one may come after the sentinel's.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !met(&seen) && !matches!(expect, Expect::Silence) && std::time::Instant::now() < deadline {
+        if let Some(m) = s.next_message(Duration::from_millis(200)) {
+            seen.push(m);
+        }
+    }
+    if matches!(expect, Expect::Silence) {
+        while let Some(m) = s.next_message(Duration::from_millis(200)) {
+            seen.push(m);
+        }
+    }
+    let ok = met(&seen);
+    if ok { Ok(()) } else { Err(format!("{name}: expected {expect:?}, saw {seen:?}")) }
+}
+
+#[test]
+fn abusive_frames_are_answered_and_survived() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    // Before initialize: refused, not crashed.
+    let r = s.request("status", json!(null));
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    s.initialize(&dir, json!({}));
+
+    let cases = cases();
+    let mut failures = Vec::new();
+    for (i, (name, bytes, expect)) in cases.iter().enumerate() {
+        if let Err(e) = check(&mut s, name, bytes, *expect, 10_000 + i as u64) {
+            failures.push(e);
+        }
+    }
+    // Duplicate id while the first request is still running.
+    let slow = json!({"turnId": "d", "model": "auto", "mode": "agent", "messages": [user(&directed("x", json!({"startupMs": 800})))]});
+    s.send(&json!({"jsonrpc": "2.0", "id": 555, "method": "chat/send", "params": slow}));
+    s.send(&json!({"jsonrpc": "2.0", "id": 555, "method": "sessions/list"}));
+    let first = s.next_message(TIMEOUT).unwrap();
+    let dup_ok = first["id"] == 555 && first["error"]["code"] == -32600;
+    let original = s.response(&json!(555));
+    if !dup_ok || original.get("result").is_none() {
+        failures.push(format!("duplicate id: first answer {first}, then {original}"));
+    }
+    let sent = cases.len() + 2;
+    let survived = sent - failures.len();
+    let summary = format!("protocol abuse: {sent} frames sent, {survived} survived");
+    println!("{summary}");
+    let report = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reliability");
+    let _ = std::fs::create_dir_all(&report);
+    let _ = std::fs::write(report.join("protocol-abuse.txt"), format!("{summary}\n"));
+    assert!(failures.is_empty(), "{summary}\n{}", failures.join("\n"));
+    assert!(s.finish().success());
+}
+
+#[test]
+fn a_truncated_frame_at_end_of_input_ends_cleanly() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    s.send_raw(b"Content-Length: 100\r\n\r\n{\"jsonrpc\":\"2.0\",");
+    assert_eq!(s.finish().code(), Some(0));
+}
