@@ -16,6 +16,7 @@ use crate::model_catalog::ModelCatalog;
 use crate::protocol::{ErrorKind, InitializeParams, Options, Secret};
 use crate::server::Outbox;
 use crate::sessions::{Clock, SessionStore, SystemClock};
+use crate::spares::Spares;
 
 /// Where the sidecar keeps its files.
 #[derive(Debug, Clone)]
@@ -56,6 +57,7 @@ pub struct Ready {
     pub sessions: Mutex<SessionStore>,
     pub pool: Semaphore,
     pub chat_ids: ChatIdCache,
+    pub spares: Spares,
     pub in_flight: AtomicUsize,
 }
 
@@ -112,8 +114,26 @@ impl App {
             )),
             pool: Semaphore::new(params.options.max_concurrent),
             chat_ids: ChatIdCache::default(),
+            spares: Spares::new(
+                params.options.spares,
+                std::time::Duration::from_secs(params.options.spare_idle_seconds.max(1)),
+            ),
             in_flight: AtomicUsize::new(0),
         });
+        if ready.spares.enabled() {
+            // Stop spares that sat idle too long; the task ends with the sidecar.
+            let weak = Arc::downgrade(&ready);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+                loop {
+                    tick.tick().await;
+                    match weak.upgrade() {
+                        Some(ready) => ready.spares.expire(),
+                        None => break,
+                    }
+                }
+            });
+        }
         self.ready.set(ready.clone()).map_err(|_| BridgeError::invalid_params("`initialize` was already called"))?;
         Ok(ready)
     }
@@ -121,6 +141,7 @@ impl App {
     pub fn shutdown_background(&self) {
         if let Some(ready) = self.ready.get() {
             ready.chat_ids.stop();
+            ready.spares.clear();
         }
     }
 }

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 
+use std::sync::Arc;
+
 use crate::app::{App, Ready};
 use crate::cursor::args::{turn_args, TurnArgs};
 use crate::cursor::commands::{spawn_error, spawn_spec};
@@ -17,7 +19,7 @@ use crate::cursor::discovery::CliCommand;
 use crate::cursor::errors::classify;
 use crate::cursor::stream::{StreamEvent, StreamParser, ToolOutcome, TurnResult};
 use crate::error::{BridgeError, Result};
-use crate::process;
+use crate::process::{self, SpawnSpec};
 use crate::prompt::Conversation;
 use crate::protocol::{
     notification, ChatDelta, ChatSendParams, ChatSendResult, DeltaBody, ErrorKind, Mode, StopReason,
@@ -68,6 +70,23 @@ struct Plan {
     prompt: String,
     mode: Mode,
     model: String,
+    /// A warm spare already started with this plan's exact command line.
+    prestarted: Option<process::ChildProcess>,
+}
+
+/// The CLI command line of a turn. One function, so a spare started ahead matches the turn that
+/// later wants it byte for byte.
+pub fn turn_spec(ready: &Ready, cli: &CliCommand, model: &str, mode: Mode, workspace: &Path, resume: Option<&str>) -> SpawnSpec {
+    let args = turn_args(&TurnArgs {
+        model,
+        mode,
+        workspace,
+        resume,
+        force: ready.options.force && mode == Mode::Agent,
+        partial: true,
+    });
+    let args: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    spawn_spec(cli, &args, &ready.child_env(), Some(workspace))
 }
 
 pub async fn chat_send(app: &App, params: ChatSendParams) -> Result<ChatSendResult> {
@@ -85,7 +104,7 @@ pub async fn chat_send(app: &App, params: ChatSendParams) -> Result<ChatSendResu
     let cli = ready.cli().await?;
     let mut sink = DeltaSink::new(app, &params.turn_id);
 
-    let plan = plan_turn(&ready, &cli, &params, &conversation, &workspace).await;
+    let mut plan = plan_turn(&ready, &cli, &params, &conversation, &workspace).await;
     tracing::info!(
         turn = %params.turn_id, model = %plan.model, mode = plan.mode.as_str(), utility = params.utility,
         resumed = plan.resumed, replayed = plan.replayed, prompt_bytes = plan.prompt.len(), "turn starts"
@@ -96,27 +115,49 @@ pub async fn chat_send(app: &App, params: ChatSendParams) -> Result<ChatSendResu
             .await;
     }
 
-    let mut outcome = run_cli(&ready, &cli, &plan, &workspace, &mut sink).await;
+    let mut outcome = run_cli(&ready, &cli, &mut plan, &workspace, &mut sink).await;
 
     // A chat the CLI no longer has (garbage-collected, other machine) fails before it says
     // anything; start a new chat with the history replayed rather than lose the conversation.
     if plan.resumed && matches!(&outcome, Err(f) if !f.cli_spoke && f.error.kind == ErrorKind::CliFailed) {
         tracing::warn!(turn = %params.turn_id, "resume failed before any output; replaying into a new chat");
-        let retry = Plan {
+        let mut retry = Plan {
             resume: ready.chat_ids.take(&cli, ready.child_env(), &workspace).await,
             resumed: false,
             replayed: conversation.has_history(),
             prompt: conversation.new_chat_prompt(ready.options.replay_max_chars, ready.options.send_system_messages),
+            prestarted: None,
             ..plan
         };
-        outcome = run_cli(&ready, &cli, &retry, &workspace, &mut sink).await;
-        return finish(&ready, &params, retry, outcome, &conversation, started);
+        outcome = run_cli(&ready, &cli, &mut retry, &workspace, &mut sink).await;
+        return finish(&ready, &cli, &workspace, &params, retry, outcome, &conversation, started);
     }
-    finish(&ready, &params, plan, outcome, &conversation, started)
+    finish(&ready, &cli, &workspace, &params, plan, outcome, &conversation, started)
 }
 
+/// After a turn: start a spare for the conversation's likely follow-up and, with room for more,
+/// one for a new conversation. In the background: the answer does not wait for it.
+fn start_spares(ready: &Arc<Ready>, cli: &CliCommand, workspace: &Path, model: &str, mode: Mode, chat_id: &str) {
+    if !ready.spares.enabled() {
+        return;
+    }
+    ready.spares.start(&turn_spec(ready, cli, model, mode, workspace, Some(chat_id)), None);
+    if ready.options.spares >= 2 {
+        let (ready, cli, workspace, model) = (ready.clone(), cli.clone(), workspace.to_path_buf(), model.to_string());
+        tokio::spawn(async move {
+            if let Some(chat) = ready.chat_ids.take(&cli, ready.child_env(), &workspace).await {
+                let spec = turn_spec(&ready, &cli, &model, mode, &workspace, Some(&chat));
+                ready.spares.start(&spec, Some(chat));
+            }
+        });
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn finish(
-    ready: &Ready,
+    ready: &Arc<Ready>,
+    cli: &CliCommand,
+    workspace: &Path,
     params: &ChatSendParams,
     plan: Plan,
     outcome: std::result::Result<Completed, Failed>,
@@ -141,6 +182,7 @@ fn finish(
         session.model = plan.model.clone();
         session.mode = plan.mode;
         let id = session.id.clone();
+        start_spares(ready, cli, workspace, &session.model, session.mode, &session.chat_id);
         ready.sessions.lock().unwrap_or_else(|p| p.into_inner()).record(session);
         id
     });
@@ -173,6 +215,7 @@ async fn plan_turn(
             prompt: conversation.utility_prompt(),
             mode: Mode::Ask,
             model: ready.options.utility_model.clone().unwrap_or_else(|| params.model.clone()),
+            prestarted: None,
         };
     }
     let workspace_str = workspace.to_string_lossy().into_owned();
@@ -199,6 +242,7 @@ async fn plan_turn(
                 prompt: conversation.resume_prompt(),
                 mode: params.mode,
                 model: params.model.clone(),
+                prestarted: None,
             }
         }
         found => {
@@ -218,14 +262,23 @@ async fn plan_turn(
                     last_used_ms: now,
                 },
             };
+            // A fresh spare brings its own chat id; otherwise take a prefetched one.
+            let fresh = ready
+                .spares
+                .take_fresh(|chat| turn_spec(ready, cli, &params.model, params.mode, workspace, Some(chat)));
+            let (resume, prestarted) = match fresh {
+                Some(spare) => (Some(spare.chat_id), Some(spare.child)),
+                None => (ready.chat_ids.take(cli, ready.child_env(), workspace).await, None),
+            };
             Plan {
-                resume: ready.chat_ids.take(cli, ready.child_env(), workspace).await,
+                resume,
                 session: Some(session),
                 resumed: false,
                 replayed: conversation.has_history(),
                 prompt: new_chat_prompt(),
                 mode: params.mode,
                 model: params.model.clone(),
+                prestarted,
             }
         }
     }
@@ -251,27 +304,23 @@ impl From<BridgeError> for Failed {
 async fn run_cli(
     ready: &Ready,
     cli: &CliCommand,
-    plan: &Plan,
+    plan: &mut Plan,
     workspace: &Path,
     sink: &mut DeltaSink<'_>,
 ) -> std::result::Result<Completed, Failed> {
     let options = &ready.options;
-    let args = turn_args(&TurnArgs {
-        model: &plan.model,
-        mode: plan.mode,
-        workspace,
-        resume: plan.resume.as_deref(),
-        force: options.force && plan.mode == Mode::Agent,
-        partial: true,
-    });
-    let args: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
-    let spec = spawn_spec(cli, &args, &ready.child_env(), Some(workspace));
+    let spec = turn_spec(ready, cli, &plan.model, plan.mode, workspace, plan.resume.as_deref());
 
     // Queue for a slot; FIFO (tokio's semaphore is fair).
     let _permit = ready.pool.acquire().await.map_err(|_| BridgeError::internal("process pool closed"))?;
-    let mut child = process::spawn(&spec).map_err(|e| spawn_error(cli, &e))?;
+    let spare = plan.prestarted.take().or_else(|| ready.spares.take(&spec));
+    let warm = spare.is_some();
+    let mut child = match spare {
+        Some(child) => child,
+        None => process::spawn(&spec).map_err(|e| spawn_error(cli, &e))?,
+    };
     let pid = child.pid();
-    tracing::debug!(pid, "CLI started");
+    tracing::debug!(pid, warm, "CLI started");
 
     let stdin = child.take_stdin();
     let prompt = plan.prompt.clone();

@@ -14,4 +14,5 @@ pub mod prompt;
 pub mod protocol;
 pub mod server;
 pub mod sessions;
+pub mod spares;
 pub mod transport;

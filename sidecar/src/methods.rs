@@ -32,6 +32,8 @@ pub fn module(app: Arc<App>) -> RpcModule<App> {
         m.register_async_method(request::STATUS, |_, app, _| async move { status(&app).await })?;
         m.register_method(request::SHUTDOWN, |_, app, _| -> RpcResult<()> {
             app.begin_shutdown();
+            // Spares and prefetches end now; running turns were aborted by the dispatch loop.
+            app.shutdown_background();
             Ok(())
         })?;
         Ok(())

@@ -99,6 +99,20 @@ impl ChildProcess {
         Ok(status)
     }
 
+    /// Still running (not exited, not killed)? Reaps it if it has exited.
+    pub fn is_running(&mut self) -> bool {
+        if self.exited {
+            return false;
+        }
+        match self.child.try_wait() {
+            Ok(None) => true,
+            _ => {
+                self.mark_exited();
+                false
+            }
+        }
+    }
+
     /// Ask politely (SIGTERM to the group), then SIGKILL everything after `grace`.
     pub async fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
         if self.exited {
@@ -136,9 +150,12 @@ impl Drop for ChildProcess {
         if !self.exited {
             let descendants = descendants_of(self.pid);
             kill_all(self.pid, &descendants);
-            // The leader is reaped by tokio (kill_on_drop + its orphan queue); stop tracking it so
-            // the sweep may reap it too if tokio has not yet.
+            // tokio reaps the leader only when its next SIGCHLD arrives; stop tracking it and sweep
+            // now, so no zombie lingers after a cancel or a dropped spare.
             lock_tracked().remove(&self.pid);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn_blocking(sweep_orphans);
+            }
         }
     }
 }

@@ -187,7 +187,7 @@ pub struct ClientInfo {
 }
 
 /// `initialize.options`. Every field has a default, so `{}` is valid.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Options {
     /// Overall limit for one turn.
@@ -209,6 +209,10 @@ pub struct Options {
     /// Forward client `system` messages to the CLI (off: Copilot's system prompt describes tools
     /// the CLI does not have).
     pub send_system_messages: bool,
+    /// CLI processes kept started ahead of the next turn (0 turns warm spares off).
+    pub spares: usize,
+    /// A spare unused for this long is stopped.
+    pub spare_idle_seconds: u64,
 }
 
 impl Default for Options {
@@ -223,6 +227,8 @@ impl Default for Options {
             replay_max_chars: 100_000,
             utility_model: None,
             send_system_messages: false,
+            spares: 1,
+            spare_idle_seconds: 300,
         }
     }
 }

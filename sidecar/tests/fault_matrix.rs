@@ -107,7 +107,11 @@ fn run_case(case: &Value, tally: &mut Tally) {
     } else if s.request("sessions/list", json!(null)).get("result").is_none() {
         problems.push("not serving after the failure".into());
     }
+    // Warm spares are kept on purpose; `shutdown` ends them, and then nothing may be left.
     let sidecar = s.child.id();
+    if s.request("shutdown", json!(null)).get("result").is_none() {
+        problems.push("shutdown failed".into());
+    }
     let left = leftover_processes(sidecar);
     let still_running: Vec<u64> = pids_of_turns(&dir).into_iter().filter(|p| alive(*p)).collect();
     if !still_running.is_empty() {
@@ -115,6 +119,11 @@ fn run_case(case: &Value, tally: &mut Tally) {
     }
     if !s.finish().success() {
         problems.push("sidecar did not exit 0".into());
+    }
+    for pid in &left {
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        problems.push(format!("left: {pid} {:?} {}", String::from_utf8_lossy(&cmd).replace('\0', " "), stat.split(' ').nth(2).unwrap_or("?")));
     }
     tally.record(name, problems, left.len());
 }
@@ -146,6 +155,7 @@ fn run_binary_case(name: &str, cli: Option<&str>, make: impl FnOnce(&TestDir) ->
     if again.get("result").is_none() {
         problems.push("not serving after the failure".into());
     }
+    s.request("shutdown", json!(null));
     let left = leftover_processes(s.child.id());
     if !s.finish().success() {
         problems.push("sidecar did not exit 0".into());
@@ -211,6 +221,7 @@ fn cancel_racing_with_completion_answers_exactly_once() {
     }
     let r = s.request("sessions/list", json!(null));
     assert!(r.get("result").is_some());
+    assert!(s.request("shutdown", json!(null)).get("result").is_some());
     assert!(leftover_processes(s.child.id()).is_empty());
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use cursor_bridge::protocol::{notification, request, DeltaBody, ErrorKind};
+use cursor_bridge::protocol::{notification, request, DeltaBody, ErrorKind, Options};
 
 fn doc() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../protocol.md")).expect("protocol.md at the repo root")
@@ -75,4 +75,16 @@ fn every_json_example_parses() {
         }
     }
     assert!(count >= 20, "only {count} JSON examples");
+}
+
+#[test]
+fn every_initialize_option_is_documented_with_its_default() {
+    let doc = doc();
+    let defaults = serde_json::to_value(Options::default()).unwrap();
+    let in_code: BTreeSet<String> = defaults.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(table_names(&doc, "`options`:"), in_code);
+    for (key, value) in defaults.as_object().unwrap() {
+        let shown = if value.is_null() { "null".to_string() } else { value.to_string() };
+        assert!(doc.contains(&format!("| `{key}` | {shown} |")), "default of {key} ({shown}) not documented");
+    }
 }

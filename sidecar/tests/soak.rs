@@ -112,6 +112,10 @@ fn soak_1000_turns() {
 
     let answered_once = answers.values().filter(|n| **n == 1).count();
     let twice: Vec<_> = answers.iter().filter(|(_, n)| **n > 1).collect();
+    // Measure before shutdown (spares are part of a running sidecar), count leftovers after it.
+    std::thread::sleep(Duration::from_millis(300));
+    let (fd1, rss1) = (fd_count(pid), rss_kib(pid));
+    assert!(s.request("shutdown", json!(null)).get("result").is_some());
     let leftover = {
         let mut left = descendants(pid);
         let until = Instant::now() + Duration::from_secs(5);
@@ -121,9 +125,7 @@ fn soak_1000_turns() {
         }
         left
     };
-    std::thread::sleep(Duration::from_millis(300));
     let (fd0, rss0) = baseline.unwrap_or((0, 0));
-    let (fd1, rss1) = (fd_count(pid), rss_kib(pid));
     let summary = format!(
         "soak: {TURNS} turns, {answered_once} answered, leaked processes = {}, fds {fd0} → {fd1}, rss {rss0} → {rss1} KiB, {:.1} s",
         leftover.len(),

@@ -1,8 +1,10 @@
 //! The project's build system (rust-analyzer style): `cargo xtask <command>`.
 //!
-//! - `test`     build everything and run every test (what CI runs)
-//! - `dist`     release-build the sidecar for packaging
-//! - `install`  `dist`, then install where an editor can use it
+//! - `test`: build everything and run every test (what CI runs): cargo, then the extension's
+//!   typecheck and unit tests
+//! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
+//!   platform in `dist/`)
+//! - `install`: `dist`, then install the VSIX into VS Code (`code` on PATH) or say how
 //!
 //! Each command does its own set-up (tools, packages) so it works on a fresh machine.
 
@@ -16,9 +18,11 @@ const USAGE: &str = "\
 cargo xtask <command>
 
 Commands:
-  test      build the workspace and run every test (unit, integration, CLI double)
-  dist      build the release sidecar (`cursor-bridge`) for the host or --target <triple>
-  install   run dist, then print where the binary is and how to use it
+  test      build the workspace and run every test (unit, integration, CLI double), then the
+            VS Code extension's typecheck and unit tests
+  dist      build the release sidecar (`cursor-bridge`) for the host or --target <triple> and
+            package the VS Code extension with it: dist/cursor-bridge-<vsce-target>.vsix
+  install   run dist, then install the VSIX with `code --install-extension` (or say how)
 ";
 
 fn main() {
@@ -93,7 +97,43 @@ fn test(extra: &[String]) -> Result<()> {
         eprintln!("xtask: cargo-nextest not found; using `cargo test`");
         run_cmd(cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]).args(extra))?;
     }
+    eprintln!("xtask: cargo tests passed in {:.0?}", started.elapsed());
+
+    // The VS Code extension: typecheck, then its unit tests (which also drive the debug sidecar
+    // built above against the CLI double, so they must not be skipped here).
+    let npm_started = Instant::now();
+    npm_ci_if_needed()?;
+    run_cmd(npm().args(["run", "typecheck", "--workspace", "vscode-client"]))?;
+    eprintln!("xtask: extension typecheck passed in {:.0?}", npm_started.elapsed());
+    let unit_started = Instant::now();
+    run_cmd(npm().args(["test", "--workspace", "vscode-client"]).env("CURSOR_BRIDGE_REQUIRE_BINARIES", "1"))?;
+    eprintln!("xtask: extension unit tests passed in {:.0?}", unit_started.elapsed());
+
     eprintln!("xtask: all tests passed in {:.0?}", started.elapsed());
+    Ok(())
+}
+
+fn npm() -> Command {
+    // npm is a .cmd script on Windows, which Command does not find by the bare name.
+    let mut cmd = Command::new(if cfg!(windows) { "npm.cmd" } else { "npm" });
+    cmd.current_dir(project_root());
+    cmd
+}
+
+/// `npm ci` at the root when node_modules is missing or was installed from another lockfile.
+/// A copy of the lockfile it was installed from is kept inside node_modules and compared byte for
+/// byte, so a changed lockfile (a pull, a dependency bump) always reinstalls and nothing else does.
+fn npm_ci_if_needed() -> Result<()> {
+    let root = project_root();
+    let lock = root.join("package-lock.json");
+    let stamp = root.join("node_modules").join(".xtask-installed-package-lock.json");
+    let wanted = std::fs::read(&lock).with_context(|| format!("reading {}", lock.display()))?;
+    if std::fs::read(&stamp).is_ok_and(|installed| installed == wanted) {
+        eprintln!("xtask: node_modules matches package-lock.json; skipping npm ci");
+        return Ok(());
+    }
+    run_cmd(npm().arg("ci")).context("the VS Code extension needs Node.js 20+ with npm (https://nodejs.org)")?;
+    std::fs::write(&stamp, &wanted).with_context(|| format!("writing {}", stamp.display()))?;
     Ok(())
 }
 
@@ -106,12 +146,30 @@ fn host_triple() -> Result<String> {
         .context("rustc -vV printed no host triple")
 }
 
-/// Build the release sidecar; returns the binary's path.
+/// The `vsce --target` for a Rust target triple (the platforms VS Code publishes builds for).
+fn vsce_target(triple: &str) -> Result<&'static str> {
+    Ok(match triple {
+        "x86_64-unknown-linux-gnu" => "linux-x64",
+        "aarch64-unknown-linux-gnu" => "linux-arm64",
+        "armv7-unknown-linux-gnueabihf" | "arm-unknown-linux-gnueabihf" => "linux-armhf",
+        "x86_64-unknown-linux-musl" => "alpine-x64",
+        "aarch64-unknown-linux-musl" => "alpine-arm64",
+        "x86_64-apple-darwin" => "darwin-x64",
+        "aarch64-apple-darwin" => "darwin-arm64",
+        "x86_64-pc-windows-msvc" | "x86_64-pc-windows-gnu" => "win32-x64",
+        "aarch64-pc-windows-msvc" => "win32-arm64",
+        other => bail!("no VS Code platform for the target `{other}`; supported: Linux, Alpine (musl), macOS and Windows on x64/arm64, Linux on armhf"),
+    })
+}
+
+/// Build the release sidecar, then package the extension around it; returns the VSIX's path.
 fn dist(target: &Option<String>) -> Result<PathBuf> {
     let triple = match target {
         Some(t) => t.clone(),
         None => host_triple()?,
     };
+    // Fail before a long build when the triple cannot be packaged.
+    let platform = vsce_target(&triple)?;
     run_cmd(cargo().args(["build", "--release", "--locked", "--package", "cursor-bridge", "--target", &triple]))?;
     let exe = if triple.contains("windows") { "cursor-bridge.exe" } else { "cursor-bridge" };
     let built = project_root().join("target").join(&triple).join("release").join(exe);
@@ -123,12 +181,52 @@ fn dist(target: &Option<String>) -> Result<PathBuf> {
     let dest = out_dir.join(format!("{}-{triple}{}", "cursor-bridge", if exe.ends_with(".exe") { ".exe" } else { "" }));
     std::fs::copy(&built, &dest)?;
     eprintln!("xtask: sidecar built: {} ({} KiB)", dest.display(), std::fs::metadata(&dest)?.len() / 1024);
-    Ok(dest)
+
+    // The extension ships the sidecar in server/; a binary for another platform must not linger.
+    let client = project_root().join("vscode-client");
+    let server = client.join("server");
+    if server.exists() {
+        std::fs::remove_dir_all(&server).with_context(|| format!("removing {}", server.display()))?;
+    }
+    std::fs::create_dir_all(&server)?;
+    std::fs::copy(&built, server.join(exe))?;
+
+    npm_ci_if_needed()?;
+    run_cmd(npm().args(["run", "build", "--workspace", "vscode-client"]))?;
+    let vsix = out_dir.join(format!("cursor-bridge-{platform}.vsix"));
+    let vsce = project_root().join("node_modules").join("@vscode").join("vsce").join("vsce");
+    // The bundle is self-contained, so no node_modules go in (--no-dependencies).
+    run_cmd(
+        Command::new("node")
+            .arg(&vsce)
+            .args(["package", "--target", platform, "--no-dependencies", "--allow-missing-repository", "--out"])
+            .arg(&vsix)
+            .current_dir(&client),
+    )?;
+    eprintln!("xtask: extension packaged: {} ({} KiB)", vsix.display(), std::fs::metadata(&vsix)?.len() / 1024);
+    Ok(vsix)
+}
+
+/// `code` (VS Code's command-line launcher) on PATH, if any.
+fn find_code() -> Option<PathBuf> {
+    let names: &[&str] = if cfg!(windows) { &["code.cmd", "code.exe"] } else { &["code"] };
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).flat_map(|dir| names.iter().map(move |n| dir.join(n))).find(|p| p.is_file())
 }
 
 fn install(target: &Option<String>) -> Result<()> {
-    let binary = dist(target)?;
-    println!("cursor-bridge is built: {}", binary.display());
-    println!("Run it by hand: {} --help", binary.display());
+    let vsix = dist(target)?;
+    match find_code() {
+        Some(code) => {
+            run_cmd(Command::new(code).arg("--install-extension").arg(&vsix).arg("--force"))?;
+            println!("Installed {} into VS Code. Reload open windows (Developer: Reload Window) to use it.", vsix.display());
+        }
+        None => {
+            println!("The extension is packaged: {}", vsix.display());
+            println!("`code` is not on PATH, so install it yourself, either:");
+            println!("  - in VS Code: Extensions view → … (Views and More Actions) → Install from VSIX… → pick the file above");
+            println!("  - or in a terminal: code --install-extension {}", vsix.display());
+        }
+    }
     Ok(())
 }

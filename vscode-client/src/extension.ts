@@ -1,0 +1,170 @@
+// Wiring: the log channel, the sidecar manager, the model catalog, the provider and the commands,
+// and the events that restart the sidecar. Activation does not wait for the sidecar: it starts in
+// the background (and on the first request that needs it).
+
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import { API_KEY_SECRET, Command, registerCommands } from './commands';
+import { BridgeError, plainMessage, toBridgeError, type FailureKind } from './errors';
+import { ModelCatalog } from './models';
+import { PROTOCOL_VERSION, Request } from './protocol';
+import { CursorChatProvider } from './provider';
+import { expandHome, readSettings, RESTART_KEYS, SECTION, sidecarOptions, type Settings } from './settings';
+import { findSidecar, sidecarFileName, SidecarManager, type LaunchConfig } from './sidecar';
+import { dataPartCtor, thinkingPartCtor } from './newer-api';
+import { TokenCounter } from './tokens';
+
+export const VENDOR = 'cursor';
+
+let sidecar: SidecarManager | undefined;
+
+/** What the extension returns from `activate`, for tests in a real VS Code. */
+export interface CursorBridgeApi {
+  readonly sidecarPid: number | undefined;
+}
+
+function settings(): Settings {
+  return readSettings(vscode.workspace.getConfiguration(SECTION));
+}
+
+/** A VSIX is a zip: make sure the bundled binary kept its executable bit. */
+function ensureExecutable(file: string, log: vscode.LogOutputChannel): void {
+  if (process.platform === 'win32') return;
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+  } catch {
+    try {
+      fs.chmodSync(file, 0o755);
+    } catch (e) {
+      log.warn(`cannot make ${file} executable: ${(e as Error).message}`);
+    }
+  }
+}
+
+async function launchConfig(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<LaunchConfig> {
+  const s = settings();
+  const home = os.homedir();
+  const found = findSidecar({
+    setting: expandHome(s.sidecarPath, home),
+    extensionPath: context.extensionPath,
+    development: context.extensionMode !== vscode.ExtensionMode.Production,
+  });
+  if (!found) {
+    throw new BridgeError('sidecarNotFound', `no server/${sidecarFileName()} in the extension and cursorBridge.sidecarPath is not set`);
+  }
+  if (found.source === 'bundled') ensureExecutable(found.path, log);
+  log.debug(`sidecar binary (${found.source}): ${found.path}`);
+  const apiKey = await context.secrets.get(API_KEY_SECRET);
+  const cliPath = s.cliPath ? expandHome(s.cliPath, home) : undefined;
+  return {
+    binary: found.path,
+    env: { ...process.env, CURSOR_BRIDGE_LOG: s.logLevel },
+    initialize: {
+      protocolVersion: PROTOCOL_VERSION,
+      clientInfo: { name: vscode.env.appName, version: vscode.version },
+      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+      ...(cliPath ? { cliPath } : {}),
+      ...(apiKey ? { apiKey } : {}),
+      options: sidecarOptions(s, vscode.workspace.isTrusted),
+    },
+  };
+}
+
+/** Problems a person must fix before any Cursor model works; each is announced once per window. */
+const SETUP_PROBLEMS: ReadonlySet<FailureKind> = new Set<FailureKind>(['cliNotFound', 'authRequired', 'sidecarNotFound']);
+
+export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
+  const log = vscode.window.createOutputChannel('Cursor Bridge', { log: true });
+  const modelsChanged = new vscode.EventEmitter<void>();
+  const announced = new Set<FailureKind>();
+
+  const announce = async (err: BridgeError) => {
+    if (!SETUP_PROBLEMS.has(err.kind) || announced.has(err.kind)) return;
+    announced.add(err.kind);
+    const fix = err.kind === 'authRequired' ? 'Set API Key' : 'Open Settings';
+    const pick = await vscode.window.showWarningMessage(plainMessage(err.kind), fix, 'Show Logs');
+    if (pick === 'Set API Key') await vscode.commands.executeCommand(Command.setApiKey);
+    else if (pick === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', SECTION);
+    else if (pick === 'Show Logs') log.show();
+  };
+
+  const manager = new SidecarManager({
+    log,
+    launchConfig: () => launchConfig(context, log),
+    onGaveUp: async (crashes) => {
+      const pick = await vscode.window.showErrorMessage(
+        `Cursor Bridge: the sidecar crashed ${crashes} times within 3 minutes and was stopped, so Cursor models do not answer. See the log for why.`,
+        'Show Logs',
+        'Restart Sidecar',
+      );
+      if (pick === 'Show Logs') log.show();
+      else if (pick === 'Restart Sidecar') await vscode.commands.executeCommand(Command.restartSidecar);
+    },
+    onReady: () => {
+      // Another CLI path or API key can mean other models.
+      catalog.invalidate();
+      catalog.load(false).catch(() => undefined);
+    },
+  });
+  sidecar = manager;
+
+  const catalog = new ModelCatalog(
+    async (refresh) => {
+      try {
+        return (await manager.request(Request.modelsList, { refresh })).models;
+      } catch (e) {
+        const err = toBridgeError(e);
+        log.warn(`models/list failed: ${err.kind}: ${err.message}${err.hint ? ` | hint: ${err.hint}` : ''}`);
+        void announce(err);
+        throw err;
+      }
+    },
+    () => modelsChanged.fire(),
+    context.globalState,
+  );
+
+  const provider = new CursorChatProvider({
+    bridge: manager,
+    catalog,
+    onDidChangeModels: modelsChanged.event,
+    tokens: new TokenCounter(),
+    settings,
+    trusted: () => vscode.workspace.isTrusted,
+    log,
+    thinkingPart: thinkingPartCtor,
+    dataPart: dataPartCtor,
+  });
+
+  context.subscriptions.push(
+    log,
+    modelsChanged,
+    vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
+    ...registerCommands({ sidecar: manager, catalog, log, secrets: context.secrets }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      const changed = RESTART_KEYS.filter((k) => e.affectsConfiguration(`${SECTION}.${k}`));
+      if (changed.length > 0) manager.restartSoon(`settings changed: ${changed.join(', ')}`);
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => manager.restartSoon('workspace trusted')),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => manager.restartSoon('workspace folders changed')),
+    context.secrets.onDidChange((e) => {
+      if (e.key === API_KEY_SECRET) manager.restartSoon('API key changed');
+    }),
+  );
+
+  log.info(`Cursor Bridge ${String(context.extension.packageJSON.version)} activated (VS Code ${vscode.version})`);
+  // Warm up in the background: start the sidecar and fill the model list, so the first chat does
+  // not wait for either. Failures are logged (and set-up problems announced) by the fetcher.
+  catalog.peek();
+
+  return {
+    get sidecarPid() {
+      return manager.pid;
+    },
+  };
+}
+
+export async function deactivate(): Promise<void> {
+  await sidecar?.dispose();
+  sidecar = undefined;
+}

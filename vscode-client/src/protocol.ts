@@ -1,0 +1,252 @@
+// The cursor-bridge wire protocol, v1. Mirrors sidecar/src/protocol.rs (the single source of truth)
+// and protocol.md; test/protocol.test.ts fails when the method names, delta kinds or error kinds
+// here drift from either. Only types: no vscode import, so any client code can use it.
+
+export const PROTOCOL_VERSION = 1;
+
+/** Requests a client may send; each gets exactly one response. */
+export const Request = {
+  initialize: 'initialize',
+  modelsList: 'models/list',
+  chatSend: 'chat/send',
+  sessionsList: 'sessions/list',
+  sessionsClear: 'sessions/clear',
+  status: 'status',
+  shutdown: 'shutdown',
+} as const;
+
+/** Notifications, in either direction. */
+export const Notification = {
+  /** Sidecar → client: streamed output of a `chat/send` turn. */
+  chatDelta: 'chat/delta',
+  /** Client → sidecar: abort an in-flight request (vscode-jsonrpc sends it for us). */
+  cancelRequest: '$/cancelRequest',
+  /** Client → sidecar: exit now. */
+  exit: 'exit',
+} as const;
+
+/** JSON-RPC error codes the sidecar answers with. */
+export const ErrorCode = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  notInitialized: -32002,
+  requestCancelled: -32800,
+  turnFailed: -32000,
+} as const;
+
+/** `error.data.kind`: why a request failed. */
+export const ERROR_KINDS = [
+  'cliNotFound',
+  'authRequired',
+  'invalidModel',
+  'rateLimited',
+  'usageLimit',
+  'network',
+  'timeout',
+  'emptyResponse',
+  'cliFailed',
+  'invalidParams',
+  'cancelled',
+  'notInitialized',
+  'internal',
+] as const;
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+export interface ErrorData {
+  kind: ErrorKind;
+  /** What a person can do about it, one sentence. */
+  hint?: string;
+  /** Diagnostics (the CLI's stderr tail, redacted). For the log, not for the chat. */
+  detail?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// initialize
+
+export interface ClientInfo {
+  name: string;
+  version?: string;
+}
+
+/** `initialize.options`; the sidecar rejects unknown keys, so only these may be sent. */
+export interface Options {
+  requestTimeoutSeconds?: number;
+  idleTimeoutSeconds?: number;
+  maxConcurrent?: number;
+  sessionTtlMinutes?: number;
+  maxSessions?: number;
+  force?: boolean;
+  replayMaxChars?: number;
+  utilityModel?: string | null;
+  sendSystemMessages?: boolean;
+  spares?: number;
+  spareIdleSeconds?: number;
+}
+
+export interface InitializeParams {
+  protocolVersion: number;
+  clientInfo?: ClientInfo;
+  workspaceFolders: string[];
+  cliPath?: string;
+  apiKey?: string;
+  options?: Options;
+}
+
+export interface InitializeResult {
+  protocolVersion: number;
+  serverInfo: { name: string; version: string };
+  capabilities: {
+    deltaKinds: string[];
+    cancel: boolean;
+    sessions: boolean;
+    cli: { found: boolean; path?: string };
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// models/list
+
+export interface ModelsListParams {
+  refresh?: boolean;
+}
+
+export interface ModelCapabilities {
+  thinking: boolean;
+  toolCalling: boolean;
+  imageInput: boolean;
+}
+
+export interface ModelInfo {
+  id: string;
+  name: string;
+  family: string;
+  maxInputTokens: number;
+  maxOutputTokens: number;
+  capabilities: ModelCapabilities;
+  isDefault: boolean;
+}
+
+export interface ModelsListResult {
+  models: ModelInfo[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// chat/send
+
+export type Mode = 'agent' | 'ask' | 'plan';
+export type Role = 'user' | 'assistant' | 'system';
+
+export interface ChatMessage {
+  role: Role;
+  text: string;
+}
+
+export interface ChatSendParams {
+  turnId: string;
+  model: string;
+  mode: Mode;
+  workspace?: string;
+  conversationId?: string;
+  sessionId?: string;
+  utility?: boolean;
+  messages: ChatMessage[];
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+export interface ChatSendResult {
+  turnId: string;
+  /** `null` for utility turns. */
+  sessionId: string | null;
+  resumed: boolean;
+  stopReason: 'end';
+  usage?: Usage;
+  durationMs: number;
+}
+
+/** The `chat/delta` kinds, in protocol.rs order. */
+export const DELTA_KINDS = [
+  'text',
+  'thinking',
+  'thinkingDone',
+  'toolStarted',
+  'toolCompleted',
+  'permissionDenied',
+  'session',
+  'usage',
+] as const;
+export type DeltaKind = (typeof DELTA_KINDS)[number];
+
+/** What one `chat/delta` carries, tagged by `kind`. */
+export type DeltaBody =
+  | { kind: 'text'; text: string }
+  | { kind: 'thinking'; text: string }
+  | { kind: 'thinkingDone' }
+  | { kind: 'toolStarted'; callId: string; tool: string; summary: string }
+  | { kind: 'toolCompleted'; callId: string; tool: string; summary: string; ok: boolean; detail?: string }
+  | { kind: 'permissionDenied'; tool: string; summary: string; hint: string }
+  | { kind: 'session'; sessionId: string; resumed: boolean; replayed: boolean }
+  | { kind: 'usage'; usage: Usage };
+
+export type ChatDelta = { turnId: string; seq: number } & DeltaBody;
+
+// ---------------------------------------------------------------------------------------------
+// sessions/list, sessions/clear, status
+
+export interface SessionSummary {
+  sessionId: string;
+  conversationId?: string;
+  mode: Mode;
+  model: string;
+  workspace: string;
+  turns: number;
+  lastUsedMs: number;
+}
+
+export interface SessionsListResult {
+  sessions: SessionSummary[];
+}
+
+export interface SessionsClearParams {
+  sessionId?: string;
+}
+
+export interface SessionsClearResult {
+  cleared: number;
+}
+
+export interface StatusResult {
+  version: string;
+  cli: {
+    found: boolean;
+    path?: string;
+    version?: string;
+    loggedIn: boolean | null;
+    account?: string;
+    apiKey: boolean;
+    hint?: string;
+  };
+  sessions: number;
+  inFlight: number;
+  logFile?: string;
+}
+
+/** Params and result of every request, by method name: lets the client type `request()`. */
+export interface Requests {
+  [Request.initialize]: { params: InitializeParams; result: InitializeResult };
+  [Request.modelsList]: { params: ModelsListParams; result: ModelsListResult };
+  [Request.chatSend]: { params: ChatSendParams; result: ChatSendResult };
+  [Request.sessionsList]: { params: undefined; result: SessionsListResult };
+  [Request.sessionsClear]: { params: SessionsClearParams; result: SessionsClearResult };
+  [Request.status]: { params: undefined; result: StatusResult };
+  [Request.shutdown]: { params: undefined; result: null };
+}
+export type Method = keyof Requests;

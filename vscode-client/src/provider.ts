@@ -1,0 +1,193 @@
+// The Language Model Chat Provider for vendor `cursor`: the Chat view's calls, translated into
+// sidecar requests. What the Chat view really sends is in shared/reference/vscode-lm-api.md.
+
+import { randomUUID } from 'node:crypto';
+import * as vscode from 'vscode';
+import { conversationIdOf, convertMessages, isUtilityRequest, toolNamesOf } from './convert';
+import { TurnRenderer } from './deltas';
+import { renderFailure, toBridgeError } from './errors';
+import { encodeMarker, MARKER_MIME } from './marker';
+import { inferMode, type ModeDecision } from './mode';
+import { toChatInformation, type ModelCatalog } from './models';
+import { Request, type ChatSendParams, type ChatSendResult, type Usage } from './protocol';
+import type { Settings } from './settings';
+import type { Bridge, Logger } from './sidecar';
+import { asResponsePart, type DataPartCtor, type ThinkingPartCtor } from './newer-api';
+import type { TokenCounter } from './tokens';
+
+export interface ProviderDeps {
+  bridge: Bridge;
+  catalog: ModelCatalog;
+  /** Fires when the catalog's list changed. */
+  onDidChangeModels: vscode.Event<void>;
+  tokens: TokenCounter;
+  settings(): Settings;
+  trusted(): boolean;
+  log: Logger;
+  thinkingPart(): ThinkingPartCtor | undefined;
+  /** Undefined on hosts older than 1.106: no marker, no usage part. */
+  dataPart(): DataPartCtor | undefined;
+  newTurnId?(): string;
+}
+
+/** What `chat/send` gets for this request, and why (for the log and the tests). */
+export interface TurnPlan {
+  params: ChatSendParams;
+  mode: ModeDecision;
+  utility: boolean;
+}
+
+export function planTurn(
+  model: Pick<vscode.LanguageModelChatInformation, 'id'>,
+  messages: readonly vscode.LanguageModelChatRequestMessage[],
+  options: Pick<vscode.ProvideLanguageModelChatResponseOptions, 'modelOptions' | 'tools'>,
+  settings: Pick<Settings, 'mode' | 'utilityModel'>,
+  trusted: boolean,
+  turnId: string,
+): TurnPlan {
+  const conversation = convertMessages(messages);
+  const utility = isUtilityRequest(options);
+  // Utility requests (titles, progress messages) never touch a session and only need to talk.
+  const mode: ModeDecision = utility
+    ? { mode: 'ask', reason: 'utility request' }
+    : inferMode({ systemText: conversation.systemText, toolNames: toolNamesOf(options), setting: settings.mode, trusted });
+  const conversationId = conversationIdOf(options);
+  const params: ChatSendParams = {
+    turnId,
+    model: utility && settings.utilityModel ? settings.utilityModel : model.id,
+    mode: mode.mode,
+    messages: conversation.messages,
+  };
+  if (utility) params.utility = true;
+  else {
+    if (conversationId) params.conversationId = conversationId;
+    if (conversation.sessionId) params.sessionId = conversation.sessionId;
+  }
+  return { params, mode, utility };
+}
+
+/** `usage` data parts are read by Copilot Chat in OpenAI's shape (context window display). */
+export function usagePayload(u: Usage): object {
+  const prompt = u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: u.outputTokens,
+    total_tokens: prompt + u.outputTokens,
+    prompt_tokens_details: { cached_tokens: u.cacheReadTokens },
+  };
+}
+
+/** Resolves with undefined as soon as `token` fires: a cancelled turn returns at once. */
+function untilCancelled<T>(work: Promise<T>, token: vscode.CancellationToken): Promise<T | undefined> {
+  return new Promise<T | undefined>((resolve, reject) => {
+    const sub = token.onCancellationRequested(() => resolve(undefined));
+    work.then(resolve, reject).finally(() => sub.dispose());
+  });
+}
+
+export class CursorChatProvider implements vscode.LanguageModelChatProvider {
+  readonly onDidChangeLanguageModelChatInformation: vscode.Event<void>;
+
+  constructor(private readonly deps: ProviderDeps) {
+    this.onDidChangeLanguageModelChatInformation = deps.onDidChangeModels;
+  }
+
+  async provideLanguageModelChatInformation(
+    options: vscode.PrepareLanguageModelChatModelOptions,
+    _token: vscode.CancellationToken,
+  ): Promise<vscode.LanguageModelChatInformation[]> {
+    // The picker asks silently and often: never make it wait for the CLI.
+    if (options.silent) return this.deps.catalog.peek().map(toChatInformation);
+    try {
+      return (await this.deps.catalog.load(false)).map(toChatInformation);
+    } catch (e) {
+      const err = toBridgeError(e);
+      this.deps.log.warn(`models/list failed: ${err.kind}: ${err.message}`);
+      return (this.deps.catalog.cached ?? []).map(toChatInformation);
+    }
+  }
+
+  async provideLanguageModelChatResponse(
+    model: vscode.LanguageModelChatInformation,
+    messages: readonly vscode.LanguageModelChatRequestMessage[],
+    options: vscode.ProvideLanguageModelChatResponseOptions,
+    progress: vscode.Progress<vscode.LanguageModelResponsePart>,
+    token: vscode.CancellationToken,
+  ): Promise<void> {
+    if (token.isCancellationRequested) return;
+    const settings = this.deps.settings();
+    const turnId = this.deps.newTurnId?.() ?? `vsc-${randomUUID()}`;
+    const { params, mode, utility } = planTurn(model, messages, options, settings, this.deps.trusted(), turnId);
+    this.deps.log.info(
+      `turn ${turnId}: model ${params.model}, mode ${params.mode} (${mode.reason})` +
+        `${params.conversationId ? `, conversation ${params.conversationId}` : ''}` +
+        `${params.sessionId ? `, session ${params.sessionId}` : ''}${utility ? ', utility' : ''}, ${params.messages.length} messages`,
+    );
+
+    // Nothing is reported after a cancel: the Chat view has moved on.
+    const report = (part: vscode.LanguageModelResponsePart) => {
+      if (!token.isCancellationRequested) progress.report(part);
+    };
+    const renderer = new TurnRenderer(report, {
+      showToolActivity: settings.showToolActivity,
+      thinkingPart: this.deps.thinkingPart(),
+      utility,
+    });
+    const subscription = this.deps.bridge.onDelta(turnId, (d) => renderer.handle(d));
+    let result: ChatSendResult | undefined;
+    try {
+      // The token also reaches vscode-jsonrpc, which sends `$/cancelRequest` (the sidecar then
+      // kills the CLI's process tree); we return without waiting for that answer.
+      result = await untilCancelled(this.deps.bridge.request(Request.chatSend, params, token), token);
+    } catch (e) {
+      if (token.isCancellationRequested) return;
+      const err = toBridgeError(e);
+      this.deps.log.warn(
+        `turn ${turnId} failed: ${err.kind}: ${err.message}${err.hint ? ` | hint: ${err.hint}` : ''}${err.detail ? ` | detail: ${err.detail}` : ''}`,
+      );
+      const rendering = renderFailure(err, { utility });
+      if (rendering.render === 'throw') throw rendering.error;
+      if (rendering.render === 'markdown') {
+        renderer.markdown(rendering.markdown);
+        // The turn counts as answered; keep its session so the next turn resumes it.
+        if (!utility && renderer.sessionId) this.reportMarker(report, model, renderer.sessionId);
+      }
+      return;
+    } finally {
+      subscription.dispose();
+    }
+    if (result === undefined) {
+      this.deps.log.info(`turn ${turnId} cancelled`);
+      return;
+    }
+    renderer.finish();
+    const usage = result.usage ?? renderer.usage;
+    const DataPart = this.deps.dataPart();
+    if (usage && DataPart) {
+      report(asResponsePart(new DataPart(new TextEncoder().encode(JSON.stringify(usagePayload(usage))), 'usage')));
+    }
+    const sessionId = result.sessionId ?? renderer.sessionId;
+    if (!utility && sessionId) this.reportMarker(report, model, sessionId);
+    this.deps.log.info(
+      `turn ${turnId} done in ${result.durationMs} ms${result.resumed ? ' (resumed)' : ''}${sessionId ? `, session ${sessionId}` : ''}`,
+    );
+  }
+
+  provideTokenCount(
+    _model: vscode.LanguageModelChatInformation,
+    text: string | vscode.LanguageModelChatRequestMessage,
+    _token: vscode.CancellationToken,
+  ): Promise<number> {
+    return Promise.resolve(this.deps.tokens.count(text));
+  }
+
+  /** Our session id, in the one data part the Chat view keeps in history (marker.ts). */
+  private reportMarker(
+    report: (part: vscode.LanguageModelResponsePart) => void,
+    model: vscode.LanguageModelChatInformation,
+    sessionId: string,
+  ): void {
+    const DataPart = this.deps.dataPart();
+    if (DataPart) report(asResponsePart(new DataPart(encodeMarker(model.id, sessionId), MARKER_MIME)));
+  }
+}

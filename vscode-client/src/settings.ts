@@ -1,0 +1,109 @@
+// `cursorBridge.*` settings, read into one typed object. Values are clamped here because the
+// sidecar rejects an `initialize` with a negative or fractional number (its fields are unsigned
+// integers), and a sidecar that cannot initialize would leave the person with no models at all.
+
+import type { Options } from './protocol';
+import type { ModeSetting } from './mode';
+
+export const SECTION = 'cursorBridge';
+
+export const LOG_LEVELS = ['off', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Settings {
+  cliPath: string;
+  sidecarPath: string;
+  mode: ModeSetting;
+  sessionTtlMinutes: number;
+  maxSessions: number;
+  requestTimeoutSeconds: number;
+  idleTimeoutSeconds: number;
+  maxConcurrent: number;
+  allowUnattended: boolean;
+  showToolActivity: boolean;
+  utilityModel: string;
+  logLevel: LogLevel;
+}
+
+export const DEFAULTS: Readonly<Settings> = {
+  cliPath: '',
+  sidecarPath: '',
+  mode: 'auto',
+  sessionTtlMinutes: 30,
+  maxSessions: 50,
+  requestTimeoutSeconds: 300,
+  idleTimeoutSeconds: 60,
+  maxConcurrent: 4,
+  allowUnattended: false,
+  showToolActivity: true,
+  utilityModel: '',
+  logLevel: 'info',
+};
+
+/** Settings that reach the sidecar (argv, env or `initialize`): changing one restarts it. */
+export const RESTART_KEYS: readonly (keyof Settings)[] = [
+  'cliPath',
+  'sidecarPath',
+  'sessionTtlMinutes',
+  'maxSessions',
+  'requestTimeoutSeconds',
+  'idleTimeoutSeconds',
+  'maxConcurrent',
+  'allowUnattended',
+  'logLevel',
+];
+
+/** The part of `vscode.WorkspaceConfiguration` used here. */
+export interface ConfigReader {
+  get<T>(key: string): T | undefined;
+}
+
+function str(v: unknown, fallback: string): string {
+  return typeof v === 'string' ? v.trim() : fallback;
+}
+
+function int(v: unknown, fallback: number, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return fallback;
+  return Math.min(max, Math.max(min, Math.floor(v)));
+}
+
+function oneOf<T extends string>(v: unknown, allowed: readonly T[], fallback: T): T {
+  return typeof v === 'string' && (allowed as readonly string[]).includes(v) ? (v as T) : fallback;
+}
+
+export function readSettings(config: ConfigReader): Settings {
+  const d = DEFAULTS;
+  return {
+    cliPath: str(config.get('cliPath'), d.cliPath),
+    sidecarPath: str(config.get('sidecarPath'), d.sidecarPath),
+    mode: oneOf<ModeSetting>(config.get('mode'), ['auto', 'agent', 'ask', 'plan'], d.mode),
+    sessionTtlMinutes: int(config.get('sessionTtlMinutes'), d.sessionTtlMinutes, 1, 7 * 24 * 60),
+    maxSessions: int(config.get('maxSessions'), d.maxSessions, 1, 10_000),
+    requestTimeoutSeconds: int(config.get('requestTimeoutSeconds'), d.requestTimeoutSeconds, 10, 24 * 3600),
+    idleTimeoutSeconds: int(config.get('idleTimeoutSeconds'), d.idleTimeoutSeconds, 5, 24 * 3600),
+    maxConcurrent: int(config.get('maxConcurrent'), d.maxConcurrent, 1, 64),
+    allowUnattended: config.get('allowUnattended') === true,
+    showToolActivity: config.get('showToolActivity') !== false,
+    utilityModel: str(config.get('utilityModel'), d.utilityModel),
+    logLevel: oneOf(config.get('logLevel'), LOG_LEVELS, d.logLevel),
+  };
+}
+
+/** `initialize.options`. Unattended agent runs need a trusted workspace as well as the setting. */
+export function sidecarOptions(s: Settings, trusted: boolean): Options {
+  return {
+    requestTimeoutSeconds: s.requestTimeoutSeconds,
+    idleTimeoutSeconds: s.idleTimeoutSeconds,
+    maxConcurrent: s.maxConcurrent,
+    sessionTtlMinutes: s.sessionTtlMinutes,
+    maxSessions: s.maxSessions,
+    force: s.allowUnattended && trusted,
+  };
+}
+
+/** `~/…` → the home folder; the sidecar and spawn() take paths literally. */
+export function expandHome(p: string, home: string): string {
+  if (p === '~') return home;
+  if (p.startsWith('~/') || p.startsWith('~\\')) return home + p.slice(1);
+  return p;
+}

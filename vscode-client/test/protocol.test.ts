@@ -1,0 +1,56 @@
+// protocol.ts mirrors sidecar/src/protocol.rs; these tests fail when they drift apart, or when
+// protocol.md stops documenting something protocol.ts knows.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { DELTA_KINDS, ERROR_KINDS, ErrorCode, Notification, PROTOCOL_VERSION, Request } from '../src/protocol';
+import { REPO_ROOT } from './helpers';
+
+const rust = fs.readFileSync(path.join(REPO_ROOT, 'sidecar', 'src', 'protocol.rs'), 'utf8');
+const doc = fs.readFileSync(path.join(REPO_ROOT, 'protocol.md'), 'utf8');
+
+/** The string constants of `pub mod <name> { … }` in protocol.rs. */
+function rustModuleStrings(module: string): string[] {
+  const body = new RegExp(`pub mod ${module} \\{([\\s\\S]*?)\\n\\}`).exec(rust)?.[1] ?? '';
+  return [...body.matchAll(/pub const [A-Z_]+: &str = "([^"]+)";/g)].map((m) => m[1]);
+}
+
+function rustStringArray(name: string): string[] {
+  const body = new RegExp(`${name}: &'static \\[&'static str\\] = &\\[([\\s\\S]*?)\\];`).exec(rust)?.[1] ?? '';
+  return [...body.matchAll(/"([^"]+)"/g)].map((m) => m[1]);
+}
+
+const sorted = (xs: readonly string[]) => [...xs].sort();
+
+describe('protocol.ts mirrors protocol.rs', () => {
+  it('protocol version', () => {
+    assert.match(rust, new RegExp(`PROTOCOL_VERSION: u32 = ${PROTOCOL_VERSION};`));
+  });
+  it('request methods', () => {
+    assert.deepEqual(sorted(Object.values(Request)), sorted(rustModuleStrings('request')));
+  });
+  it('notifications', () => {
+    assert.deepEqual(sorted(Object.values(Notification)), sorted(rustModuleStrings('notification')));
+  });
+  it('delta kinds, in order', () => {
+    assert.deepEqual([...DELTA_KINDS], rustStringArray('KINDS'));
+  });
+  it('error kinds', () => {
+    const body = /fn as_str\(self\) -> &'static str \{\s*match self \{([\s\S]*?)\n\s*\}\n\s*\}/.exec(rust)?.[1] ?? '';
+    const kinds = [...body.matchAll(/ErrorKind::\w+ => "([^"]+)"/g)].map((m) => m[1]);
+    assert.ok(kinds.length > 0, 'found ErrorKind::as_str');
+    assert.deepEqual(sorted(ERROR_KINDS), sorted(kinds));
+  });
+  it('error codes', () => {
+    for (const [name, code] of Object.entries(ErrorCode)) {
+      assert.match(rust, new RegExp(`: i32 = ${code};`), name);
+    }
+  });
+});
+
+describe('protocol.md documents everything protocol.ts uses', () => {
+  for (const name of [...Object.values(Request), ...Object.values(Notification), ...DELTA_KINDS, ...ERROR_KINDS]) {
+    it(name, () => assert.ok(doc.includes(`\`${name}\``), `${name} is not in protocol.md`));
+  }
+});

@@ -1,0 +1,258 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type * as vscode from 'vscode';
+import { BridgeError } from '../src/errors';
+import { ModelCatalog } from '../src/models';
+import type { ChatDelta, ChatSendParams, ChatSendResult, DeltaBody, Method, ModelInfo, Requests } from '../src/protocol';
+import { CursorChatProvider, usagePayload, type ProviderDeps } from '../src/provider';
+import { DEFAULTS, type Settings } from '../src/settings';
+import type { Bridge, CancellationLike } from '../src/sidecar';
+import { TokenCounter } from '../src/tokens';
+import { loadRequest, memoryLog } from './helpers';
+import * as stub from './vscode-stub';
+
+interface Call {
+  method: Method;
+  params: unknown;
+  token?: CancellationLike;
+}
+
+/** A sidecar stand-in: each chat/send runs `turn`, which may emit deltas and resolve or throw. */
+class FakeBridge implements Bridge {
+  calls: Call[] = [];
+  private handlers = new Map<string, (d: ChatDelta) => void>();
+  turn: (params: ChatSendParams, emit: (b: DeltaBody) => void, token?: CancellationLike) => Promise<Partial<ChatSendResult>> = async () => ({});
+  models: () => Promise<ModelInfo[]> = async () => [];
+
+  async request<M extends Method>(method: M, params: Requests[M]['params'], token?: CancellationLike): Promise<Requests[M]['result']> {
+    this.calls.push({ method, params, token });
+    if (method === 'models/list') return { models: await this.models() } as Requests[M]['result'];
+    if (method !== 'chat/send') throw new Error(`unexpected ${method}`);
+    const p = params as ChatSendParams;
+    let seq = 0;
+    const emit = (b: DeltaBody) => this.handlers.get(p.turnId)?.({ turnId: p.turnId, seq: ++seq, ...b } as ChatDelta);
+    const result = await this.turn(p, emit, token);
+    return { turnId: p.turnId, sessionId: 'cb-fake', resumed: false, stopReason: 'end', durationMs: 5, ...result } as Requests[M]['result'];
+  }
+
+  onDelta(turnId: string, handler: (d: ChatDelta) => void) {
+    this.handlers.set(turnId, handler);
+    return { dispose: () => this.handlers.delete(turnId) };
+  }
+
+  get subscribers(): number {
+    return this.handlers.size;
+  }
+}
+
+function setup(over: Omit<Partial<ProviderDeps>, 'settings'> & { settings?: Partial<Settings> } = {}) {
+  const bridge = new FakeBridge();
+  const changed = new stub.EventEmitter<void>();
+  const log = memoryLog();
+  const catalog = new ModelCatalog(async (refresh) => (await bridge.request('models/list', { refresh })).models, () => changed.fire());
+  const { settings, ...rest } = over;
+  const provider = new CursorChatProvider({
+    bridge,
+    catalog,
+    onDidChangeModels: changed.event,
+    tokens: new TokenCounter(),
+    settings: () => ({ ...DEFAULTS, ...settings }),
+    trusted: () => true,
+    log,
+    thinkingPart: () => stub.LanguageModelThinkingPart,
+    dataPart: () => stub.LanguageModelDataPart,
+    newTurnId: () => 'turn-1',
+    ...rest,
+  });
+  return { bridge, provider, log, catalog };
+}
+
+function collector() {
+  const parts: unknown[] = [];
+  return {
+    parts,
+    progress: { report: (p: unknown) => void parts.push(p) } as vscode.Progress<vscode.LanguageModelResponsePart>,
+    text: () => parts.map((p) => (p instanceof stub.LanguageModelTextPart ? p.value : '')).join(''),
+    data: (mime: string) => parts.filter((p): p is stub.LanguageModelDataPart => p instanceof stub.LanguageModelDataPart && p.mimeType === mime),
+  };
+}
+
+const decode = (d: Uint8Array) => new TextDecoder().decode(d);
+
+async function respond(provider: CursorChatProvider, fixture: string, token = new stub.CancellationTokenSource().token) {
+  const r = loadRequest(fixture);
+  const out = collector();
+  await provider.provideLanguageModelChatResponse(r.model, r.messages, r.options, out.progress, token as vscode.CancellationToken);
+  return { ...out, request: r };
+}
+
+describe('provideLanguageModelChatResponse', () => {
+  it('streams the answer, then reports usage and our marker', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async (_p, emit) => {
+      emit({ kind: 'session', sessionId: 'cb-77', resumed: false, replayed: false });
+      emit({ kind: 'thinking', text: 'hmm' });
+      emit({ kind: 'text', text: 'Hello' });
+      emit({ kind: 'text', text: ' world' });
+      return { sessionId: 'cb-77', usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 100, cacheWriteTokens: 1 } };
+    };
+    const out = await respond(provider, 'agent-first-turn');
+    assert.equal(out.text(), 'Hello world');
+    assert.ok(out.parts.some((p) => p instanceof stub.LanguageModelThinkingPart));
+    const [marker] = out.data('stateful_marker');
+    assert.equal(decode(marker.data), 'sonnet-5\\cursor-bridge:v1:cb-77');
+    assert.equal(out.parts.at(-1), marker, 'the marker comes last');
+    const [usage] = out.data('usage');
+    assert.deepEqual(JSON.parse(decode(usage.data)), usagePayload({ inputTokens: 10, outputTokens: 5, cacheReadTokens: 100, cacheWriteTokens: 1 }));
+    assert.deepEqual(JSON.parse(decode(usage.data)), { prompt_tokens: 111, completion_tokens: 5, total_tokens: 116, prompt_tokens_details: { cached_tokens: 100 } });
+    assert.equal(bridge.subscribers, 0, 'delta subscription released');
+  });
+
+  it('sends what planTurn computed: conversation id, session id from the marker, mode', async () => {
+    const { bridge, provider } = setup();
+    await respond(provider, 'agent-second-turn');
+    const params = bridge.calls[0].params as ChatSendParams;
+    assert.equal(params.turnId, 'turn-1');
+    assert.equal(params.conversationId, 'c2d74faf');
+    assert.equal(params.sessionId, 'cb-4f1e0c2a9b7d3e15');
+    assert.equal(params.mode, 'agent');
+    assert.equal(params.messages.at(-1)?.role, 'user');
+  });
+
+  it('runs utility requests on the utility model and reports no marker', async () => {
+    const { bridge, provider } = setup({ settings: { utilityModel: 'composer-2.5-fast' } });
+    bridge.turn = async (_p, emit) => (emit({ kind: 'text', text: 'Cart discount bug' }), { sessionId: null });
+    const out = await respond(provider, 'utility-title');
+    const params = bridge.calls[0].params as ChatSendParams;
+    assert.equal(params.utility, true);
+    assert.equal(params.model, 'composer-2.5-fast');
+    assert.equal(out.text(), 'Cart discount bug');
+    assert.equal(out.data('stateful_marker').length, 0);
+  });
+
+  it('reports no data parts on hosts without LanguageModelDataPart (before 1.106)', async () => {
+    const { provider } = setup({ dataPart: () => undefined });
+    const out = await respond(provider, 'agent-first-turn');
+    assert.equal(out.parts.filter((p) => !(p instanceof stub.LanguageModelTextPart)).length, 0);
+  });
+
+  it('hands the token to the request and returns as soon as it is cancelled', async () => {
+    const { bridge, provider } = setup();
+    const source = new stub.CancellationTokenSource();
+    let emitLate: (() => void) | undefined;
+    bridge.turn = (_p, emit, token) =>
+      new Promise(() => {
+        emit({ kind: 'text', text: 'partial' });
+        emitLate = () => emit({ kind: 'text', text: ' late' });
+        assert.equal(token, source.token, 'the same token reaches vscode-jsonrpc (it sends $/cancelRequest)');
+        setTimeout(() => source.cancel(), 5);
+        // never settles: the sidecar's -32800 answer is not waited for
+      });
+    const started = Date.now();
+    const out = await respond(provider, 'agent-first-turn', source.token);
+    assert.ok(Date.now() - started < 1000);
+    emitLate?.();
+    assert.equal(out.text(), 'partial', 'nothing is reported after the cancel');
+    assert.equal(out.data('stateful_marker').length, 0);
+    assert.equal(bridge.subscribers, 0);
+  });
+
+  it('does nothing for an already cancelled request', async () => {
+    const { bridge, provider } = setup();
+    const source = new stub.CancellationTokenSource();
+    source.cancel();
+    await respond(provider, 'agent-first-turn', source.token);
+    assert.equal(bridge.calls.length, 0);
+  });
+
+  it('explains set-up problems as the answer, keeping text already streamed and the session', async () => {
+    const { bridge, provider, log } = setup();
+    bridge.turn = async (_p, emit) => {
+      emit({ kind: 'session', sessionId: 'cb-5', resumed: false, replayed: false });
+      emit({ kind: 'text', text: 'Partial' });
+      throw new BridgeError('authRequired', 'The Cursor CLI is not logged in', 'Run `agent login`', 'Error: Authentication required');
+    };
+    const out = await respond(provider, 'agent-first-turn');
+    assert.match(out.text(), /^Partial\n\n\*\*The Cursor CLI is not logged in/);
+    assert.equal(decode(out.data('stateful_marker')[0].data), 'sonnet-5\\cursor-bridge:v1:cb-5');
+    assert.ok(log.lines.some((l) => l.includes('authRequired') && l.includes('Authentication required')), 'the detail goes to the log');
+  });
+
+  it('throws a clean one-line error for transient problems', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async () => {
+      throw new BridgeError('rateLimited', 'HTTP 429 at /home/dev/x');
+    };
+    await assert.rejects(respond(provider, 'agent-first-turn'), (e: Error) => {
+      assert.equal(e.stack, '');
+      assert.match(e.message, /rate-limiting/);
+      assert.ok(!e.message.includes('/home/dev'));
+      return true;
+    });
+  });
+
+  it('returns quietly when the sidecar reports a cancel the token did not see', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async () => {
+      throw new BridgeError('cancelled', 'cancelled');
+    };
+    const out = await respond(provider, 'agent-first-turn');
+    assert.equal(out.parts.length, 0);
+  });
+
+  it('never explains in Markdown for utility requests (it would become the title)', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async () => {
+      throw new BridgeError('authRequired', 'not logged in');
+    };
+    await assert.rejects(respond(provider, 'utility-title'));
+  });
+});
+
+describe('provideLanguageModelChatInformation', () => {
+  const models: ModelInfo[] = [
+    { id: 'auto', name: 'Auto', family: 'auto', maxInputTokens: 200_000, maxOutputTokens: 32_768, capabilities: { thinking: false, toolCalling: true, imageInput: false }, isDefault: true },
+  ];
+
+  it('answers silent calls from the cache without waiting, loading in the background', async () => {
+    const { bridge, provider } = setup();
+    let release: (() => void) | undefined;
+    bridge.models = () => new Promise((r) => (release = () => r(models)));
+    let fired = 0;
+    provider.onDidChangeLanguageModelChatInformation(() => fired++);
+    const token = new stub.CancellationTokenSource().token as vscode.CancellationToken;
+    assert.deepEqual(await provider.provideLanguageModelChatInformation({ silent: true }, token), []);
+    release?.();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(fired, 1);
+    const infos = await provider.provideLanguageModelChatInformation({ silent: true }, token);
+    assert.deepEqual(
+      infos.map((i) => i.id),
+      ['auto'],
+    );
+  });
+
+  it('waits for the list when not silent, and returns what it has on failure', async () => {
+    const { bridge, provider } = setup();
+    bridge.models = async () => models;
+    const token = new stub.CancellationTokenSource().token as vscode.CancellationToken;
+    assert.equal((await provider.provideLanguageModelChatInformation({ silent: false }, token)).length, 1);
+    bridge.models = async () => {
+      throw new BridgeError('authRequired', 'x');
+    };
+    const { provider: p2, bridge: b2 } = setup();
+    b2.models = bridge.models;
+    assert.deepEqual(await p2.provideLanguageModelChatInformation({ silent: false }, token), []);
+  });
+});
+
+describe('provideTokenCount', () => {
+  it('counts locally (no request) for strings and messages', async () => {
+    const { bridge, provider } = setup();
+    const r = loadRequest('agent-second-turn');
+    const token = new stub.CancellationTokenSource().token as vscode.CancellationToken;
+    assert.ok((await provider.provideTokenCount(r.model, 'hello world', token)) >= 2);
+    assert.ok((await provider.provideTokenCount(r.model, r.messages[0], token)) > 100);
+    assert.equal(bridge.calls.length, 0);
+  });
+});
