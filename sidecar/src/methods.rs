@@ -8,7 +8,7 @@ use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
 use serde::de::DeserializeOwned;
 
-use crate::app::App;
+use crate::app::{App, Ready};
 use crate::cursor::{commands, models};
 use crate::error::BridgeError;
 use crate::protocol::*;
@@ -74,17 +74,32 @@ async fn initialize(app: &App, p: Params<'static>) -> RpcResult<InitializeResult
     })
 }
 
-async fn models_list(app: &App, p: Params<'static>) -> RpcResult<ModelsListResult> {
+async fn fetch_models(ready: &Ready) -> Result<Vec<ModelInfo>, BridgeError> {
+    let cli = ready.cli().await?;
+    let listed = commands::list_models(&cli, &ready.child_env()).await?;
+    Ok(listed.iter().map(models::to_model_info).collect())
+}
+
+async fn models_list(app: &Arc<App>, p: Params<'static>) -> RpcResult<ModelsListResult> {
     let params: ModelsListParams = parse(&p)?;
     let ready = app.ready()?.clone();
-    let models = ready
-        .models
-        .list(params.refresh, || async {
-            let cli = ready.cli().await?;
-            let listed = commands::list_models(&cli, &ready.child_env()).await?;
-            Ok(listed.iter().map(models::to_model_info).collect())
-        })
-        .await?;
+    let models = ready.models.list(params.refresh, || fetch_models(&ready)).await?;
+    if !params.refresh && ready.models.take_unverified() {
+        // Served from the file cache of an earlier run: check with the CLI in the background and
+        // tell the client if the list changed.
+        let (app, served) = (app.clone(), models.clone());
+        tokio::spawn(async move {
+            let Ok(ready) = app.ready().cloned() else { return };
+            match ready.models.list(true, || fetch_models(&ready)).await {
+                Ok(fresh) if fresh != served => {
+                    tracing::info!(models = fresh.len(), "model list changed");
+                    app.outbox.notify(notification::MODELS_CHANGED, &ModelsListResult { models: fresh }).await;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "background model refresh failed"),
+            }
+        });
+    }
     Ok(ModelsListResult { models })
 }
 

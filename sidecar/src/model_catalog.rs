@@ -1,9 +1,11 @@
 //! The model list, cached: the CLI takes seconds to list models and the editor asks often. The
 //! cache lives in memory and in a small file in the state folder, so a restarted sidecar answers at
-//! once; `refresh` asks the CLI again. Concurrent fetches share one CLI call.
+//! once from the file and then checks with the CLI in the background (stale-while-revalidate; the
+//! caller tells the client when the list changed). `refresh` asks the CLI again. Concurrent
+//! fetches share one CLI call.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::error::Result;
@@ -14,6 +16,8 @@ pub struct ModelCatalog {
     fetching: tokio::sync::Mutex<()>,
     /// Bumped by every completed fetch.
     generation: AtomicU64,
+    /// The cache came from disk and the CLI has not been asked since this process started.
+    unverified: AtomicBool,
     path: Option<PathBuf>,
 }
 
@@ -24,7 +28,19 @@ impl ModelCatalog {
             .and_then(|p| std::fs::read(p).ok())
             .and_then(|b| serde_json::from_slice::<Vec<ModelInfo>>(&b).ok())
             .filter(|models| !models.is_empty());
-        ModelCatalog { cached: Mutex::new(cached), fetching: tokio::sync::Mutex::new(()), generation: AtomicU64::new(0), path }
+        ModelCatalog {
+            unverified: AtomicBool::new(cached.is_some()),
+            cached: Mutex::new(cached),
+            fetching: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
+            path,
+        }
+    }
+
+    /// True once, for the first caller served from a cache read from disk: that caller should
+    /// revalidate it in the background.
+    pub fn take_unverified(&self) -> bool {
+        self.unverified.swap(false, Ordering::SeqCst)
     }
 
     pub fn cached(&self) -> Option<Vec<ModelInfo>> {
@@ -51,6 +67,7 @@ impl ModelCatalog {
             }
         }
         let models = fetch().await?;
+        self.unverified.store(false, Ordering::SeqCst);
         *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = Some(models.clone());
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.save(&models);

@@ -30,8 +30,11 @@ pub mod notification {
     pub const CANCEL_REQUEST: &str = "$/cancelRequest";
     /// Client → sidecar: exit now (after `shutdown`, or without it).
     pub const EXIT: &str = "exit";
+    /// Sidecar → client: the model list changed (found by a background check), params
+    /// `{models}` as in `models/list`.
+    pub const MODELS_CHANGED: &str = "models/changed";
 
-    pub const ALL: &[&str] = &[CHAT_DELTA, CANCEL_REQUEST, EXIT];
+    pub const ALL: &[&str] = &[CHAT_DELTA, CANCEL_REQUEST, EXIT, MODELS_CHANGED];
 }
 
 /// JSON-RPC error codes the sidecar answers with.

@@ -257,3 +257,41 @@ fn a_refused_permission_request_is_reported_once_with_how_to_allow_it() {
     assert!(deltas.iter().all(|d| d["kind"] != "permissionDenied"), "{deltas:?}");
     assert!(deltas.iter().any(|d| d["kind"] == "toolCompleted" && d["ok"] == true));
 }
+
+#[test]
+fn a_restarted_sidecar_answers_models_from_its_file_cache_then_reports_changes() {
+    let dir = TestDir::new();
+    {
+        let mut s = Sidecar::start(&dir);
+        s.initialize(&dir, json!({}));
+        let r = s.request("models/list", json!({}));
+        assert!(r["result"]["models"].as_array().is_some_and(|m| !m.is_empty()), "{r}");
+        assert!(s.finish().success());
+    }
+    // The account gained a model, and the CLI is slow to say so.
+    let models = dir.path().join("models.txt");
+    std::fs::write(&models, "Available models\n\nauto - Auto (current, default)\nbrand-new-9 - Brand New 9\n\nTip: use --model <id>\n").unwrap();
+    let mut s = Launch::new(&dir)
+        .env("CURSOR_DOUBLE_MODELS_FILE", models.to_str().unwrap())
+        .env("CURSOR_DOUBLE_MODELS_DELAY_MS", "1500")
+        .start();
+    s.initialize(&dir, json!({}));
+    let asked = std::time::Instant::now();
+    let r = s.request("models/list", json!({}));
+    let served_in = asked.elapsed();
+    let ids: Vec<&str> = r["result"]["models"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"composer-2.5") && !ids.contains(&"brand-new-9"), "served the cached list: {ids:?}");
+    assert!(served_in < std::time::Duration::from_millis(1500), "did not wait for the CLI: {served_in:?}");
+    // Then the background check finds the change and says so.
+    let changed = loop {
+        let m = s.next_message(TIMEOUT).expect("models/changed");
+        if m["method"] == "models/changed" {
+            break m;
+        }
+    };
+    let ids: Vec<&str> = changed["params"]["models"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["auto", "brand-new-9"]);
+    // And the cache now holds the new list.
+    let r = s.request("models/list", json!({}));
+    assert_eq!(r["result"]["models"].as_array().unwrap().len(), 2);
+}

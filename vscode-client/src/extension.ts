@@ -106,6 +106,7 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
       catalog.invalidate();
       catalog.load(false).catch(() => undefined);
     },
+    onModelsChanged: (models) => catalog.replace(models),
   });
   sidecar = manager;
 

@@ -106,6 +106,12 @@ export class ModelCatalog {
     return loading;
   }
 
+  /** A list the sidecar pushed (`models/changed`): as fresh as a load. */
+  replace(models: ModelInfo[]): void {
+    this.loaded = true;
+    this.set(models);
+  }
+
   /** Forget that the list was loaded (the sidecar restarted with other settings): reload on next use. */
   invalidate(): void {
     this.loaded = false;

@@ -23,6 +23,8 @@ export const Notification = {
   cancelRequest: '$/cancelRequest',
   /** Client → sidecar: exit now. */
   exit: 'exit',
+  /** Sidecar → client: the model list changed (a background check after serving a cached list). */
+  modelsChanged: 'models/changed',
 } as const;
 
 /** JSON-RPC error codes the sidecar answers with. */

@@ -19,6 +19,7 @@ export interface Settings {
   requestTimeoutSeconds: number;
   idleTimeoutSeconds: number;
   maxConcurrent: number;
+  warmSpares: number;
   allowUnattended: boolean;
   showToolActivity: boolean;
   utilityModel: string;
@@ -34,6 +35,7 @@ export const DEFAULTS: Readonly<Settings> = {
   requestTimeoutSeconds: 300,
   idleTimeoutSeconds: 60,
   maxConcurrent: 4,
+  warmSpares: 1,
   allowUnattended: false,
   showToolActivity: true,
   utilityModel: '',
@@ -49,6 +51,7 @@ export const RESTART_KEYS: readonly (keyof Settings)[] = [
   'requestTimeoutSeconds',
   'idleTimeoutSeconds',
   'maxConcurrent',
+  'warmSpares',
   'allowUnattended',
   'logLevel',
 ];
@@ -82,6 +85,7 @@ export function readSettings(config: ConfigReader): Settings {
     requestTimeoutSeconds: int(config.get('requestTimeoutSeconds'), d.requestTimeoutSeconds, 10, 24 * 3600),
     idleTimeoutSeconds: int(config.get('idleTimeoutSeconds'), d.idleTimeoutSeconds, 5, 24 * 3600),
     maxConcurrent: int(config.get('maxConcurrent'), d.maxConcurrent, 1, 64),
+    warmSpares: int(config.get('warmSpares'), d.warmSpares, 0, 4),
     allowUnattended: config.get('allowUnattended') === true,
     showToolActivity: config.get('showToolActivity') !== false,
     utilityModel: str(config.get('utilityModel'), d.utilityModel),
@@ -97,6 +101,7 @@ export function sidecarOptions(s: Settings, trusted: boolean): Options {
     maxConcurrent: s.maxConcurrent,
     sessionTtlMinutes: s.sessionTtlMinutes,
     maxSessions: s.maxSessions,
+    spares: s.warmSpares,
     force: s.allowUnattended && trusted,
   };
 }

@@ -23,6 +23,8 @@ import {
   type InitializeParams,
   type InitializeResult,
   type Method,
+  type ModelInfo,
+  type ModelsListResult,
   type Requests,
 } from './protocol';
 
@@ -186,7 +188,13 @@ class SidecarProcess {
   private readonly connection: MessageConnection;
   private readonly gone: Promise<never>;
 
-  constructor(binary: string, env: NodeJS.ProcessEnv, log: Logger, onDelta: (delta: ChatDelta) => void) {
+  constructor(
+    binary: string,
+    env: NodeJS.ProcessEnv,
+    log: Logger,
+    onDelta: (delta: ChatDelta) => void,
+    onModelsChanged: (models: ModelInfo[]) => void = () => undefined,
+  ) {
     this.child = spawn(binary, ['stdio'], { stdio: 'pipe', env, windowsHide: true });
     const child = this.child;
     this.exited = new Promise<ExitInfo>((resolve) => {
@@ -209,6 +217,10 @@ class SidecarProcess {
       if (typeof params === 'object' && params !== null && typeof (params as ChatDelta).turnId === 'string') {
         onDelta(params as ChatDelta);
       }
+    });
+    this.connection.onNotification(Notification.modelsChanged, (params: unknown) => {
+      const models = (params as ModelsListResult | null)?.models;
+      if (Array.isArray(models)) onModelsChanged(models);
     });
     this.connection.listen();
     this.gone = this.exited.then((info) => {
@@ -298,6 +310,8 @@ export interface SidecarManagerOptions {
   /** The crash limit was reached; nothing restarts until `restart()` is called. */
   onGaveUp(crashes: number): void;
   onReady?(result: InitializeResult): void;
+  /** The sidecar found a changed model list on its own (`models/changed`). */
+  onModelsChanged?(models: ModelInfo[]): void;
   crashLimit?: number;
   crashWindowMs?: number;
   initializeTimeoutMs?: number;
@@ -437,7 +451,13 @@ export class SidecarManager implements Bridge {
     this.pendingRestart = undefined;
     const version = await checkSidecar(config.binary);
     this.o.log.info(`starting ${config.binary} (cursor-bridge ${version})`);
-    const proc = new SidecarProcess(config.binary, config.env, this.o.log, (d) => this.handlers.get(d.turnId)?.(d));
+    const proc = new SidecarProcess(
+      config.binary,
+      config.env,
+      this.o.log,
+      (d) => this.handlers.get(d.turnId)?.(d),
+      (models) => this.o.onModelsChanged?.(models),
+    );
     this.current = proc;
     void proc.exited.then((info) => this.onExit(proc, info));
     try {

@@ -61,6 +61,19 @@ describe('ModelCatalog', () => {
     assert.equal(fetches, 1, 'loaded once: no more background loads');
   });
 
+  it('takes a list the sidecar pushed (models/changed) without asking again', async () => {
+    let fetches = 0;
+    let changes = 0;
+    const catalog = new ModelCatalog(async () => {
+      fetches++;
+      return [model()];
+    }, () => changes++);
+    catalog.replace([model({ id: 'brand-new-9', name: 'Brand New 9' })]);
+    assert.equal(changes, 1);
+    assert.deepEqual(catalog.peek().map((m) => m.id), ['brand-new-9']);
+    await tick();
+    assert.equal(fetches, 0, 'a pushed list counts as loaded');
+  });
   it('fires the change event only when the list really changed', async () => {
     let changes = 0;
     let list = [model()];

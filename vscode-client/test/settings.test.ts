@@ -23,8 +23,13 @@ describe('settings', () => {
   });
   it('builds initialize.options with only keys the sidecar knows', () => {
     const opts = sidecarOptions(readSettings(reader({ allowUnattended: true })), true);
-    assert.deepEqual(Object.keys(opts).sort(), ['force', 'idleTimeoutSeconds', 'maxConcurrent', 'maxSessions', 'requestTimeoutSeconds', 'sessionTtlMinutes']);
+    assert.deepEqual(Object.keys(opts).sort(), ['force', 'idleTimeoutSeconds', 'maxConcurrent', 'maxSessions', 'requestTimeoutSeconds', 'sessionTtlMinutes', 'spares']);
     assert.equal(opts.force, true);
+    assert.equal(opts.spares, 1, 'warm spares are on by default, one');
+  });
+  it('passes warm spares through, 0 turning them off, clamped', () => {
+    assert.equal(sidecarOptions(readSettings(reader({ warmSpares: 0 })), true).spares, 0);
+    assert.equal(sidecarOptions(readSettings(reader({ warmSpares: 99 })), true).spares, 4);
   });
   it('never forces in an untrusted workspace', () => {
     assert.equal(sidecarOptions(readSettings(reader({ allowUnattended: true })), false).force, false);
