@@ -62,6 +62,16 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
         // A new process group per child: the CLI spawns shells and tools, and cancel must reach them.
         cmd.process_group(0);
     }
+    #[cfg(target_os = "linux")]
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2), which is
+    // async-signal-safe. If the sidecar dies without cleaning up (SIGKILL, OOM), the kernel kills
+    // the child too: a waiting spare would otherwise read end-of-input and run an empty prompt.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
     #[cfg(windows)]
     {
         // CREATE_NO_WINDOW: no console flashes up for each turn.

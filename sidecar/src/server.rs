@@ -120,8 +120,19 @@ where
     let mut tasks = tokio::task::JoinSet::new();
     let mut frames = FramedRead::new(input, FrameCodec::default());
 
+    // SIGTERM / SIGINT (a service manager, a closing terminal) end the sidecar like end of input:
+    // every child is stopped first, none is orphaned.
+    let terminated = termination_signal();
+    tokio::pin!(terminated);
     loop {
-        let frame = match next_frame(&mut frames).await {
+        let next = tokio::select! {
+            next = next_frame(&mut frames) => next,
+            signal = &mut terminated => {
+                tracing::info!(signal, "terminated by a signal; shutting down");
+                break;
+            }
+        };
+        let frame = match next {
             None => {
                 tracing::info!("input closed; shutting down");
                 break;
@@ -339,6 +350,26 @@ pub fn outbox() -> (Outbox, mpsc::Receiver<Vec<u8>>) {
 pub fn error_kind_of(body: &[u8]) -> Option<ErrorKind> {
     let v: Value = serde_json::from_slice(body).ok()?;
     serde_json::from_value(v.pointer("/error/data/kind")?.clone()).ok()
+}
+
+/// Resolves with the signal's name when SIGTERM or SIGINT arrives (never elsewhere).
+async fn termination_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            },
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
 }
 
 /// `StreamExt::next` for the one stream we poll, without a futures-util dependency.

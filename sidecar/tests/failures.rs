@@ -315,3 +315,43 @@ fn garbage_and_invalid_utf8_on_the_cli_stdout_are_skipped() {
     assert!(r.get("result").is_some(), "{r}");
     assert_eq!(text_of(&d), "clean answer ✓");
 }
+
+#[test]
+fn sigterm_stops_every_child_and_no_spare_runs_an_empty_prompt() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"spares": 2}));
+    let (_, r) = s.chat(ask("t", "first"));
+    assert!(r.get("result").is_some(), "{r}");
+    // A running turn, and spares waiting for their prompts.
+    s.send_request("chat/send", ask("t2", &directed("go", json!({"hang": "midStream", "grandchild": true}))));
+    let rec = wait_for_turn_record(&dir, 2).remove(1);
+    let pid = s.child.id();
+    assert!(eventually(Duration::from_secs(5), || descendants(pid).len() >= 3), "turn + spares running");
+    let everything = descendants(pid);
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = wait_with_timeout(&mut s.child, TIMEOUT).expect("SIGTERM ends the sidecar");
+    assert_eq!(status.code(), Some(0));
+    assert!(eventually(Duration::from_secs(3), || everything.iter().all(|p| !alive(*p as u64))), "children outlived the sidecar");
+    assert!(!alive(rec["grandchildPid"].as_u64().unwrap()));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(dir.turns().iter().all(|t| !t["stdin"].as_str().unwrap_or("").is_empty()), "a spare ran an empty prompt: {:?}", dir.turns());
+}
+
+#[test]
+fn sigkill_of_the_sidecar_takes_its_cli_children_along() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let (_, r) = s.chat(ask("t", "first"));
+    assert!(r.get("result").is_some(), "{r}");
+    let pid = s.child.id();
+    assert!(eventually(Duration::from_secs(5), || !descendants(pid).is_empty()), "the spare is up");
+    let spares = descendants(pid);
+    s.child.kill().unwrap();
+    let _ = s.child.wait();
+    assert!(eventually(Duration::from_secs(3), || spares.iter().all(|p| !alive(*p as u64))), "a CLI child outlived a killed sidecar");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(dir.turns().iter().all(|t| !t["stdin"].as_str().unwrap_or("").is_empty()), "a spare ran an empty prompt");
+}

@@ -151,7 +151,16 @@ export function convertMessages(messages: readonly vscode.LanguageModelChatReque
   return { messages: out, systemText, sessionId };
 }
 
-type RequestOptions = Pick<vscode.ProvideLanguageModelChatResponseOptions, 'modelOptions' | 'tools'>;
+/**
+ * The options read here. `requestInitiator` (the id of the extension that made the request) is
+ * there at run time in VS Code 1.139 but not in the stable types.
+ */
+export type RequestOptions = Pick<vscode.ProvideLanguageModelChatResponseOptions, 'modelOptions' | 'tools'> & {
+  readonly requestInitiator?: unknown;
+};
+
+/** The extension behind the Chat view: the only one that sends title and progress requests. */
+export const CHAT_VIEW_INITIATOR = 'github.copilot-chat';
 
 /** The Chat view's id of this chat (`modelOptions._conversationId`; internal, so optional). */
 export function conversationIdOf(options: RequestOptions): string | undefined {
@@ -161,9 +170,14 @@ export function conversationIdOf(options: RequestOptions): string | undefined {
 
 /**
  * A title or progress-message request: the Chat view sends those without a conversation id and
- * without tools; main requests always have both.
+ * without tools; its main requests always have both. Another extension using `vscode.lm` sends
+ * neither, and is having a conversation all the same (it must resume, use the model it chose, and
+ * see set-up problems explained), so a request from any initiator but the Chat view's is never a
+ * utility one. Hosts that do not say who is asking get the heuristic alone.
  */
 export function isUtilityRequest(options: RequestOptions): boolean {
+  const initiator = options.requestInitiator;
+  if (typeof initiator === 'string' && initiator !== CHAT_VIEW_INITIATOR) return false;
   return conversationIdOf(options) === undefined && (options.tools?.length ?? 0) === 0;
 }
 

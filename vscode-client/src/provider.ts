@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
-import { conversationIdOf, convertMessages, isUtilityRequest, toolNamesOf } from './convert';
+import { conversationIdOf, convertMessages, isUtilityRequest, toolNamesOf, type RequestOptions } from './convert';
 import { TurnRenderer } from './deltas';
 import { renderFailure, toBridgeError } from './errors';
 import { encodeMarker, MARKER_MIME } from './marker';
@@ -40,7 +40,7 @@ export interface TurnPlan {
 export function planTurn(
   model: Pick<vscode.LanguageModelChatInformation, 'id'>,
   messages: readonly vscode.LanguageModelChatRequestMessage[],
-  options: Pick<vscode.ProvideLanguageModelChatResponseOptions, 'modelOptions' | 'tools'>,
+  options: RequestOptions,
   settings: Pick<Settings, 'mode' | 'utilityModel'>,
   trusted: boolean,
   turnId: string,

@@ -62,6 +62,11 @@ describe('isUtilityRequest', () => {
     ['tools, no id', { modelOptions: {}, tools: [{ name: 'read_file', description: '' }] }, false],
     ['empty id counts as none', { modelOptions: { _conversationId: '' } }, true],
     ['non-string id counts as none', { modelOptions: { _conversationId: 42 } }, true],
+    ['the Chat view, no id, no tools', { modelOptions: {}, requestInitiator: 'github.copilot-chat' }, true],
+    ['the Chat view with an id', { modelOptions: { _conversationId: 'a1' }, requestInitiator: 'github.copilot-chat' }, false],
+    ['another extension, no id, no tools', { modelOptions: {}, requestInitiator: 'someone.other-extension' }, false],
+    ['another extension, no modelOptions', { requestInitiator: 'someone.other-extension' }, false],
+    ['a non-string initiator is ignored', { modelOptions: {}, requestInitiator: 42 }, true],
   ];
   for (const [name, options, expected] of cases) it(name, () => assert.equal(isUtilityRequest(options), expected));
 });

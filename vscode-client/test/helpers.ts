@@ -71,7 +71,8 @@ export interface LoadedRequest {
   description: string;
   model: vscode.LanguageModelChatInformation;
   messages: vscode.LanguageModelChatRequestMessage[];
-  options: vscode.ProvideLanguageModelChatResponseOptions;
+  /** With `requestInitiator`, which VS Code 1.139 passes at run time (not in the stable types). */
+  options: vscode.ProvideLanguageModelChatResponseOptions & { requestInitiator?: string };
   expect: RequestFixture['expect'];
 }
 
@@ -99,6 +100,7 @@ export function loadRequest(name: string): LoadedRequest {
       toolMode: f.options.toolMode as vscode.LanguageModelChatToolMode,
       modelOptions: f.options.modelOptions ?? {},
       ...(tools ? { tools } : {}),
+      ...(f.options.requestInitiator ? { requestInitiator: f.options.requestInitiator } : {}),
     },
     expect: { ...f.expect, messages: f.expect.messages.map((m) => ({ role: m.role, text: resolveText(m.text) })) },
   };

@@ -1,7 +1,8 @@
 //! The project's build system (rust-analyzer style): `cargo xtask <command>`.
 //!
 //! - `test`: build everything and run every test (what CI runs): cargo, then the extension's
-//!   typecheck and unit tests
+//!   typecheck and unit tests, then `e2e`
+//! - `e2e`: the packaged extension in a real, headless VS Code (see `e2e/mod.rs`)
 //! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
 //!   platform in `dist/`)
 //! - `install`: `dist`, then install the VSIX into VS Code (`code` on PATH) or say how
@@ -14,12 +15,17 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+mod e2e;
+mod summary;
+
 const USAGE: &str = "\
 cargo xtask <command>
 
 Commands:
   test      build the workspace and run every test (unit, integration, CLI double), then the
-            VS Code extension's typecheck and unit tests
+            VS Code extension's typecheck and unit tests, then `e2e`
+  e2e       the packaged extension in a real, headless VS Code against the CLI double
+            (installs code-server, Node 24, Chromium and playwright-core once; see `e2e --help`)
   dist      build the release sidecar (`cursor-bridge`) for the host or --target <triple> and
             package the VS Code extension with it: dist/cursor-bridge-<vsce-target>.vsix
   install   run dist, then install the VSIX with `code --install-extension` (or say how)
@@ -40,6 +46,9 @@ fn run() -> Result<()> {
         Some("test") => test(&args[1..]),
         Some("dist") => dist(&target_arg(&args[1..])?).map(|_| ()),
         Some("install") => install(&target_arg(&args[1..])?),
+        Some("e2e") => e2e::run(&root, &args[1..]),
+        // Internal: the e2e session, re-run by `e2e` inside its network namespace.
+        Some("e2e-session") => e2e::session_entry(&args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
             print!("{USAGE}");
             Ok(())
@@ -86,13 +95,24 @@ fn has_nextest() -> bool {
 
 fn test(extra: &[String]) -> Result<()> {
     let started = Instant::now();
+    let root = project_root();
+    let mut tally = summary::Tally::default();
+    // Figures from an earlier run must not be mistaken for this run's.
+    let _ = std::fs::remove_dir_all(root.join("target").join("reliability"));
     // Build every binary first: integration tests run the real `cursor-bridge` against the CLI
     // double, both from target/debug.
     run_cmd(cargo().args(["build", "--workspace", "--all-targets", "--locked"]))?;
     if has_nextest() {
-        run_cmd(cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]).args(extra))?;
-        // nextest does not run doctests.
-        run_cmd(cargo().args(["test", "--workspace", "--locked", "--doc"]))?;
+        let lines = summary::run_scanned(
+            cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]).args(extra),
+            |l| l.contains(" tests run: "),
+        )?;
+        let last = lines.last().map(String::as_str).unwrap_or("");
+        tally.add(
+            "cargo nextest",
+            summary::number_before(last, " passed").unwrap_or(0),
+            summary::number_before(last, " failed").unwrap_or(0),
+        );
     } else {
         eprintln!("xtask: cargo-nextest not found; using `cargo test`");
         run_cmd(cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]).args(extra))?;
@@ -106,10 +126,28 @@ fn test(extra: &[String]) -> Result<()> {
     run_cmd(npm().args(["run", "typecheck", "--workspace", "vscode-client"]))?;
     eprintln!("xtask: extension typecheck passed in {:.0?}", npm_started.elapsed());
     let unit_started = Instant::now();
-    run_cmd(npm().args(["test", "--workspace", "vscode-client"]).env("CURSOR_BRIDGE_REQUIRE_BINARIES", "1"))?;
+    let lines = summary::run_scanned(
+        npm().args(["test", "--workspace", "vscode-client"]).env("CURSOR_BRIDGE_REQUIRE_BINARIES", "1"),
+        |l| l.starts_with("ℹ pass") || l.starts_with("ℹ fail"),
+    )?;
+    let count = |prefix: &str| lines.iter().filter_map(|l| summary::number_after(l, prefix)).last().unwrap_or(0);
+    tally.add("extension unit tests", count("ℹ pass"), count("ℹ fail"));
     eprintln!("xtask: extension unit tests passed in {:.0?}", unit_started.elapsed());
 
+    // Last, the slowest: the VSIX in a real VS Code, typed into like a person would.
+    let e2e_started = Instant::now();
+    e2e::run(&root, &[])?;
+    let check_log = std::fs::read_to_string(root.join("target/e2e/latest/check.log")).unwrap_or_default();
+    let closing = check_log.lines().rev().find(|l| l.starts_with("e2e: ")).unwrap_or("");
+    tally.add(
+        "end-to-end (VS Code)",
+        summary::number_before(closing, " passed").unwrap_or(0),
+        summary::number_before(closing, " failed").unwrap_or(0),
+    );
+    eprintln!("xtask: end-to-end test passed in {:.0?}", e2e_started.elapsed());
+
     eprintln!("xtask: all tests passed in {:.0?}", started.elapsed());
+    tally.print(&root);
     Ok(())
 }
 

@@ -1,0 +1,248 @@
+// check.cjs RUN_DIR
+//
+// The verdict of an e2e run. Reads what the two halves observed (results/api-result.json from the
+// consumer extension, results/chat-result.json from the Playwright driver) and what really happened
+// underneath: the CLI double's record of every invocation (double-record.jsonl: argv, stdin, pid,
+// chat id) and the sidecar's persisted sessions (sidecar-state/sessions.json). Prints one line per
+// check and closes with "e2e: N passed, N failed"; exits 1 on any failure.
+
+const fs = require('fs');
+const path = require('path');
+
+const run = process.argv[2];
+if (!run) {
+  console.error('usage: check.cjs RUN_DIR');
+  process.exit(2);
+}
+const MAIN_MODEL = 'composer-2.5';
+const UTILITY_MODEL = 'composer-2.5-fast';
+const MARKER = 'cursor-bridge:v1:';
+const CANCEL_LIMIT_MS = 1000;
+/** A file path (two or more segments), a Windows path, or a source position: never in an error a person sees. */
+const PATH_LIKE = /(^|[\s(`'"])(\/[\w.@-]+){2,}|[A-Za-z]:\\|\.(js|ts|rs|cjs|mjs):\d+/;
+
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = '') {
+  if (ok) passed++;
+  else failed++;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
+}
+/** Runs `fn`; a throw (missing data) is a failure of that check, not of the checker. */
+function guarded(name, fn) {
+  try {
+    const [ok, detail] = fn();
+    check(name, ok, detail);
+  } catch (e) {
+    check(name, false, `cannot tell: ${e.message}`);
+  }
+}
+const readJson = (rel) => {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(run, rel), 'utf8'));
+  } catch {
+    return null;
+  }
+};
+const show = (v) => JSON.stringify(v);
+
+const api = readJson('results/api-result.json') || { steps: {} };
+const chat = readJson('results/chat-result.json') || { sends: [], failures: [] };
+const sessionsFile = readJson('sidecar-state/sessions.json');
+const record = (() => {
+  try {
+    return fs
+      .readFileSync(path.join(run, 'double-record.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  } catch {
+    return [];
+  }
+})();
+
+// ---------------------------------------------------------------- the double's record, classified
+const arg = (line, flag) => {
+  const i = line.argv.indexOf(flag);
+  return i >= 0 ? line.argv[i + 1] : undefined;
+};
+const prints = record.filter((l) => l.subcommand === 'print');
+const isUtility = (l) => arg(l, '--model') === UTILITY_MODEL;
+const mainRuns = prints.filter((l) => !isUtility(l));
+const utilityRuns = prints.filter(isUtility);
+/** The one main CLI run whose prompt carries `tag` (throws when there is none, or several). */
+function runOf(tag) {
+  const found = mainRuns.filter((l) => (l.prompt || '').includes(tag));
+  if (found.length !== 1) throw new Error(`${found.length} main CLI runs carry "${tag}"`);
+  return found[0];
+}
+const step = (name) => {
+  const s = api.steps[name];
+  if (!s) throw new Error(`the API half has no "${name}" step`);
+  if (s.failure) throw new Error(`the "${name}" step failed: ${s.failure.split('\n')[0]}`);
+  return s;
+};
+
+// ---------------------------------------------------------------- set-up
+guarded('the API half ran to the end in VS Code\'s extension host', () => [
+  api.done === true && !api.fatal && Object.values(api.steps).every((s) => s.completed),
+  `VS Code ${api.vscodeVersion} (${api.appName}); ${api.fatal ? `fatal: ${api.fatal.split('\n')[0]}` : ''}` +
+    Object.entries(api.steps)
+      .filter(([, s]) => !s.completed)
+      .map(([n, s]) => `${n}: ${(s.failure || 'did not finish').split('\n')[0]}`)
+      .join('; '),
+]);
+guarded('the test environment reached the extension host', () => {
+  const missing = Object.entries(api.env || {}).filter(([, v]) => !v).map(([k]) => k);
+  return [api.env && missing.length === 0, missing.length ? `missing: ${missing.join(', ')}` : ''];
+});
+guarded('the sidecar kept its state and log in the run folder', () => {
+  const logs = fs.readdirSync(path.join(run, 'logs', 'sidecar')).filter((f) => f.startsWith('cursor-bridge'));
+  return [sessionsFile !== null && logs.length > 0, `sessions.json ${sessionsFile ? 'written' : 'MISSING'}, log files: ${logs.join(', ') || 'none'}`];
+});
+
+// ---------------------------------------------------------------- API half (vscode.lm)
+guarded('models: the Cursor models appear with per-model limits', () => {
+  const models = step('models').models;
+  const limit = (id) => (models.find((m) => m.id === id) || {}).maxInputTokens;
+  const ok = limit('composer-2.5') === 200000 && limit('gpt-5.6-sol') === 272000 && models.every((m) => m.vendor === 'cursor');
+  return [ok, `${models.length} models; composer-2.5 ${limit('composer-2.5')}, gpt-5.6-sol ${limit('gpt-5.6-sol')}`];
+});
+guarded('stream: the text equals the double\'s answer exactly, in several parts', () => {
+  const s = step('stream');
+  return [s.text === s.expectedAnswer && s.textParts > 1 && !s.error && s.otherParts.length === 0, `${s.textParts} text parts: ${show(s.text)}${s.error ? `, error ${show(s.error)}` : ''}`];
+});
+guarded('stream: thinking arrives as LanguageModelThinkingPart with the scripted text', () => {
+  const s = step('stream');
+  return [s.thinkingParts > 0 && s.thinking === s.expectedThinking, `${s.thinkingParts} thinking parts: ${show(s.thinking)}`];
+});
+guarded('stream: the response carries the session marker (stateful_marker data part)', () => {
+  const s = step('stream');
+  const markers = s.dataParts.filter((p) => p.mimeType === 'stateful_marker');
+  return [markers.length === 1 && markers[0].text.includes(MARKER), show(markers.map((m) => m.text))];
+});
+guarded('resume: the second turn resumes the same Cursor chat with only the new message', () => {
+  const s = step('resume');
+  const first = runOf('e2e-api stream');
+  const second = runOf('e2e-api resume');
+  const ok = s.text === s.expectedAnswer && arg(second, '--resume') === first.sessionId && second.stdin === s.prompt;
+  return [ok, `answer ${show(s.text)}; chat ${first.sessionId} then --resume ${arg(second, '--resume')}; stdin ${second.stdin === s.prompt ? 'is exactly the new message' : show(second.stdin)}`];
+});
+guarded(`cancel: the stream ends quietly and the CLI is dead within ${CANCEL_LIMIT_MS} ms`, () => {
+  const s = step('cancel');
+  const cli = runOf('e2e-api cancel');
+  const ok = !s.error && s.text.length < s.fullAnswerChars && cli.pid === s.cliPid && s.cliDeadAfterCancelMs <= CANCEL_LIMIT_MS;
+  return [ok, `CLI pid ${s.cliPid} ${s.cliEndState} ${s.cliDeadAfterCancelMs} ms after cancel(); stream ended after ${s.streamEndedAfterCancelMs} ms with ${s.text.length}/${s.fullAnswerChars} chars${s.error ? `, error ${show(s.error)}` : ''}`];
+});
+guarded('refresh: Refresh Models fires onDidChangeChatModels and lists the new model', () => {
+  const s = step('refresh');
+  const ok = s.changeEvents > 0 && !s.before.includes('e2e-new-model') && s.after.includes('e2e-new-model');
+  return [ok, `${s.changeEvents} change event(s); ${s.before.length} → ${s.after.length} models; new: ${show(s.newModel)}`];
+});
+guarded('missing CLI: the answer is a Markdown explanation, not a thrown error', () => {
+  const s = step('missingCli');
+  const ok = !s.error && /could not find the Cursor CLI/.test(s.text) && s.text.includes('curl https://cursor.com/install') && s.text.includes('cursorBridge.cliPath');
+  return [ok, s.error ? `threw ${show(s.error)}` : show(s.text)];
+});
+guarded('missing CLI: the sidecar restarted for the setting, twice', () => {
+  const s = step('missingCli');
+  const first = step('models').sidecarPid;
+  const pids = [first, s.pidWithMissingCli, s.pidAfterRestore];
+  return [new Set(pids).size === 3 && pids.every(Number.isInteger), `pids ${pids.join(' → ')}`];
+});
+guarded('recovery: a turn whose sidecar is killed ends with a clean error', () => {
+  const s = step('recovery');
+  const e = s.killed.error;
+  if (!e) return [false, `no error; text ${show(s.killed.text)}`];
+  const ok = Number.isInteger(s.killedPid) && e.message.includes('Cursor Bridge') && !/\n\s+at /.test(e.message) && !PATH_LIKE.test(e.message) && !e.message.includes('\n');
+  return [ok, `killed pid ${s.killedPid}; error ${show(e.message)}`];
+});
+guarded('recovery: the next turn is answered by a restarted sidecar', () => {
+  const s = step('recovery');
+  const ok = s.third.text === s.expectedThird && !s.third.error && s.restartedPid !== s.killedPid && s.pidAfter !== s.killedPid;
+  return [ok, `pid ${s.killedPid} → ${s.restartedPid}; answer ${show(s.third.text)}${s.third.error ? `, error ${show(s.third.error)}` : ''}`];
+});
+guarded('recovery: the conversation resumed its Cursor chat after the restart', () => {
+  const s = step('recovery');
+  const one = runOf('e2e-api recovery-one');
+  const three = runOf('e2e-api recovery-three');
+  const ok = arg(three, '--resume') === one.sessionId && three.stdin === s.thirdPrompt;
+  return [ok, `chat ${one.sessionId}; after the restart --resume ${arg(three, '--resume')}; stdin ${three.stdin === s.thirdPrompt ? 'is exactly the new message' : show(three.stdin)}`];
+});
+
+// ---------------------------------------------------------------- Chat view half (Playwright)
+const driverExit = (() => {
+  try {
+    return fs.readFileSync(path.join(run, 'results', 'driver-exit.txt'), 'utf8').trim();
+  } catch {
+    return 'unknown';
+  }
+})();
+check('chat view: the driver carried out every step', chat.done === true && chat.failures.length === 0 && driverExit === '0',
+  `driver exit ${driverExit}; ${chat.sends.length} messages sent${chat.failures.length ? `; ${chat.failures.map((f) => `${f.mode || ''} ${f.error}`).join('; ')}` : ''}`);
+const send = (id) => {
+  const s = chat.sends.find((x) => x.id === id);
+  if (!s) throw new Error(`"${id}" was not sent`);
+  return s;
+};
+for (const id of ['agent-t1', 'agent-t2', 'agent-new', 'ask-t1', 'ask-t2', 'ask-new']) {
+  guarded(`chat view ${id}: the answer renders, with a collapsible thinking block, no error`, () => {
+    const s = send(id);
+    const ok = s.modeShown === s.mode && s.modelShown === 'Composer 2.5' && s.answerVisible && s.thinkingBoxes > 0 && s.thinkingVisibleExpanded && !s.thinkingVisibleCollapsed && s.errors.length === 0 && s.loading === false && s.requestOver;
+    return [ok, `${s.modeShown}/${s.modelShown}, ${s.replyMs} ms; answer ${s.answerVisible ? 'shown' : `MISSING (shown: ${show(s.responseText.slice(0, 200))})`}; thinking ${s.thinkingBoxes ? 'block' : 'NO BLOCK'}, ${s.thinkingVisibleCollapsed ? 'VISIBLE WHEN COLLAPSED' : 'collapsed'}, ${s.thinkingVisibleExpanded ? 'shown expanded' : 'NOT SHOWN EXPANDED'}${s.errors.length ? `; errors ${show(s.errors)}` : ''}; ${s.screenshot}`];
+  });
+}
+guarded('chat view ask-error: a failed turn shows one clean error box (no stack, no file path)', () => {
+  const s = send('ask-error');
+  const text = s.errors.join('\n');
+  const ok = s.errors.length === 1 && text.includes('Cursor is rate-limiting') && !/\n\s+at |\bat .*:\d+:\d+/.test(text) && !PATH_LIKE.test(text) && s.requestOver;
+  return [ok, `${show(s.errors)}; ${s.screenshot}`];
+});
+for (const mode of ['agent', 'ask']) {
+  const modeArg = mode === 'ask' ? 'ask' : undefined;
+  guarded(`chat view ${mode}: the CLI ran in ${mode} mode${modeArg ? ' (--mode ask)' : ' (no --mode)'}`, () => {
+    const runs = ['t1', 't2', 'new'].map((t) => runOf(`e2e-chat ${mode}-${t}`));
+    return [runs.every((r) => arg(r, '--mode') === modeArg), `--mode ${runs.map((r) => arg(r, '--mode') ?? '(none)').join(', ')}`];
+  });
+  guarded(`chat view ${mode}: the second turn resumed the first turn's Cursor chat with only the new message`, () => {
+    const t1 = runOf(`e2e-chat ${mode}-t1`);
+    const t2 = runOf(`e2e-chat ${mode}-t2`);
+    const ok = arg(t2, '--resume') === t1.sessionId && !t2.stdin.includes(`${mode}-t1`) && t2.stdin.includes(`${mode}-t2`);
+    return [ok, `chat ${t1.sessionId}, then --resume ${arg(t2, '--resume')}; the new message only: ${!t2.stdin.includes(`${mode}-t1`)}`];
+  });
+  guarded(`chat view ${mode}: the new chat started a different Cursor chat`, () => {
+    const t1 = runOf(`e2e-chat ${mode}-t1`);
+    const fresh = runOf(`e2e-chat ${mode}-new`);
+    const ok = fresh.sessionId !== t1.sessionId && !fresh.stdin.includes(`${mode}-t1`) && !fresh.stdin.includes(`${mode}-t2`);
+    return [ok, `chat ${t1.sessionId} vs ${fresh.sessionId}`];
+  });
+}
+guarded('chat view: title/progress requests reached the provider as ask-mode one-shots', () => {
+  const titles = utilityRuns.filter((l) => (l.prompt || '').includes('write a brief title'));
+  const bad = utilityRuns.filter((l) => arg(l, '--mode') !== 'ask' || l.argv.includes('--resume'));
+  return [titles.length >= 4 && bad.length === 0, `${utilityRuns.length} utility runs (${titles.length} titles), ${bad.length} with --resume or another mode`];
+});
+guarded('chat view: the sidecar\'s sessions are exactly the real chats', () => {
+  const sessions = sessionsFile.sessions;
+  const utilityChats = new Set(utilityRuns.map((l) => l.sessionId));
+  const mainChats = new Set(mainRuns.map((l) => l.sessionId));
+  const chatViewChats = ['agent-t1', 'agent-new', 'ask-t1', 'ask-new'].map((id) => runOf(`e2e-chat ${id}`).sessionId);
+  const byChat = new Map(sessions.map((s) => [s.chatId, s]));
+  const ok =
+    sessions.every((s) => mainChats.has(s.chatId) && !utilityChats.has(s.chatId)) &&
+    chatViewChats.every((c) => byChat.has(c) && byChat.get(c).conversationId) &&
+    sessions.filter((s) => s.conversationId).length === chatViewChats.length;
+  return [ok, `${sessions.length} sessions (${sessions.filter((s) => s.conversationId).length} with a conversation id): ${sessions.map((s) => `${s.chatId.slice(0, 8)}/${s.mode}/${s.turns}`).join(', ')}`];
+});
+guarded('closing VS Code left no process of the run behind', () => {
+  const left = fs.readFileSync(path.join(run, 'results', 'leftover-processes.txt'), 'utf8').split('\n').filter(Boolean);
+  return [left.length === 0, left.length ? `still running 5 s after code-server exited: ${left.join('; ')}` : ''];
+});
+guarded('no CLI run is unaccounted for', () => {
+  const known = /e2e-(api|chat) |write a brief title|progress messages/;
+  const stray = prints.filter((l) => !known.test(l.prompt || ''));
+  return [stray.length === 0, `${prints.length} print runs${stray.length ? `; unexpected: ${stray.map((l) => show((l.prompt || '').slice(0, 80))).join(', ')}` : ''}`];
+});
+
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
