@@ -44,6 +44,9 @@ pub struct App {
     ready: OnceLock<Arc<Ready>>,
     shutting_down: AtomicBool,
     clock: Arc<dyn Clock>,
+    /// Work that outlives the request that started it (a background model check); aborted at
+    /// shutdown so it cannot hold the sidecar's exit.
+    background: Mutex<tokio::task::JoinSet<()>>,
 }
 
 /// Everything `initialize` sets up.
@@ -63,7 +66,14 @@ pub struct Ready {
 
 impl App {
     pub fn new(outbox: Outbox, paths: Paths) -> Self {
-        App { outbox, paths, ready: OnceLock::new(), shutting_down: AtomicBool::new(false), clock: Arc::new(SystemClock) }
+        App {
+            outbox,
+            paths,
+            ready: OnceLock::new(),
+            shutting_down: AtomicBool::new(false),
+            clock: Arc::new(SystemClock),
+            background: Mutex::new(tokio::task::JoinSet::new()),
+        }
     }
 
     pub fn is_initialized(&self) -> bool {
@@ -138,7 +148,14 @@ impl App {
         Ok(ready)
     }
 
+    pub fn spawn_background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        let mut set = self.background.lock().unwrap_or_else(|p| p.into_inner());
+        while set.try_join_next().is_some() {}
+        set.spawn(work);
+    }
+
     pub fn shutdown_background(&self) {
+        self.background.lock().unwrap_or_else(|p| p.into_inner()).abort_all();
         if let Some(ready) = self.ready.get() {
             ready.chat_ids.stop();
             ready.spares.clear();

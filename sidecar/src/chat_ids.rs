@@ -14,6 +14,9 @@ use crate::cursor::discovery::CliCommand;
 
 type Slot = Arc<tokio::sync::Mutex<Option<String>>>;
 
+/// `create-chat` takes 1–2 s, so waiting this long before a refill costs nothing.
+const REFILL_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 #[derive(Default)]
 pub struct ChatIdCache {
     slots: Mutex<HashMap<PathBuf, Slot>>,
@@ -47,6 +50,9 @@ impl ChatIdCache {
         let mut refills = self.refills.lock().unwrap_or_else(|p| p.into_inner());
         while refills.try_join_next().is_some() {}
         refills.spawn(async move {
+            // Let the turn that just took an id start its own CLI first: two spawns at the same
+            // moment serialize, and the turn's first token should not wait for a prefetch.
+            tokio::time::sleep(REFILL_DELAY).await;
             let mut ready = slot.lock().await;
             if ready.is_none() {
                 *ready = fetch(&cli, &env, &workspace).await;

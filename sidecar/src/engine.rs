@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
 
 use std::sync::Arc;
 
@@ -38,17 +39,29 @@ const LINGER_AFTER_RESULT: Duration = Duration::from_secs(3);
 /// After the CLI exits, how long to keep reading output a descendant may still be writing.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
-/// Streams `chat/delta` notifications for one turn, numbering them.
+/// Where a turn's output goes. The engine is shared by two front doors: the stdio server sends
+/// `chat/delta` notifications through the app's outbox; the HTTP server (`http/`) takes the bodies
+/// from a channel and writes them as OpenAI chunks.
+pub enum DeltaTarget {
+    /// `chat/delta` notifications on the app's outbox (the stdio protocol).
+    Notify,
+    /// The bodies, in order, on a bounded channel (a slow reader slows the turn down, as the
+    /// outbox does). A closed channel drops them: its reader has gone, and so will the turn.
+    Channel(mpsc::Sender<DeltaBody>),
+}
+
+/// Streams one turn's deltas to its target, numbering them.
 pub struct DeltaSink<'a> {
     app: &'a App,
     turn_id: &'a str,
+    target: DeltaTarget,
     seq: u64,
     text_sent: bool,
 }
 
 impl<'a> DeltaSink<'a> {
-    pub fn new(app: &'a App, turn_id: &'a str) -> Self {
-        DeltaSink { app, turn_id, seq: 0, text_sent: false }
+    pub fn new(app: &'a App, turn_id: &'a str, target: DeltaTarget) -> Self {
+        DeltaSink { app, turn_id, target, seq: 0, text_sent: false }
     }
 
     pub async fn send(&mut self, body: DeltaBody) {
@@ -56,8 +69,15 @@ impl<'a> DeltaSink<'a> {
         if matches!(body, DeltaBody::Text { .. }) {
             self.text_sent = true;
         }
-        let delta = ChatDelta { turn_id: self.turn_id, seq: self.seq, body };
-        self.app.outbox.notify(notification::CHAT_DELTA, &delta).await;
+        match &self.target {
+            DeltaTarget::Notify => {
+                let delta = ChatDelta { turn_id: self.turn_id, seq: self.seq, body };
+                self.app.outbox.notify(notification::CHAT_DELTA, &delta).await;
+            }
+            DeltaTarget::Channel(tx) => {
+                let _ = tx.send(body).await;
+            }
+        }
     }
 }
 
@@ -89,7 +109,13 @@ pub fn turn_spec(ready: &Ready, cli: &CliCommand, model: &str, mode: Mode, works
     spawn_spec(cli, &args, &ready.child_env(), Some(workspace))
 }
 
+/// A `chat/send` turn whose deltas go to the stdio client as `chat/delta` notifications.
 pub async fn chat_send(app: &App, params: ChatSendParams) -> Result<ChatSendResult> {
+    chat_send_to(app, params, DeltaTarget::Notify).await
+}
+
+/// A turn whose deltas go to `target`. The channel (if any) closes when this returns.
+pub async fn chat_send_to(app: &App, params: ChatSendParams, target: DeltaTarget) -> Result<ChatSendResult> {
     let ready = app.ready()?.clone();
     ready.in_flight.fetch_add(1, Ordering::SeqCst);
     let _in_flight = scopeguard(|| {
@@ -102,7 +128,7 @@ pub async fn chat_send(app: &App, params: ChatSendParams) -> Result<ChatSendResu
     let workspace = ready.workspace_for(params.workspace.as_deref())?;
     let conversation = Conversation::parse(&params.messages)?;
     let cli = ready.cli().await?;
-    let mut sink = DeltaSink::new(app, &params.turn_id);
+    let mut sink = DeltaSink::new(app, &params.turn_id, target);
 
     let mut plan = plan_turn(&ready, &cli, &params, &conversation, &workspace).await;
     tracing::info!(

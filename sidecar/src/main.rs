@@ -1,14 +1,19 @@
-//! `cursor-bridge [stdio]`: speak the protocol on stdin/stdout. `cursor-bridge --version`.
+//! `cursor-bridge [stdio]`: speak the protocol on stdin/stdout. `cursor-bridge serve`: the
+//! OpenAI-compatible HTTP server (`http/`). `cursor-bridge --version`.
 
 use std::sync::Arc;
 
-use cursor_bridge::{app, logging, process, server};
+use cursor_bridge::{app, http, logging, process, server};
 
 const USAGE: &str = "\
-cursor-bridge: Cursor's models for any editor, over stdio JSON-RPC (see protocol.md)
+cursor-bridge: Cursor's models for any editor, over stdio JSON-RPC (see protocol.md) or an
+OpenAI-compatible HTTP API (`serve`)
 
 Usage:
   cursor-bridge [stdio]     speak the protocol on stdin/stdout (the default)
+  cursor-bridge serve [--listen 127.0.0.1:9997] [--workspace DIR] [--cli-path PATH]
+                      [--api-key-file FILE] [--mode agent|ask|plan]
+                            an OpenAI-compatible HTTP server (`cursor-bridge serve --help`)
   cursor-bridge --version   print the version
   cursor-bridge --help      print this help
 
@@ -17,12 +22,14 @@ Environment:
   CURSOR_BRIDGE_LOG         log filter, e.g. info, debug, off (default info)
   CURSOR_BRIDGE_LOG_DIR     log folder (default: <state folder>/cursor-bridge/logs)
   CURSOR_BRIDGE_STATE_DIR   state folder for sessions and the model cache
+  CURSOR_BRIDGE_API_KEY     serve: the key HTTP clients must send (Authorization: Bearer)
 ";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         [] | ["stdio"] => std::process::exit(run_stdio()),
+        ["serve", ..] => std::process::exit(http::main(&args[1..])),
         ["--version"] | ["-V"] | ["version"] => println!("cursor-bridge {}", env!("CARGO_PKG_VERSION")),
         ["--help"] | ["-h"] | ["help"] => print!("{USAGE}"),
         other => {

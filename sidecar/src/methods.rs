@@ -82,13 +82,19 @@ async fn fetch_models(ready: &Ready) -> Result<Vec<ModelInfo>, BridgeError> {
 
 async fn models_list(app: &Arc<App>, p: Params<'static>) -> RpcResult<ModelsListResult> {
     let params: ModelsListParams = parse(&p)?;
+    Ok(ModelsListResult { models: list_models(app, params.refresh).await? })
+}
+
+/// The model list from the shared catalog (also served by the HTTP server's `/v1/models`).
+pub async fn list_models(app: &Arc<App>, refresh: bool) -> Result<Vec<ModelInfo>, BridgeError> {
     let ready = app.ready()?.clone();
-    let models = ready.models.list(params.refresh, || fetch_models(&ready)).await?;
-    if !params.refresh && ready.models.take_unverified() {
+    let models = ready.models.list(refresh, || fetch_models(&ready)).await?;
+    if !refresh && ready.models.take_unverified() {
         // Served from the file cache of an earlier run: check with the CLI in the background and
         // tell the client if the list changed.
-        let (app, served) = (app.clone(), models.clone());
-        tokio::spawn(async move {
+        let (task_app, served) = (app.clone(), models.clone());
+        app.spawn_background(async move {
+            let app = task_app;
             let Ok(ready) = app.ready().cloned() else { return };
             match ready.models.list(true, || fetch_models(&ready)).await {
                 Ok(fresh) if fresh != served => {
@@ -100,7 +106,7 @@ async fn models_list(app: &Arc<App>, p: Params<'static>) -> RpcResult<ModelsList
             }
         });
     }
-    Ok(ModelsListResult { models })
+    Ok(models)
 }
 
 async fn chat_send(app: &App, p: Params<'static>) -> RpcResult<ChatSendResult> {
@@ -123,6 +129,11 @@ fn sessions_clear(app: &App, p: Params<'_>) -> RpcResult<SessionsClearResult> {
 }
 
 async fn status(app: &App) -> RpcResult<StatusResult> {
+    Ok(status_result(app).await?)
+}
+
+/// `status` (also served by the HTTP server's `/health`).
+pub async fn status_result(app: &App) -> Result<StatusResult, BridgeError> {
     let ready = app.ready()?.clone();
     let (cli, hint) = match ready.cli().await {
         Ok(cli) => (Some(cli), None),

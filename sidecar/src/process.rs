@@ -20,6 +20,11 @@ pub struct SpawnSpec {
     pub cwd: Option<PathBuf>,
     pub env: Vec<(OsString, OsString)>,
     pub env_remove: Vec<OsString>,
+    /// Linux: the kernel kills the child if the sidecar dies without cleaning up (SIGKILL, OOM).
+    /// Only for processes that would misbehave as orphans (a warm spare would read end of input
+    /// and run an empty prompt): the pre-exec hook turns a ~0.1 ms posix_spawn into a ~0.6 ms fork,
+    /// which a turn's first token should not pay.
+    pub die_with_parent: bool,
 }
 
 /// A running child in its own process group. Dropping it kills the group.
@@ -63,14 +68,15 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
         cmd.process_group(0);
     }
     #[cfg(target_os = "linux")]
-    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2), which is
-    // async-signal-safe. If the sidecar dies without cleaning up (SIGKILL, OOM), the kernel kills
-    // the child too: a waiting spare would otherwise read end-of-input and run an empty prompt.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
-        });
+    if spec.die_with_parent {
+        // SAFETY: the closure runs in the forked child before exec and only calls prctl(2), which
+        // is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                Ok(())
+            });
+        }
     }
     #[cfg(windows)]
     {

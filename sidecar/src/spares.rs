@@ -95,7 +95,8 @@ impl Spares {
         if self.lock().iter().any(|s| s.program == spec.program && s.args == spec.args) {
             return;
         }
-        let child = match process::spawn(spec) {
+        let spec = SpawnSpec { die_with_parent: true, ..spec.clone() };
+        let child = match process::spawn(&spec) {
             Ok(child) => child,
             Err(e) => {
                 tracing::debug!(error = %e, "could not start a spare");

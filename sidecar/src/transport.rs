@@ -4,7 +4,7 @@
 //! frames come out as [`FrameError`] items, and decoding resumes at the next header. That is what
 //! keeps the sidecar alive when a client (or a human at a terminal) sends something odd.
 
-use bytes_helpers::find;
+use bytes_helpers::{find, find_ignore_ascii_case};
 use tokio_util::bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -12,7 +12,10 @@ use tokio_util::codec::{Decoder, Encoder};
 /// room for pasted files while keeping a bogus `Content-Length` from exhausting memory.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
 
-/// Headers longer than this without a blank line are garbage, not a header block.
+/// A header block (everything before the blank line) longer than this is garbage. Only this much
+/// of the buffer is ever searched for the blank line, so a `decode` call in the header state costs
+/// O(8 KiB) however much is buffered (a whole-buffer search per attempt made a megabyte of
+/// `Content-Length: x` lines take minutes).
 const MAX_HEADER_BLOCK: usize = 8 * 1024;
 
 const HEADER_END: &[u8] = b"\r\n\r\n";
@@ -41,6 +44,10 @@ impl std::fmt::Display for FrameError {
 pub struct FrameCodec {
     max_frame: usize,
     state: State,
+    /// In the header state: the first `searched` bytes of the buffer hold no start of `\r\n\r\n`
+    /// (they were searched before), so a header arriving in small pieces is scanned once, not
+    /// once per piece.
+    searched: usize,
 }
 
 enum State {
@@ -53,7 +60,7 @@ enum State {
 
 impl FrameCodec {
     pub fn new(max_frame: usize) -> Self {
-        FrameCodec { max_frame, state: State::Header }
+        FrameCodec { max_frame, state: State::Header, searched: 0 }
     }
 }
 
@@ -71,16 +78,15 @@ impl Decoder for FrameCodec {
         loop {
             match self.state {
                 State::Resync => {
-                    let lower: Vec<u8> = buf.iter().map(u8::to_ascii_lowercase).collect();
-                    match find(&lower, CONTENT_LENGTH) {
+                    match find_ignore_ascii_case(buf, CONTENT_LENGTH) {
                         Some(i) => {
-                            buf.advance(i);
+                            self.advance(buf, i);
                             self.state = State::Header;
                         }
                         None => {
                             // Keep a tail that could be the start of a split header name.
                             let keep = (CONTENT_LENGTH.len() - 1).min(buf.len());
-                            buf.advance(buf.len() - keep);
+                            self.advance(buf, buf.len() - keep);
                             return Ok(None);
                         }
                     }
@@ -95,21 +101,25 @@ impl Decoder for FrameCodec {
                 }
                 State::Header => {
                     // Blank lines between frames are harmless (people type them); skip them.
-                    while buf.first().is_some_and(|b| *b == b'\r' || *b == b'\n') {
-                        buf.advance(1);
-                    }
+                    let blank = buf.iter().take_while(|b| **b == b'\r' || **b == b'\n').count();
+                    self.advance(buf, blank);
                     if buf.is_empty() {
                         return Ok(None);
                     }
-                    let Some(end) = find(buf, HEADER_END) else {
-                        if buf.len() > MAX_HEADER_BLOCK {
+                    let window = buf.len().min(MAX_HEADER_BLOCK + HEADER_END.len());
+                    let from = self.searched.min(window);
+                    let Some(end) = find(&buf[from..window], HEADER_END).map(|i| from + i) else {
+                        self.searched = window.saturating_sub(HEADER_END.len() - 1);
+                        if window == MAX_HEADER_BLOCK + HEADER_END.len() {
                             return Ok(Some(Err(self.resync(buf, "header block too long"))));
                         }
                         return Ok(None);
                     };
+                    // No blank line starts before `end`; that stays true across the skips below.
+                    self.searched = end;
                     match parse_content_length(&buf[..end]) {
                         Ok(len) if len > self.max_frame => {
-                            buf.advance(end + HEADER_END.len());
+                            self.advance(buf, end + HEADER_END.len());
                             self.state = State::Resync;
                             return Ok(Some(Err(FrameError::TooLarge {
                                 length: len,
@@ -117,17 +127,16 @@ impl Decoder for FrameCodec {
                             })));
                         }
                         Ok(len) => {
-                            buf.advance(end + HEADER_END.len());
+                            self.advance(buf, end + HEADER_END.len());
                             self.state = State::Body(len);
                         }
                         Err(why) => {
                             // Garbage glued in front of a real header: keep the header.
-                            let lower: Vec<u8> = buf[1..end].iter().map(u8::to_ascii_lowercase).collect();
-                            let skip = match find(&lower, CONTENT_LENGTH) {
+                            let skip = match find_ignore_ascii_case(&buf[1..end], CONTENT_LENGTH) {
                                 Some(i) => i + 1,
                                 None => end + HEADER_END.len(),
                             };
-                            buf.advance(skip);
+                            self.advance(buf, skip);
                             return Ok(Some(Err(FrameError::Malformed(why))));
                         }
                     }
@@ -142,9 +151,13 @@ impl Decoder for FrameCodec {
             None => {
                 let leftover = buf.len();
                 buf.clear();
-                let truncated = matches!(self.state, State::Body(_));
-                self.state = State::Header;
-                if truncated || leftover > 0 {
+                self.searched = 0;
+                let state = std::mem::replace(&mut self.state, State::Header);
+                if let State::Body(len) = state {
+                    Ok(Some(Err(FrameError::Malformed(format!(
+                        "stream ended inside a frame body ({leftover} of {len} bytes)"
+                    )))))
+                } else if leftover > 0 {
                     Ok(Some(Err(FrameError::Malformed(format!(
                         "stream ended inside a frame ({leftover} bytes left over)"
                     )))))
@@ -157,13 +170,22 @@ impl Decoder for FrameCodec {
 }
 
 impl FrameCodec {
-    /// Drop bytes up to the next thing that looks like a header (or everything), so that one bad
-    /// write does not poison the rest of the stream.
+    /// Drop bytes up to the next thing that looks like a header (or all but a tail that may be
+    /// the start of one, cut off by the read), so that one bad write does not poison the rest of
+    /// the stream. Only called with more than `MAX_HEADER_BLOCK` bytes buffered.
     fn resync(&mut self, buf: &mut BytesMut, why: &str) -> FrameError {
-        let lower: Vec<u8> = buf.iter().map(u8::to_ascii_lowercase).collect();
-        let skip = find(&lower[1..], CONTENT_LENGTH).map(|i| i + 1).unwrap_or(buf.len());
-        buf.advance(skip);
+        let skip = match find_ignore_ascii_case(&buf[1..], CONTENT_LENGTH) {
+            Some(i) => i + 1,
+            None => buf.len() - (CONTENT_LENGTH.len() - 1),
+        };
+        self.advance(buf, skip);
         FrameError::Malformed(format!("{why}; skipped {skip} bytes"))
+    }
+
+    /// `buf.advance(n)`, keeping `searched` relative to the start of the buffer.
+    fn advance(&mut self, buf: &mut BytesMut, n: usize) {
+        buf.advance(n);
+        self.searched = self.searched.saturating_sub(n);
     }
 }
 
@@ -208,6 +230,13 @@ impl Encoder<&[u8]> for FrameCodec {
 mod bytes_helpers {
     pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
         haystack.windows(needle.len()).position(|w| w == needle)
+    }
+
+    /// The first match of a lower-case `needle`, ignoring ASCII case; no copy of the haystack.
+    pub fn find_ignore_ascii_case(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+        haystack
+            .windows(needle.len())
+            .position(|w| w.eq_ignore_ascii_case(needle))
     }
 }
 
@@ -308,5 +337,56 @@ mod tests {
         let mut dst = BytesMut::new();
         codec.encode("é".as_bytes(), &mut dst).unwrap();
         assert_eq!(&dst[..], "Content-Length: 2\r\n\r\né".as_bytes());
+    }
+
+    fn regression(name: &str) -> Vec<u8> {
+        let path = format!("{}/tests/fixtures/fuzz-regressions/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// Found while fuzzing (`fuzz/`, target `frame_codec`): a header block made of many
+    /// `Content-Length:` lines was searched and lower-cased in full once per line, so a 250 KB one
+    /// arriving in one read took seconds (a megabyte, minutes). Now each attempt looks at most
+    /// 8 KiB ahead.
+    #[test]
+    fn a_flood_of_content_length_lines_decodes_in_linear_time() {
+        let flood = regression("frame-codec-content-length-flood.txt").repeat(50);
+        let input = [flood, b"\r\n\r\n".to_vec(), frame("{}").into_bytes()].concat();
+        let started = std::time::Instant::now();
+        let out = decode_all(&input, 1024);
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(2), "{} bytes took {took:?}", input.len());
+        assert_eq!(out.last(), Some(&Ok("{}".to_string())));
+        assert!(out[..out.len() - 1].iter().all(|i| matches!(i, Err(FrameError::Malformed(_)))));
+    }
+
+    /// Found while writing the `frame_codec` fuzz target (its rule: read sizes must not change
+    /// which frames come out), then reproduced directly: after more than `MAX_HEADER_BLOCK` bytes
+    /// of garbage, a read that ended inside the next `Content-Length` lost that frame, because the
+    /// resync dropped the whole buffer.
+    #[test]
+    fn a_header_cut_by_a_read_after_long_garbage_is_kept() {
+        let input = regression("frame-codec-header-cut-after-long-garbage.txt");
+        let cut = input.len() - "ngth: 2\r\n\r\n{}".len();
+        assert_eq!(&input[cut - 10..cut], b"Content-Le");
+        let splits = [vec![input.len()], vec![cut, input.len() - cut], vec![cut - 3, 1, 1, 1, 99]];
+        for reads in splits {
+            let mut codec = FrameCodec::new(1024);
+            let mut buf = BytesMut::new();
+            let mut out = Vec::new();
+            let mut rest = &input[..];
+            for n in reads.iter().copied() {
+                let (read, tail) = rest.split_at(n.min(rest.len()));
+                rest = tail;
+                buf.extend_from_slice(read);
+                while let Some(item) = codec.decode(&mut buf).unwrap() {
+                    out.push(item);
+                }
+            }
+            while let Some(item) = codec.decode_eof(&mut buf).unwrap() {
+                out.push(item);
+            }
+            assert_eq!(out.last(), Some(&Ok(b"{}".to_vec())), "reads {reads:?}: {out:?}");
+        }
     }
 }

@@ -347,11 +347,16 @@ fn sigkill_of_the_sidecar_takes_its_cli_children_along() {
     let (_, r) = s.chat(ask("t", "first"));
     assert!(r.get("result").is_some(), "{r}");
     let pid = s.child.id();
-    assert!(eventually(Duration::from_secs(5), || !descendants(pid).is_empty()), "the spare is up");
-    let spares = descendants(pid);
+    // The warm spare: a print-mode CLI waiting for its prompt (a create-chat prefetch may also be
+    // running; it ends by itself).
+    let is_turn = |p: &u32| {
+        std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("--output-format"))
+    };
+    assert!(eventually(Duration::from_secs(5), || descendants(pid).iter().any(is_turn)), "the spare is up");
+    let spares: Vec<u32> = descendants(pid).into_iter().filter(is_turn).collect();
     s.child.kill().unwrap();
     let _ = s.child.wait();
-    assert!(eventually(Duration::from_secs(3), || spares.iter().all(|p| !alive(*p as u64))), "a CLI child outlived a killed sidecar");
+    assert!(eventually(Duration::from_secs(10), || spares.iter().all(|p| !alive(*p as u64))), "a spare outlived a killed sidecar: {spares:?}");
     std::thread::sleep(Duration::from_millis(300));
     assert!(dir.turns().iter().all(|t| !t["stdin"].as_str().unwrap_or("").is_empty()), "a spare ran an empty prompt");
 }

@@ -15,8 +15,13 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+mod bench;
 mod e2e;
+mod fuzz;
 mod summary;
+
+/// Seconds each fuzz target runs inside `cargo xtask test` (`CURSOR_BRIDGE_FUZZ_SECONDS` overrides).
+const FUZZ_SECONDS: u64 = 60;
 
 const USAGE: &str = "\
 cargo xtask <command>
@@ -24,6 +29,10 @@ cargo xtask <command>
 Commands:
   test      build the workspace and run every test (unit, integration, CLI double), then the
             VS Code extension's typecheck and unit tests, then `e2e`
+  bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
+            --smoke runs one iteration of each figure
+  fuzz [s]  coverage-guided fuzzing of the frame codec, stream parser and model list, s seconds
+            per target (default 60; installs cargo-fuzz once; see fuzz/README.md)
   e2e       the packaged extension in a real, headless VS Code against the CLI double
             (installs code-server, Node 24, Chromium and playwright-core once; see `e2e --help`)
   dist      build the release sidecar (`cursor-bridge`) for the host or --target <triple> and
@@ -47,6 +56,18 @@ fn run() -> Result<()> {
         Some("dist") => dist(&target_arg(&args[1..])?).map(|_| ()),
         Some("install") => install(&target_arg(&args[1..])?),
         Some("e2e") => e2e::run(&root, &args[1..]),
+        Some("bench") => match &args[1..] {
+            [] => bench::run(&root, false),
+            [flag] if flag == "--smoke" => bench::run(&root, true),
+            other => bail!("expected `bench [--smoke]`, got {other:?}"),
+        },
+        Some("fuzz") => {
+            let seconds = match args.get(1) {
+                Some(s) => s.parse().with_context(|| format!("`fuzz [seconds]`, got {s:?}"))?,
+                None => FUZZ_SECONDS,
+            };
+            fuzz::run(&root, seconds).map(|summary| print!("{summary}"))
+        }
         // Internal: the e2e session, re-run by `e2e` inside its network namespace.
         Some("e2e-session") => e2e::session_entry(&args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
@@ -119,6 +140,14 @@ fn test(extra: &[String]) -> Result<()> {
     }
     eprintln!("xtask: cargo tests passed in {:.0?}", started.elapsed());
 
+    // Coverage-guided fuzzing of the three input parsers, bounded in time (fuzz/README.md).
+    let fuzz_started = Instant::now();
+    let fuzzed = fuzz::run(&root, FUZZ_SECONDS)?;
+    let reliability = root.join("target").join("reliability");
+    std::fs::create_dir_all(&reliability)?;
+    std::fs::write(reliability.join("fuzz.txt"), fuzzed.to_string())?;
+    eprintln!("xtask: fuzzing found no crash in {:.0?}", fuzz_started.elapsed());
+
     // The VS Code extension: typecheck, then its unit tests (which also drive the debug sidecar
     // built above against the CLI double, so they must not be skipped here).
     let npm_started = Instant::now();
@@ -133,6 +162,11 @@ fn test(extra: &[String]) -> Result<()> {
     let count = |prefix: &str| lines.iter().filter_map(|l| summary::number_after(l, prefix)).last().unwrap_or(0);
     tally.add("extension unit tests", count("ℹ pass"), count("ℹ fail"));
     eprintln!("xtask: extension unit tests passed in {:.0?}", unit_started.elapsed());
+
+    // One iteration of every benchmark figure, so the harness cannot rot (targets not enforced).
+    let bench_started = Instant::now();
+    bench::run(&root, true)?;
+    eprintln!("xtask: benchmark smoke run passed in {:.0?}", bench_started.elapsed());
 
     // Last, the slowest: the VSIX in a real VS Code, typed into like a person would.
     let e2e_started = Instant::now();

@@ -1434,3 +1434,36 @@ fn never_panics_on_truncated_or_mutated_lines() {
         }
     }
 }
+
+/// Found by fuzzing: surrogate halves split across thinking and text deltas, then tool calls and
+/// no `result`. Whatever `finish()` adds must keep the streamed text and the Text events equal.
+#[test]
+fn fuzz_regression_finish_after_split_surrogates() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fuzz-regressions/stream-parser-finish-after-surrogates.jsonl");
+    let data = std::fs::read(path).unwrap();
+    for partial in [false, true] {
+        let mut parser = StreamParser::new(partial);
+        let mut events = Vec::new();
+        let mut text = String::new();
+        for line in data.split(|&b| b == b'\n') {
+            let from = events.len();
+            parser.push_line(line, &mut events);
+            for e in &events[from..] {
+                if let StreamEvent::Text(t) = e {
+                    text.push_str(t);
+                }
+            }
+            assert_eq!(text, parser.streamed_text(), "partial={partial}");
+        }
+        let from = events.len();
+        let _ = parser.finish(&mut events);
+        let added: Vec<_> = events[from..].iter().filter_map(|e| match e { StreamEvent::Text(t) => Some(t.clone()), _ => None }).collect();
+        for t in &added {
+            text.push_str(t);
+        }
+        assert_eq!(text, parser.streamed_text(), "partial={partial}, finish added {added:?}");
+        // Only the held-back half, as U+FFFD; here it opens the segment after the tool call, so
+        // the paragraph break comes first.
+        assert_eq!(added, ["\n\n\u{fffd}"], "partial={partial}: events {:?}", &events[from..]);
+    }
+}

@@ -1,0 +1,408 @@
+//! `cursor-bridge serve`: an OpenAI-compatible HTTP front door to the same engine, sessions and
+//! process pool as the stdio server (one `App`, initialized from the command line instead of by an
+//! `initialize` request). Routes: `GET /v1/models`, `POST /v1/chat/completions` (plain and SSE),
+//! `GET /health`.
+//!
+//! - `routes.rs` handlers, `openai.rs` wire types, `errors.rs` OpenAI-shaped errors, `auth.rs` the
+//!   client key, `workspaces.rs` where turns run.
+//! - Safe by default: loopback only unless a client key is set; a request never picks the folder
+//!   the CLI works in; bodies are capped.
+
+mod auth;
+mod errors;
+mod openai;
+mod routes;
+mod workspaces;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::HeaderValue;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tracing::Instrument;
+
+use crate::app::{self, App};
+use crate::protocol::{ClientInfo, InitializeParams, Mode, Options, Secret, StatusResult, PROTOCOL_VERSION};
+use crate::{logging, process, server};
+
+pub use workspaces::Workspaces;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9997";
+/// Largest request body. Whole conversations are re-sent with every request, so this is generous;
+/// the stdio transport allows about the same per frame.
+pub const MAX_BODY: usize = 32 * 1024 * 1024;
+
+pub const USAGE: &str = "\
+Usage: cursor-bridge serve [options]
+
+An OpenAI-compatible HTTP server (GET /v1/models, POST /v1/chat/completions, GET /health).
+
+Options:
+  --listen ADDR          address to listen on (default 127.0.0.1:9997; a non-loopback address
+                         needs a client key)
+  --workspace DIR        folder the Cursor CLI works in (default: a private folder per conversation)
+  --cli-path PATH        the Cursor CLI to run (else CURSOR_BRIDGE_CLI_PATH, then PATH)
+  --api-key-file FILE    client key clients must send as `Authorization: Bearer <key>`
+                         (else CURSOR_BRIDGE_API_KEY; none: no key needed)
+  --mode agent|ask|plan  mode of requests that do not name one (default ask)
+
+Environment: CURSOR_BRIDGE_API_KEY (client key), CURSOR_API_KEY (the Cursor key the CLI uses),
+and the CURSOR_BRIDGE_* variables of `cursor-bridge --help`.
+";
+
+/// `cursor-bridge serve` options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeArgs {
+    pub listen: String,
+    pub workspace: Option<PathBuf>,
+    pub cli_path: Option<String>,
+    pub api_key_file: Option<PathBuf>,
+    pub mode: Mode,
+}
+
+impl ServeArgs {
+    pub fn parse(args: &[String]) -> Result<ServeArgs, String> {
+        let mut out = ServeArgs {
+            listen: DEFAULT_LISTEN.into(),
+            workspace: None,
+            cli_path: None,
+            api_key_file: None,
+            mode: Mode::Ask,
+        };
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            let (name, inline) = match arg.split_once('=') {
+                Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
+                _ => (arg.as_str(), None),
+            };
+            let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{name} needs a value"));
+            match name {
+                "--listen" => out.listen = value()?,
+                "--workspace" => out.workspace = Some(PathBuf::from(value()?)),
+                "--cli-path" => out.cli_path = Some(value()?),
+                "--api-key-file" => out.api_key_file = Some(PathBuf::from(value()?)),
+                "--mode" => {
+                    out.mode = match value()?.as_str() {
+                        "agent" => Mode::Agent,
+                        "ask" => Mode::Ask,
+                        "plan" => Mode::Plan,
+                        other => return Err(format!("--mode must be agent, ask or plan, not `{other}`")),
+                    }
+                }
+                other => return Err(format!("unknown option `{other}`")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `localhost:PORT` or an IP socket address. Names other than localhost are not resolved: what
+/// the server binds to must be plain to see (and to check for loopback).
+pub fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Some(port) = s.strip_prefix("localhost:") {
+        let port = port.parse().map_err(|_| format!("bad port in `{s}`"))?;
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    s.parse().map_err(|_| format!("`{s}` is not an address to listen on (e.g. 127.0.0.1:9997 or [::1]:9997)"))
+}
+
+/// What every handler shares.
+pub struct HttpState {
+    pub app: Arc<App>,
+    pub workspaces: Workspaces,
+    pub client_key: Option<Secret>,
+    pub default_mode: Mode,
+    /// `/health` asks the CLI (`agent status` is a Node start); a poller should not cost one each time.
+    health_cache: Mutex<Option<(Instant, StatusResult)>>,
+}
+
+/// The request id of the request being handled (the client's `x-request-id`, or ours).
+#[derive(Clone)]
+pub struct RequestId(pub String);
+
+pub fn router(state: Arc<HttpState>) -> Router {
+    Router::new()
+        .route("/v1/models", get(routes::models))
+        .route("/v1/chat/completions", post(routes::chat_completions))
+        .route("/health", get(routes::health))
+        .fallback(routes::not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        // Outermost last: every response, a 401 included, carries the request id.
+        .layer(middleware::from_fn_with_state(state.clone(), auth::require_key))
+        .layer(middleware::from_fn(request_context))
+        .with_state(state)
+}
+
+/// Gives the request an id (the client's when it sent a sane one), runs it inside a span that
+/// puts the id on every log line it causes, and returns the id in `x-request-id`.
+async fn request_context(mut request: Request, next: Next) -> Response {
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("req_{:016x}", crate::sessions::random_u64()));
+    let span = tracing::info_span!("http", request_id = %id);
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    request.extensions_mut().insert(RequestId(id.clone()));
+    let started = Instant::now();
+    let mut response = async move {
+        tracing::info!(%method, %path, "request");
+        next.run(request).await
+    }
+    .instrument(span.clone())
+    .await;
+    span.in_scope(|| {
+        tracing::info!(status = response.status().as_u16(), ms = started.elapsed().as_millis() as u64, "response")
+    });
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+pub(crate) fn json_body<T: serde::Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => ([(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "could not serialize a response");
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// `cursor-bridge serve …`: returns the process exit code (2: bad usage or an unsafe setup).
+pub fn main(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return 0;
+    }
+    let args = match ServeArgs::parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("cursor-bridge serve: {e}\n\n{USAGE}");
+            return 2;
+        }
+    };
+    let addr = match listen_addr(&args.listen) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("cursor-bridge serve: {e}");
+            return 2;
+        }
+    };
+    let client_key = match auth::load_key(args.api_key_file.as_deref(), std::env::var(auth::ENV_API_KEY).ok()) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("cursor-bridge serve: {e}");
+            return 2;
+        }
+    };
+    if !addr.ip().is_loopback() && client_key.is_none() {
+        eprintln!(
+            "cursor-bridge serve: refusing to listen on {addr} without a client key: anyone who can reach \
+             it could use your Cursor account. Set {} or pass --api-key-file, or listen on 127.0.0.1.",
+            auth::ENV_API_KEY
+        );
+        return 2;
+    }
+    if let Some(cli) = args.cli_path.as_deref().filter(|c| c.contains(std::path::MAIN_SEPARATOR) && !c.starts_with('~')) {
+        // Said now, not as a 503 on every request (bare names and ~ are resolved by discovery).
+        if !std::path::Path::new(cli).is_file() {
+            eprintln!("cursor-bridge serve: --cli-path {cli} is not a file");
+            return 2;
+        }
+    }
+    let workspace = match &args.workspace {
+        Some(dir) => match dir.canonicalize() {
+            Ok(d) if d.is_dir() => Some(d),
+            _ => {
+                eprintln!("cursor-bridge serve: --workspace {} is not a folder", dir.display());
+                return 2;
+            }
+        },
+        None => None,
+    };
+
+    let state_dir = app::Paths::state_dir_from_env();
+    let logging = logging::init(state_dir.as_deref());
+    std::panic::set_hook(Box::new(|info| tracing::error!(panic = %info, "panic")));
+    process::become_subreaper();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cursor-bridge: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), %addr, "cursor-bridge serve starting");
+    let paths = app::Paths { state_dir, log_file: logging.file.clone() };
+    let code = runtime.block_on(serve(addr, args, workspace, client_key, paths));
+    tracing::info!("cursor-bridge serve exiting");
+    // Dropping the runtime's tasks drops their turns, which kills their CLI process groups.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    process::sweep_orphans();
+    drop(logging);
+    code
+}
+
+async fn serve(
+    addr: SocketAddr,
+    args: ServeArgs,
+    workspace: Option<PathBuf>,
+    client_key: Option<Secret>,
+    paths: app::Paths,
+) -> i32 {
+    let workspaces = match workspace {
+        Some(dir) => Workspaces::Fixed(dir),
+        None => match Workspaces::private(paths.state_dir.as_deref()) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("cursor-bridge serve: cannot create the private workspace folder: {e}");
+                return 1;
+            }
+        },
+    };
+    // The same App as the stdio server. Nothing here speaks the stdio protocol, so the outbox's
+    // receiver is dropped: what is sent to it (a `models/changed` from a background model check)
+    // is discarded at once instead of piling up. Turns send their deltas to a channel instead.
+    let (outbox, _) = server::outbox();
+    let app = Arc::new(App::new(outbox, paths));
+    let params = InitializeParams {
+        protocol_version: PROTOCOL_VERSION,
+        client_info: Some(ClientInfo { name: "http".into(), version: None }),
+        workspace_folders: workspaces.roots().iter().map(|p| p.to_string_lossy().into_owned()).collect(),
+        cli_path: args.cli_path.clone(),
+        // The CLI inherits CURSOR_API_KEY anyway; passing it makes `status` and the logs say so.
+        api_key: std::env::var("CURSOR_API_KEY").ok().filter(|k| !k.is_empty()).map(Secret::new),
+        options: Options {
+            // An API client's system message is part of what it asks (unlike Copilot's, which
+            // describes tools the CLI does not have).
+            send_system_messages: true,
+            ..Options::default()
+        },
+    };
+    let ready = match app.initialize(params) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cursor-bridge serve: {e}");
+            return 1;
+        }
+    };
+    match ready.cli().await {
+        Ok(cli) => {
+            if let Workspaces::Fixed(dir) = &workspaces {
+                // Warm start, as `initialize` does for the editor: a chat id ready for the first turn.
+                ready.chat_ids.prefetch(cli.clone(), ready.child_env(), dir.clone());
+            }
+            // Every completion checks its model against the list: have it (and a disk cache
+            // checked) before the first one asks.
+            let app = app.clone();
+            tokio::spawn(async move {
+                if let Err(e) = crate::methods::list_models(&app, false).await {
+                    tracing::warn!(error = %e, "could not list the models");
+                }
+            });
+        }
+        Err(e) => {
+            // Keep serving: `/health` says so, and requests answer 503 until the CLI appears.
+            tracing::warn!(error = %e, "the Cursor CLI was not found");
+            eprintln!("cursor-bridge serve: warning: {}", e.message);
+        }
+    }
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("cursor-bridge serve: cannot listen on {addr}: {e}");
+            return 1;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(addr);
+    let state = Arc::new(HttpState {
+        app: app.clone(),
+        workspaces,
+        client_key,
+        default_mode: args.mode,
+        health_cache: Mutex::new(None),
+    });
+    tracing::info!(addr = %bound, key = state.client_key.is_some(), mode = args.mode.as_str(), "listening");
+    // Tests and scripts read this line to learn the port (`--listen 127.0.0.1:0`).
+    eprintln!("cursor-bridge serve: listening on http://{bound}/v1");
+    let server = axum::serve(listener, router(state));
+    tokio::select! {
+        r = server => {
+            if let Err(e) = r {
+                tracing::error!(error = %e, "the HTTP server failed");
+                return 1;
+            }
+        }
+        _ = shutdown_signal() => tracing::info!("stopping on a signal"),
+    }
+    app.begin_shutdown();
+    app.shutdown_background();
+    0
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, String> {
+        ServeArgs::parse(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn serve_arguments() {
+        let a = parse(&[]).unwrap();
+        assert_eq!((a.listen.as_str(), a.mode), (DEFAULT_LISTEN, Mode::Ask));
+        let a = parse(&["--listen", "0.0.0.0:1", "--mode=agent", "--workspace", "/w", "--api-key-file=/k"]).unwrap();
+        assert_eq!(a.listen, "0.0.0.0:1");
+        assert_eq!(a.mode, Mode::Agent);
+        assert_eq!(a.workspace, Some(PathBuf::from("/w")));
+        assert_eq!(a.api_key_file, Some(PathBuf::from("/k")));
+        assert!(parse(&["--mode", "yolo"]).is_err());
+        assert!(parse(&["--listen"]).is_err());
+        assert!(parse(&["--bogus"]).is_err());
+    }
+
+    #[test]
+    fn listen_addresses() {
+        assert!(listen_addr("127.0.0.1:9997").unwrap().ip().is_loopback());
+        assert!(listen_addr("[::1]:9997").unwrap().ip().is_loopback());
+        assert!(listen_addr("localhost:80").unwrap().ip().is_loopback());
+        assert!(!listen_addr("0.0.0.0:80").unwrap().ip().is_loopback());
+        assert!(listen_addr("example.com:80").is_err());
+    }
+}

@@ -1,0 +1,390 @@
+"""`cursor-bridge serve` driven by the official `openai` Python package, as a real client would.
+
+Run by sidecar/tests/http_openai.rs, which starts two servers against the CLI test double and
+passes, in the environment:
+  OPEN_URL      base URL (…/v1) of a server without a client key
+  OPEN_RECORD   the CLI double's record file of that server (one JSON line per CLI run)
+  KEYED_URL     base URL of a server that requires KEY
+  KEY           that server's client key
+Each check prints `ok` or `FAIL`; the last line is `N passed, N failed`.
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.request
+import uuid
+
+import openai
+
+OPEN_URL = os.environ["OPEN_URL"]
+OPEN_RECORD = os.environ["OPEN_RECORD"]
+KEYED_URL = os.environ["KEYED_URL"]
+KEY = os.environ["KEY"]
+
+# No retries: an error must show up as the first answer, not after the client's back-off.
+client = openai.OpenAI(base_url=OPEN_URL, api_key="unused", max_retries=0, timeout=60)
+
+UNICODE = "Grüße, 世界! ✓ 🎉 naïve café"
+THINKING = "Let me think… über ✓"
+
+
+def directed(text, **scenario):
+    """A user message that scripts the CLI double (see cli-double/README.md)."""
+    return f"[[double:{json.dumps(scenario)}]]\n{text}"
+
+
+def unique(label):
+    return f"{label} {uuid.uuid4().hex[:12]}"
+
+
+def print_runs():
+    """The double's record: one entry per CLI invocation, chat turns only."""
+    with open(OPEN_RECORD, encoding="utf-8") as f:
+        runs = [json.loads(line) for line in f if line.strip()]
+    return [r for r in runs if r["subcommand"] == "print"]
+
+
+def run_with(marker):
+    """The recorded CLI run whose prompt contains `marker` (waits for the double to record it)."""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        found = [r for r in print_runs() if marker in (r["prompt"] or "")]
+        if found:
+            return found[-1]
+        time.sleep(0.05)
+    raise AssertionError(f"no CLI run recorded for {marker!r}")
+
+
+def resume_id(run):
+    argv = run["argv"]
+    return argv[argv.index("--resume") + 1] if "--resume" in argv else None
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def http(method, url, body=None, headers=None):
+    """A plain HTTP request (the standard library, not the client under test): (status, headers, body)."""
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def root(url):
+    return url.removesuffix("/v1")
+
+
+def expect(exc_type, fn):
+    try:
+        fn()
+    except exc_type as e:
+        return e
+    raise AssertionError(f"expected {exc_type.__name__}")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def check_models_list():
+    models = client.models.list()
+    ids = [m.id for m in models.data]
+    assert "auto" in ids and "opus-5" in ids, ids
+    for m in models.data:
+        assert m.object == "model" and m.owned_by == "cursor", m
+        assert isinstance(m.model_extra["context_window"], int) and m.model_extra["context_window"] > 0, m
+
+
+def check_non_streaming():
+    r = client.chat.completions.create(
+        model="auto",
+        messages=[{"role": "user", "content": directed(unique("non-streaming"), answer=UNICODE)}],
+    )
+    assert r.object == "chat.completion", r
+    assert r.choices[0].message.role == "assistant"
+    assert r.choices[0].message.content == UNICODE, repr(r.choices[0].message.content)
+    assert r.choices[0].finish_reason == "stop", r.choices[0].finish_reason
+    u = r.usage
+    assert u.prompt_tokens > 0 and u.completion_tokens > 0, u
+    assert u.total_tokens == u.prompt_tokens + u.completion_tokens, u
+
+
+def check_streaming():
+    stream = client.chat.completions.create(
+        model="auto",
+        stream=True,
+        stream_options={"include_usage": True},
+        messages=[{"role": "user", "content": directed(unique("streaming"), answer=UNICODE, chunkChars=3)}],
+    )
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant", chunks[0]
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == UNICODE, repr(text)
+    content_chunks = [c for c in chunks if c.choices and c.choices[0].delta.content]
+    assert len(content_chunks) > 3, f"streamed in pieces, got {len(content_chunks)}"
+    finals = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert [c.choices[0].finish_reason for c in finals] == ["stop"], finals
+    usage = chunks[-1]
+    assert usage.choices == [] and usage.usage is not None and usage.usage.total_tokens > 0, usage
+
+
+def check_streaming_without_usage():
+    stream = client.chat.completions.create(
+        model="auto",
+        stream=True,
+        messages=[{"role": "user", "content": directed(unique("no usage"), answer="short")}],
+    )
+    chunks = list(stream)
+    assert all(c.usage is None for c in chunks), chunks[-1]
+    assert chunks[-1].choices[0].finish_reason == "stop", chunks[-1]
+
+
+def check_reasoning():
+    content = directed(unique("reasoning"), answer="42", thinking=THINKING, chunkChars=4)
+    stream = client.chat.completions.create(model="auto", stream=True, messages=[{"role": "user", "content": content}])
+    reasoning, text = "", ""
+    for c in stream:
+        if not c.choices:
+            continue
+        delta = c.choices[0].delta
+        reasoning += (delta.model_extra or {}).get("reasoning_content") or getattr(delta, "reasoning_content", None) or ""
+        text += delta.content or ""
+    assert reasoning == THINKING, repr(reasoning)
+    assert text == "42", repr(text)
+    # And in one piece.
+    content = directed(unique("reasoning, not streamed"), answer="42", thinking=THINKING)
+    r = client.chat.completions.create(model="auto", messages=[{"role": "user", "content": content}])
+    assert r.choices[0].message.model_extra["reasoning_content"] == THINKING, r.choices[0].message
+    assert r.choices[0].message.content == "42"
+
+
+def check_history_resumes():
+    first = unique("Remember the number 7.")
+    messages = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": first},
+    ]
+    r1 = client.chat.completions.create(model="auto", messages=messages)
+    run1 = run_with(first)
+    second = unique("Which number was it?")
+    messages += [
+        {"role": "assistant", "content": r1.choices[0].message.content},
+        {"role": "user", "content": [{"type": "text", "text": second}]},
+    ]
+    r2 = client.chat.completions.create(model="auto", messages=messages)
+    assert r2.choices[0].message.content == f"Echo: {second}", r2.choices[0].message.content
+    run2 = run_with(second)
+    assert resume_id(run1), run1["argv"]
+    assert resume_id(run2) == resume_id(run1), (run1["argv"], run2["argv"])
+    assert run2["stdin"] == second, f"only the new message goes to the CLI, got {run2['stdin']!r}"
+    assert run1["cwd"] == run2["cwd"], "one conversation, one workspace"
+    # Another conversation works in a folder of its own.
+    other = unique("another conversation")
+    client.chat.completions.create(model="auto", messages=[{"role": "user", "content": other}])
+    assert run_with(other)["cwd"] != run1["cwd"]
+
+
+def check_disconnect_kills_the_cli():
+    marker = unique("slow")
+    answer = "".join(chr(ord("a") + i % 26) for i in range(60))
+    content = directed(marker, answer=answer, chunkChars=1, deltaDelayMs=150)
+    stream = client.chat.completions.create(model="auto", stream=True, messages=[{"role": "user", "content": content}])
+    got = ""
+    for c in stream:
+        if c.choices and c.choices[0].delta.content:
+            got += c.choices[0].delta.content
+            if len(got) >= 2:
+                break
+    pid = run_with(marker)["pid"]
+    assert alive(pid), "the CLI runs while the client reads"
+    stream.close()
+    closed = time.time()
+    while alive(pid) and time.time() - closed < 2:
+        time.sleep(0.02)
+    assert not alive(pid), f"CLI {pid} still running 2 s after the client hung up"
+    print(f"    CLI {pid} gone {time.time() - closed:.2f} s after the client closed the stream")
+
+
+def check_unknown_model():
+    e = expect(
+        openai.NotFoundError,
+        lambda: client.chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "hi"}]),
+    )
+    assert e.status_code == 404 and e.code == "model_not_found", (e.status_code, e.code)
+    assert "no-such-model" in e.message, e.message
+    # Streaming requests fail the same way, before any chunk.
+    e = expect(
+        openai.NotFoundError,
+        lambda: client.chat.completions.create(
+            model="no-such-model", stream=True, messages=[{"role": "user", "content": "hi"}]
+        ),
+    )
+
+
+def check_engine_errors_keep_their_status():
+    e = expect(
+        openai.RateLimitError,
+        lambda: client.chat.completions.create(
+            model="auto", stream=True, messages=[{"role": "user", "content": directed(unique("rl"), fail="rateLimit")}]
+        ),
+    )
+    assert e.status_code == 429, e.status_code
+    e = expect(
+        openai.InternalServerError,
+        lambda: client.chat.completions.create(
+            model="auto", messages=[{"role": "user", "content": directed(unique("auth"), fail="auth")}]
+        ),
+    )
+    assert e.status_code == 502 and "not logged in" in e.message, (e.status_code, e.message)
+
+
+def check_failure_mid_stream():
+    content = directed(unique("crash"), answer="one two three four five", chunkChars=3, crashAfterDeltas=2)
+    stream = client.chat.completions.create(model="auto", stream=True, messages=[{"role": "user", "content": content}])
+    got = ""
+    try:
+        for c in stream:
+            if c.choices:
+                got += c.choices[0].delta.content or ""
+    except openai.APIError as e:
+        assert got == "one tw", f"two deltas of three characters, then the error: {got!r}"
+        assert "Cursor" in e.message, e.message
+    else:
+        raise AssertionError("the stream ended without an error")
+
+
+def check_mode():
+    marker = unique("plan this")
+    client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], extra_body={"mode": "plan"})
+    argv = run_with(marker)["argv"]
+    assert argv[argv.index("--mode") + 1] == "plan", argv
+    marker = unique("default mode")
+    client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], user="someone")
+    argv = run_with(marker)["argv"]
+    assert argv[argv.index("--mode") + 1] == "ask", argv
+
+
+TOOL = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+}
+
+
+def check_client_tools_are_refused():
+    msgs = [{"role": "user", "content": "weather?"}]
+    e = expect(openai.BadRequestError, lambda: client.chat.completions.create(model="auto", messages=msgs, tools=[TOOL]))
+    assert "cannot call" in e.message and e.code == "tools_not_supported", e.message
+    expect(
+        openai.BadRequestError,
+        lambda: client.chat.completions.create(model="auto", messages=msgs, tools=[TOOL], tool_choice="required"),
+    )
+    r = client.chat.completions.create(
+        model="auto",
+        messages=[{"role": "user", "content": directed(unique("tools off"), answer="sunny")}],
+        tools=[TOOL],
+        tool_choice="none",
+    )
+    assert r.choices[0].message.content == "sunny", r.choices[0].message.content
+
+
+def check_bad_requests():
+    e = expect(
+        openai.BadRequestError,
+        lambda: client.chat.completions.create(
+            model="auto",
+            messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}],
+        ),
+    )
+    assert "image_url" in e.message, e.message
+    e = expect(openai.BadRequestError, lambda: client.chat.completions.create(model="auto", messages=[]))
+    status, _, body = http("POST", f"{OPEN_URL}/chat/completions", b"{not json", {"content-type": "application/json"})
+    assert status == 400 and "parse" in json.loads(body)["error"]["message"], body
+    big = b'{"model":"auto","messages":[{"role":"user","content":"' + b"x" * (33 * 1024 * 1024) + b'"}]}'
+    status, _, body = http("POST", f"{OPEN_URL}/chat/completions", big, {"content-type": "application/json"})
+    assert status == 413 and json.loads(body)["error"]["message"], (status, body[:200])
+
+
+def check_health():
+    status, _, body = http("GET", root(OPEN_URL) + "/health")
+    assert status == 200, body
+    body = json.loads(body)
+    assert body["cli"]["found"] is True and body["cli"]["path"], body
+    assert body["version"] and "logged_in" in body["cli"] and "in_flight" in body and "sessions" in body, body
+    assert body["sessions"] >= 1, body
+
+
+def check_auth():
+    wrong = openai.OpenAI(base_url=KEYED_URL, api_key=KEY + "x", max_retries=0)
+    right = openai.OpenAI(base_url=KEYED_URL, api_key=KEY, max_retries=0)
+    # `Omit` makes the client send no Authorization header at all.
+    no_key = {"Authorization": openai.Omit()}
+    msgs = [{"role": "user", "content": directed(unique("authorized"), answer="welcome")}]
+    for headers in (no_key, None):
+        e = expect(openai.AuthenticationError, lambda: wrong.models.list(extra_headers=headers))
+        assert e.code == "invalid_api_key", e.code
+        expect(
+            openai.AuthenticationError,
+            lambda: wrong.chat.completions.create(model="auto", messages=msgs, extra_headers=headers),
+        )
+    health = root(KEYED_URL) + "/health"
+    assert http("GET", health)[0] == 401, "/health needs the key too"
+    assert http("GET", health, headers={"authorization": f"Bearer {KEY}"})[0] == 200
+    assert "auto" in [m.id for m in right.models.list().data]
+    r = right.chat.completions.create(model="auto", messages=msgs)
+    assert r.choices[0].message.content == "welcome", r.choices[0].message.content
+
+
+CHECKS = [
+    check_models_list,
+    check_non_streaming,
+    check_streaming,
+    check_streaming_without_usage,
+    check_reasoning,
+    check_history_resumes,
+    check_disconnect_kills_the_cli,
+    check_unknown_model,
+    check_engine_errors_keep_their_status,
+    check_failure_mid_stream,
+    check_mode,
+    check_client_tools_are_refused,
+    check_bad_requests,
+    check_health,
+    check_auth,
+]
+
+
+def main():
+    print(f"openai {openai.__version__}, Python {sys.version.split()[0]}")
+    passed = failed = 0
+    for check in CHECKS:
+        name = check.__name__.removeprefix("check_")
+        started = time.time()
+        try:
+            check()
+        except Exception:  # noqa: BLE001 - every failure is reported, then the next check runs
+            failed += 1
+            print(f"FAIL {name}")
+            traceback.print_exc(file=sys.stdout)
+        else:
+            passed += 1
+            print(f"ok   {name} ({time.time() - started:.2f} s)")
+        sys.stdout.flush()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
