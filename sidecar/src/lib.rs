@@ -17,4 +17,5 @@ pub mod protocol;
 pub mod server;
 pub mod sessions;
 pub mod spares;
+pub mod startup;
 pub mod transport;

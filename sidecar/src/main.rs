@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cursor_bridge::{app, http, logging, process, server};
+use cursor_bridge::{app, http, server, startup};
 
 const USAGE: &str = "\
 cursor-bridge: Cursor's models for any editor, over stdio JSON-RPC (see protocol.md) or an
@@ -40,30 +40,16 @@ fn main() {
 }
 
 fn run_stdio() -> i32 {
-    let state_dir = app::Paths::state_dir_from_env();
-    let logging = logging::init(state_dir.as_deref());
-    std::panic::set_hook(Box::new(|info| {
-        // A panic inside a request is answered and survived; log it where people look.
-        tracing::error!(panic = %info, "panic");
-    }));
-    process::become_subreaper();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cursor-bridge: cannot start the async runtime: {e}");
-            return 1;
-        }
+    let started = match startup::start() {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), "cursor-bridge starting");
-    let code = runtime.block_on(async {
+    let paths = started.paths.clone();
+    let code = started.runtime.block_on(async {
         let (outbox, rx) = server::outbox();
-        let paths = app::Paths { state_dir, log_file: logging.file.clone() };
         let app = Arc::new(app::App::new(outbox, paths));
         server::serve(tokio::io::stdin(), tokio::io::stdout(), app, rx).await
     });
-    tracing::info!("cursor-bridge exiting");
-    // Don't wait for blocked stdin readers or lingering tasks: every child is already gone.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
-    drop(logging);
-    code
+    started.finish(code)
 }

@@ -30,7 +30,7 @@ use tracing::Instrument;
 
 use crate::app::{self, App};
 use crate::protocol::{ClientInfo, InitializeParams, Mode, Options, Secret, StatusResult, PROTOCOL_VERSION};
-use crate::{logging, process, server};
+use crate::{server, startup};
 
 pub use workspaces::Workspaces;
 
@@ -234,26 +234,14 @@ pub fn main(args: &[String]) -> i32 {
         None => None,
     };
 
-    let state_dir = app::Paths::state_dir_from_env();
-    let logging = logging::init(state_dir.as_deref());
-    std::panic::set_hook(Box::new(|info| tracing::error!(panic = %info, "panic")));
-    process::become_subreaper();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cursor-bridge: cannot start the async runtime: {e}");
-            return 1;
-        }
+    let started = match startup::start() {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), %addr, "cursor-bridge serve starting");
-    let paths = app::Paths { state_dir, log_file: logging.file.clone() };
-    let code = runtime.block_on(serve(addr, args, workspace, client_key, paths));
-    tracing::info!("cursor-bridge serve exiting");
-    // Dropping the runtime's tasks drops their turns, which kills their CLI process groups.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
-    process::sweep_orphans();
-    drop(logging);
-    code
+    let paths = started.paths.clone();
+    let code = started.runtime.block_on(serve(addr, args, workspace, client_key, paths));
+    started.finish(code)
 }
 
 async fn serve(
