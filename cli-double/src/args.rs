@@ -267,6 +267,24 @@ impl State {
     }
 }
 
+/// The value of an option that takes one, from the next argument (`--model auto`, `-m auto`):
+/// required values take whatever comes next; optional ones only a word that is not an option.
+fn separate_value(spec: &OptSpec, args: &[String], i: &mut usize) -> Result<Option<String>, Stop> {
+    match (spec.arity, args.get(*i)) {
+        (Arity::Flag, _) => Ok(None),
+        (Arity::Required, Some(next)) => {
+            *i += 1;
+            Ok(Some(next.clone()))
+        }
+        (Arity::Required, None) => Err(missing(spec)),
+        (Arity::Optional, Some(next)) if !looks_like_option(next) => {
+            *i += 1;
+            Ok(Some(next.clone()))
+        }
+        (Arity::Optional, _) => Ok(None),
+    }
+}
+
 fn missing(spec: &OptSpec) -> Stop {
     Stop::Error(format!(
         "error: option '{}' argument missing",
@@ -311,20 +329,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, Stop> {
                 }
                 (Arity::Flag, None) => None,
                 (_, Some(v)) => Some(v),
-                (Arity::Required, None) => match args.get(i) {
-                    Some(next) => {
-                        i += 1;
-                        Some(next.clone())
-                    }
-                    None => return Err(missing(spec)),
-                },
-                (Arity::Optional, None) => match args.get(i) {
-                    Some(next) if !looks_like_option(next) => {
-                        i += 1;
-                        Some(next.clone())
-                    }
-                    _ => None,
-                },
+                (_, None) => separate_value(spec, args, &mut i)?,
             };
             st.record(spec, value)?;
             continue;
@@ -350,20 +355,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, Stop> {
                         j = chars.len();
                         Some(rest)
                     }
-                    Arity::Required => match args.get(i) {
-                        Some(next) => {
-                            i += 1;
-                            Some(next.clone())
-                        }
-                        None => return Err(missing(spec)),
-                    },
-                    Arity::Optional => match args.get(i) {
-                        Some(next) if !looks_like_option(next) => {
-                            i += 1;
-                            Some(next.clone())
-                        }
-                        _ => None,
-                    },
+                    _ => separate_value(spec, args, &mut i)?,
                 };
                 st.record(spec, value)?;
             }
