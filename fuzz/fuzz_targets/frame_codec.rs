@@ -22,7 +22,7 @@
 //!    stream arrives in one piece or in the fuzzer's chunks.
 #![no_main]
 
-use cursor_bridge::transport::{FrameCodec, FrameError, DEFAULT_MAX_FRAME};
+use cursor_bridge::stdio::transport::{FrameCodec, FrameError, DEFAULT_MAX_FRAME};
 use libfuzzer_sys::fuzz_target;
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use cursor_bridge::cursor::models::{parse_model_list, strip_ansi, ModelListError};
+use cursor_bridge::backend::cursor_print::models::{parse_model_list, strip_ansi, ModelListError};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

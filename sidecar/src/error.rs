@@ -67,8 +67,8 @@ impl From<BridgeError> for ErrorObjectOwned {
     }
 }
 
-impl From<crate::cursor::errors::Failure> for BridgeError {
-    fn from(f: crate::cursor::errors::Failure) -> Self {
+impl From<crate::backend::cursor_print::errors::Failure> for BridgeError {
+    fn from(f: crate::backend::cursor_print::errors::Failure) -> Self {
         BridgeError { kind: f.kind, message: f.message, hint: Some(f.hint), detail: f.detail }
     }
 }

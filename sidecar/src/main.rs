@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use cursor_bridge::{app, http, server, startup};
+use cursor_bridge::engine::state as app;
+use cursor_bridge::stdio::dispatch as server;
+use cursor_bridge::{http, startup};
 
 const USAGE: &str = "\
 cursor-bridge: Cursor's models for any editor, over stdio JSON-RPC (see protocol.md) or an

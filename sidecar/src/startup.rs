@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::app::Paths;
+use crate::engine::state::Paths;
 use crate::logging::{self, Logging};
-use crate::process;
+use crate::backend::process;
 
 pub struct Started {
     pub paths: Paths,

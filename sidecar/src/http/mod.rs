@@ -28,9 +28,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use tracing::Instrument;
 
-use crate::app::{self, App};
+use crate::engine::state::{self as app, App};
 use crate::protocol::{ClientInfo, InitializeParams, Mode, Options, Secret, StatusResult, PROTOCOL_VERSION};
-use crate::{server, startup};
+use crate::startup;
+use crate::stdio::dispatch as server;
 
 pub use workspaces::Workspaces;
 
@@ -151,7 +152,7 @@ async fn request_context(mut request: Request, next: Next) -> Response {
         .map(str::trim)
         .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_string)
-        .unwrap_or_else(|| format!("req_{:016x}", crate::sessions::random_u64()));
+        .unwrap_or_else(|| format!("req_{:016x}", crate::engine::sessions::random_u64()));
     let span = tracing::info_span!("http", request_id = %id);
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
     request.extensions_mut().insert(RequestId(id.clone()));
@@ -297,7 +298,7 @@ async fn serve(
             // checked) before the first one asks.
             let app = app.clone();
             tokio::spawn(async move {
-                if let Err(e) = crate::methods::list_models(&app, false).await {
+                if let Err(e) = crate::stdio::handlers::list_models(&app, false).await {
                     tracing::warn!(error = %e, "could not list the models");
                 }
             });

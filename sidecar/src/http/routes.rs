@@ -26,9 +26,9 @@ use super::openai::{
     CompletionUsage, Delta, ModelList,
 };
 use super::{json_body, HttpState, RequestId, MAX_BODY};
-use crate::engine::{self, DeltaTarget};
+use crate::engine::turn::{self as engine, DeltaTarget};
 use crate::error::BridgeError;
-use crate::methods;
+use crate::stdio::handlers as methods;
 use crate::protocol::{ChatSendParams, ChatSendResult, DeltaBody, Role};
 
 /// Deltas buffered between the engine and the HTTP writer; a slow client slows the turn.
@@ -182,7 +182,7 @@ async fn chat(
         utility: false,
         messages,
     };
-    let meta = Meta { id: format!("chatcmpl-{:016x}", crate::sessions::random_u64()), model, created: unix_now() };
+    let meta = Meta { id: format!("chatcmpl-{:016x}", crate::engine::sessions::random_u64()), model, created: unix_now() };
     if stream {
         stream_completion(state, params, meta, include_usage).await
     } else {

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sessions::request_hash;
+use crate::engine::sessions::request_hash;
 
 pub enum Workspaces {
     /// `--workspace DIR`: every turn runs there (the engine's default folder).

@@ -13,19 +13,19 @@ use tokio::sync::mpsc;
 
 use std::sync::Arc;
 
-use crate::app::{App, Ready};
-use crate::cursor::args::{turn_args, TurnArgs};
-use crate::cursor::commands::{spawn_error, spawn_spec};
-use crate::cursor::discovery::CliCommand;
-use crate::cursor::errors::classify;
-use crate::cursor::stream::{StreamEvent, StreamParser, ToolOutcome, TurnResult};
+use crate::engine::state::{App, Ready};
+use crate::backend::cursor_print::args::{turn_args, TurnArgs};
+use crate::backend::cursor_print::commands::{spawn_error, spawn_spec};
+use crate::backend::cursor_print::discovery::CliCommand;
+use crate::backend::cursor_print::errors::classify;
+use crate::backend::cursor_print::stream::{StreamEvent, StreamParser, ToolOutcome, TurnResult};
 use crate::error::{BridgeError, Result};
-use crate::process::{self, SpawnSpec};
-use crate::prompt::Conversation;
+use crate::backend::process::{self, SpawnSpec};
+use crate::engine::prompt::Conversation;
 use crate::protocol::{
     notification, ChatDelta, ChatSendParams, ChatSendResult, DeltaBody, ErrorKind, Mode, StopReason,
 };
-use crate::sessions::{new_session_id, Lookup, Match, Session};
+use crate::engine::sessions::{new_session_id, Lookup, Match, Session};
 
 /// A stdout line longer than this fails the turn (file contents arrive inside tool results, so
 /// lines of several MiB are normal; 16 MiB is not).

@@ -8,8 +8,8 @@ use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
 use serde::de::DeserializeOwned;
 
-use crate::app::{App, Ready};
-use crate::cursor::{commands, models};
+use crate::engine::state::{App, Ready};
+use crate::backend::cursor_print::{commands, models};
 use crate::error::BridgeError;
 use crate::protocol::*;
 
@@ -111,7 +111,7 @@ pub async fn list_models(app: &Arc<App>, refresh: bool) -> Result<Vec<ModelInfo>
 
 async fn chat_send(app: &App, p: Params<'static>) -> RpcResult<ChatSendResult> {
     let params: ChatSendParams = parse(&p)?;
-    Ok(crate::engine::chat_send(app, params).await?)
+    Ok(crate::engine::turn::chat_send(app, params).await?)
 }
 
 fn sessions_list(app: &App) -> RpcResult<SessionsListResult> {
@@ -147,7 +147,7 @@ pub async fn status_result(app: &App) -> Result<StatusResult, BridgeError> {
         None => (None, commands::LoginStatus::default()),
     };
     let hint = hint.or_else(|| {
-        (login.logged_in == Some(false) && !ready.has_api_key()).then(|| crate::cursor::LOGIN_HINT.to_string())
+        (login.logged_in == Some(false) && !ready.has_api_key()).then(|| crate::backend::cursor_print::LOGIN_HINT.to_string())
     });
     let sessions = ready.sessions.lock().unwrap_or_else(|p| p.into_inner()).len();
     Ok(StatusResult {

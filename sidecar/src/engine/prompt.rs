@@ -7,7 +7,7 @@
 
 use crate::error::{BridgeError, Result};
 use crate::protocol::{ChatMessage, Role};
-use crate::sessions::request_hash;
+use crate::engine::sessions::request_hash;
 
 const OPEN: &str = "<userRequest>";
 const CLOSE: &str = "</userRequest>";

@@ -21,10 +21,10 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio_util::codec::{Encoder, FramedRead};
 
-use crate::app::App;
+use crate::engine::state::App;
 use crate::error::BridgeError;
 use crate::protocol::{code, notification, request, CancelParams, ErrorKind};
-use crate::transport::{FrameCodec, FrameError};
+use crate::stdio::transport::{FrameCodec, FrameError};
 
 /// Frames waiting for the writer. Bounded so a stalled client applies back-pressure to turns.
 const OUTBOX_CAPACITY: usize = 1024;
@@ -98,7 +98,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let module = crate::methods::module(app.clone());
+    let module = crate::stdio::handlers::module(app.clone());
     serve_module(input, output, app, module, outbox_rx).await
 }
 
@@ -169,7 +169,7 @@ where
     })
     .await;
     app.shutdown_background();
-    crate::process::sweep_orphans();
+    crate::backend::process::sweep_orphans();
     drop(module);
     drop(app);
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
@@ -383,7 +383,7 @@ async fn next_frame<R: AsyncRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::Paths;
+    use crate::engine::state::Paths;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     async fn read_response(out: &mut tokio::io::DuplexStream) -> Value {
@@ -407,7 +407,7 @@ mod tests {
     async fn a_panicking_request_is_answered_and_the_server_keeps_serving() {
         let (outbox, rx) = outbox();
         let app = Arc::new(App::new(outbox, Paths { state_dir: None, log_file: None }));
-        let mut module = crate::methods::module(app.clone());
+        let mut module = crate::stdio::handlers::module(app.clone());
         module
             .register_method("test/panic", |_, _, _| -> Result<(), jsonrpsee::types::ErrorObjectOwned> {
                 panic!("boom")

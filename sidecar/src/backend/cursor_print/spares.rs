@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::process::{self, ChildProcess, SpawnSpec};
+use crate::backend::process::{self, ChildProcess, SpawnSpec};
 
 /// Below this much available memory no spare is kept (each is a Node process of ~100 MB).
 const MIN_AVAILABLE_KIB: u64 = 512 * 1024;

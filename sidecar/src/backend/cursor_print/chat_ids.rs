@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinSet;
 
-use crate::cursor::args::ChildEnv;
-use crate::cursor::commands;
-use crate::cursor::discovery::CliCommand;
+use crate::backend::cursor_print::args::ChildEnv;
+use crate::backend::cursor_print::commands;
+use crate::backend::cursor_print::discovery::CliCommand;
 
 type Slot = Arc<tokio::sync::Mutex<Option<String>>>;
 

@@ -11,7 +11,7 @@ use super::args::ChildEnv;
 use super::discovery::CliCommand;
 use super::models::{parse_model_list, strip_ansi, CliModel, ModelListError};
 use crate::error::{BridgeError, Result};
-use crate::process::{self, SpawnSpec};
+use crate::backend::process::{self, SpawnSpec};
 use crate::protocol::ErrorKind;
 
 /// Output kept from a one-shot command; more is dropped (a `models` list is ~10 KB).
@@ -94,7 +94,7 @@ pub fn spawn_error(cli: &CliCommand, e: &std::io::Error) -> BridgeError {
             ErrorKind::CliNotFound,
             format!("The Cursor CLI could not be started ({})", e.kind()),
         )
-        .hint(crate::cursor::INSTALL_HINT)
+        .hint(crate::backend::cursor_print::INSTALL_HINT)
         .detail(format!("{}: {e}", cli.display.display())),
         _ => BridgeError::new(ErrorKind::CliFailed, format!("The Cursor CLI could not be started: {e}"))
             .hint("See Cursor Bridge logs for details.")
@@ -118,7 +118,7 @@ pub async fn list_models(cli: &CliCommand, env: &ChildEnv) -> Result<Vec<CliMode
             ErrorKind::AuthRequired,
             "The Cursor CLI is not logged in, so it cannot list models",
         )
-        .hint(crate::cursor::LOGIN_HINT)),
+        .hint(crate::backend::cursor_print::LOGIN_HINT)),
         Err(ModelListError::NoModels) => Err(BridgeError::new(
             ErrorKind::InvalidModel,
             "Your Cursor account has no models available",

@@ -7,16 +7,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::Semaphore;
 
-use crate::chat_ids::ChatIdCache;
-use crate::cursor::args::{child_env, ChildEnv};
-use crate::cursor::discovery::{self, CliCommand, DiscoveryError, Lookup};
-use crate::cursor::{commands, INSTALL_HINT};
+use crate::backend::cursor_print::chat_ids::ChatIdCache;
+use crate::backend::cursor_print::args::{child_env, ChildEnv};
+use crate::backend::cursor_print::discovery::{self, CliCommand, DiscoveryError, Lookup};
+use crate::backend::cursor_print::{commands, INSTALL_HINT};
 use crate::error::{BridgeError, Result};
-use crate::model_catalog::ModelCatalog;
+use crate::engine::catalog::ModelCatalog;
 use crate::protocol::{ErrorKind, InitializeParams, Options, Secret};
-use crate::server::Outbox;
-use crate::sessions::{Clock, SessionStore, SystemClock};
-use crate::spares::Spares;
+use crate::stdio::dispatch::Outbox;
+use crate::engine::sessions::{Clock, SessionStore, SystemClock};
+use crate::backend::cursor_print::spares::Spares;
 
 /// Where the sidecar keeps its files.
 #[derive(Debug, Clone)]

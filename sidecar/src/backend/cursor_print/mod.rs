@@ -7,6 +7,8 @@ pub mod discovery;
 pub mod errors;
 pub mod models;
 pub mod stream;
+pub mod chat_ids;
+pub mod spares;
 
 pub const INSTALL_HINT: &str = "Install the Cursor CLI (`curl https://cursor.com/install -fsS | bash`, see cursor.com/cli), \
      or set `cursorBridge.cliPath` to the `cursor-agent` binary.";

@@ -1,0 +1,2 @@
+pub mod cursor_print;
+pub mod process;

@@ -1,0 +1,3 @@
+pub mod dispatch;
+pub mod handlers;
+pub mod transport;
