@@ -2,8 +2,6 @@
 //! (`code` from the kind, `data: {kind, hint, detail}`); inside the sidecar it carries enough for a
 //! person to act on: what happened (message), what to do (hint), and diagnostics (detail).
 
-use jsonrpsee::types::ErrorObjectOwned;
-
 use crate::protocol::{ErrorData, ErrorKind};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -47,10 +45,6 @@ impl BridgeError {
     pub fn data(&self) -> ErrorData {
         ErrorData { kind: self.kind, hint: self.hint.clone(), detail: self.detail.clone() }
     }
-
-    pub fn to_rpc(&self) -> ErrorObjectOwned {
-        ErrorObjectOwned::owned(self.kind.code(), self.message.clone(), Some(self.data()))
-    }
 }
 
 impl std::fmt::Display for BridgeError {
@@ -60,15 +54,3 @@ impl std::fmt::Display for BridgeError {
 }
 
 impl std::error::Error for BridgeError {}
-
-impl From<BridgeError> for ErrorObjectOwned {
-    fn from(e: BridgeError) -> Self {
-        e.to_rpc()
-    }
-}
-
-impl From<crate::backend::cursor_print::errors::Failure> for BridgeError {
-    fn from(f: crate::backend::cursor_print::errors::Failure) -> Self {
-        BridgeError { kind: f.kind, message: f.message, hint: Some(f.hint), detail: f.detail }
-    }
-}

@@ -10,3 +10,4 @@ pub mod logging;
 pub mod protocol;
 pub mod startup;
 pub mod stdio;
+pub mod util;

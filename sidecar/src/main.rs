@@ -1,11 +1,7 @@
 //! `cursor-bridge [stdio]`: speak the protocol on stdin/stdout. `cursor-bridge serve`: the
 //! OpenAI-compatible HTTP server (`http/`). `cursor-bridge --version`.
 
-use std::sync::Arc;
-
-use cursor_bridge::engine::state as app;
-use cursor_bridge::stdio::dispatch as server;
-use cursor_bridge::{http, startup};
+use cursor_bridge::{http, startup, stdio};
 
 const USAGE: &str = "\
 cursor-bridge: Cursor's models for any editor, over stdio JSON-RPC (see protocol.md) or an
@@ -48,10 +44,6 @@ fn run_stdio() -> i32 {
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), "cursor-bridge starting");
     let paths = started.paths.clone();
-    let code = started.runtime.block_on(async {
-        let (outbox, rx) = server::outbox();
-        let app = Arc::new(app::App::new(outbox, paths));
-        server::serve(tokio::io::stdin(), tokio::io::stdout(), app, rx).await
-    });
+    let code = started.runtime.block_on(stdio::serve(tokio::io::stdin(), tokio::io::stdout(), paths));
     started.finish(code)
 }

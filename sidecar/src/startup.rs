@@ -3,9 +3,28 @@
 
 use std::path::PathBuf;
 
-use crate::engine::state::Paths;
-use crate::logging::{self, Logging};
 use crate::backend::process;
+use crate::logging::{self, Logging};
+
+/// Where the sidecar keeps its files.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub state_dir: Option<PathBuf>,
+    pub log_file: Option<PathBuf>,
+}
+
+pub const ENV_STATE_DIR: &str = "CURSOR_BRIDGE_STATE_DIR";
+
+impl Paths {
+    /// `CURSOR_BRIDGE_STATE_DIR`, else the platform state folder (Linux `~/.local/state`), else the
+    /// cache folder, each with `cursor-bridge/` appended.
+    pub fn state_dir_from_env() -> Option<PathBuf> {
+        std::env::var_os(ENV_STATE_DIR)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| dirs::state_dir().or_else(dirs::cache_dir).map(|d| d.join("cursor-bridge")))
+    }
+}
 
 pub struct Started {
     pub paths: Paths,

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { plainMessage, toBridgeError } from './errors';
 import type { ModelCatalog } from './models';
 import { Request } from './protocol';
-import type { SidecarManager } from './sidecar';
+import type { SidecarManager } from './ctx';
 
 export const Command = {
   refreshModels: 'cursorBridge.refreshModels',

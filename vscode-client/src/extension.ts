@@ -2,16 +2,16 @@
 // and the events that restart the sidecar. Activation does not wait for the sidecar: it starts in
 // the background (and on the first request that needs it).
 
-import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
+import { locateSidecar } from './bootstrap';
 import { API_KEY_SECRET, Command, registerCommands } from './commands';
-import { BridgeError, plainMessage, toBridgeError, type FailureKind } from './errors';
+import { restartOnChanges, SidecarManager, type LaunchConfig } from './ctx';
+import { plainMessage, toBridgeError, type BridgeError, type FailureKind } from './errors';
 import { ModelCatalog } from './models';
 import { PROTOCOL_VERSION, Request } from './protocol';
 import { CursorChatProvider } from './provider';
-import { expandHome, readSettings, RESTART_KEYS, SECTION, sidecarOptions, type Settings } from './settings';
-import { findSidecar, sidecarFileName, SidecarManager, type LaunchConfig } from './sidecar';
+import { expandHome, readSettings, SECTION, sidecarOptions, type Settings } from './settings';
 import { dataPartCtor, thinkingPartCtor } from './newer-api';
 import { TokenCounter } from './tokens';
 
@@ -28,37 +28,21 @@ function settings(): Settings {
   return readSettings(vscode.workspace.getConfiguration(SECTION));
 }
 
-/** A VSIX is a zip: make sure the bundled binary kept its executable bit. */
-function ensureExecutable(file: string, log: vscode.LogOutputChannel): void {
-  if (process.platform === 'win32') return;
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-  } catch {
-    try {
-      fs.chmodSync(file, 0o755);
-    } catch (e) {
-      log.warn(`cannot make ${file} executable: ${(e as Error).message}`);
-    }
-  }
-}
-
 async function launchConfig(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<LaunchConfig> {
   const s = settings();
   const home = os.homedir();
-  const found = findSidecar({
-    setting: expandHome(s.sidecarPath, home),
-    extensionPath: context.extensionPath,
-    development: context.extensionMode !== vscode.ExtensionMode.Production,
-  });
-  if (!found) {
-    throw new BridgeError('sidecarNotFound', `no server/${sidecarFileName()} in the extension and cursorBridge.sidecarPath is not set`);
-  }
-  if (found.source === 'bundled') ensureExecutable(found.path, log);
-  log.debug(`sidecar binary (${found.source}): ${found.path}`);
+  const binary = locateSidecar(
+    {
+      setting: expandHome(s.sidecarPath, home),
+      extensionPath: context.extensionPath,
+      development: context.extensionMode !== vscode.ExtensionMode.Production,
+    },
+    log,
+  );
   const apiKey = await context.secrets.get(API_KEY_SECRET);
   const cliPath = s.cliPath ? expandHome(s.cliPath, home) : undefined;
   return {
-    binary: found.path,
+    binary,
     env: { ...process.env, CURSOR_BRIDGE_LOG: s.logLevel },
     initialize: {
       protocolVersion: PROTOCOL_VERSION,
@@ -142,15 +126,7 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
     modelsChanged,
     vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
     ...registerCommands({ sidecar: manager, catalog, log, secrets: context.secrets }),
-    vscode.workspace.onDidChangeConfiguration((e) => {
-      const changed = RESTART_KEYS.filter((k) => e.affectsConfiguration(`${SECTION}.${k}`));
-      if (changed.length > 0) manager.restartSoon(`settings changed: ${changed.join(', ')}`);
-    }),
-    vscode.workspace.onDidGrantWorkspaceTrust(() => manager.restartSoon('workspace trusted')),
-    vscode.workspace.onDidChangeWorkspaceFolders(() => manager.restartSoon('workspace folders changed')),
-    context.secrets.onDidChange((e) => {
-      if (e.key === API_KEY_SECRET) manager.restartSoon('API key changed');
-    }),
+    ...restartOnChanges(manager, vscode.workspace, context.secrets, API_KEY_SECRET),
   );
 
   log.info(`Cursor Bridge ${String(context.extension.packageJSON.version)} activated (VS Code ${vscode.version})`);

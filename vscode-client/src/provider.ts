@@ -3,7 +3,9 @@
 
 import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
+import type { Logger } from './client';
 import { conversationIdOf, convertMessages, isUtilityRequest, toolNamesOf, type RequestOptions } from './convert';
+import type { Bridge } from './ctx';
 import { TurnRenderer } from './deltas';
 import { renderFailure, toBridgeError } from './errors';
 import { encodeMarker, MARKER_MIME } from './marker';
@@ -11,7 +13,6 @@ import { inferMode, type ModeDecision } from './mode';
 import { toChatInformation, type ModelCatalog } from './models';
 import { Request, type ChatSendParams, type ChatSendResult, type Usage } from './protocol';
 import type { Settings } from './settings';
-import type { Bridge, Logger } from './sidecar';
 import { asResponsePart, type DataPartCtor, type ThinkingPartCtor } from './newer-api';
 import type { TokenCounter } from './tokens';
 

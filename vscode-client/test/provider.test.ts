@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as vscode from 'vscode';
+import type { CancellationLike } from '../src/client';
+import type { Bridge } from '../src/ctx';
 import { BridgeError } from '../src/errors';
 import { ModelCatalog } from '../src/models';
 import type { ChatDelta, ChatSendParams, ChatSendResult, DeltaBody, Method, ModelInfo, Requests } from '../src/protocol';
 import { CursorChatProvider, usagePayload, type ProviderDeps } from '../src/provider';
 import { DEFAULTS, type Settings } from '../src/settings';
-import type { Bridge, CancellationLike } from '../src/sidecar';
 import { TokenCounter } from '../src/tokens';
 import { loadRequest, memoryLog } from './helpers';
 import * as stub from './vscode-stub';

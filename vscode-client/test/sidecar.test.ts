@@ -3,42 +3,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { parseStderrLine } from '../src/client';
+import { CrashTracker, SidecarManager, type SidecarManagerOptions } from '../src/ctx';
 import { BridgeError, toBridgeError } from '../src/errors';
 import type { ChatDelta, ChatSendParams } from '../src/protocol';
-import { CrashTracker, findSidecar, parseStderrLine, SidecarManager, sidecarFileName, type SidecarManagerOptions } from '../src/sidecar';
 import { alive, binariesOrSkip, directed, DOUBLE_BIN, memoryLog, SIDECAR_BIN, until } from './helpers';
 import * as stub from './vscode-stub';
-
-describe('findSidecar', () => {
-  const files = new Set(['/ext/server/cursor-bridge', '/usr/local/bin/cursor-bridge', 'C:\\ext\\server\\cursor-bridge.exe', 'C:\\tools\\cursor-bridge.exe']);
-  const isFile = (p: string) => files.has(p);
-  it('uses the setting first, even if it is wrong (the mistake gets reported)', () => {
-    assert.deepEqual(findSidecar({ setting: '/nowhere/cursor-bridge', extensionPath: '/ext', development: true, isFile, platform: 'linux' }), {
-      path: '/nowhere/cursor-bridge',
-      source: 'setting',
-    });
-  });
-  it('then the bundled server/cursor-bridge', () => {
-    assert.deepEqual(findSidecar({ setting: '', extensionPath: '/ext', development: false, isFile, platform: 'linux' }), {
-      path: '/ext/server/cursor-bridge',
-      source: 'bundled',
-    });
-    assert.deepEqual(findSidecar({ setting: '', extensionPath: 'C:\\ext', development: false, isFile, platform: 'win32' })?.source, 'bundled');
-  });
-  it('searches PATH only in development', () => {
-    const o = { setting: '', extensionPath: '/other', isFile, platform: 'linux' as const, pathEnv: '/usr/bin:/usr/local/bin' };
-    assert.equal(findSidecar({ ...o, development: false }), undefined);
-    assert.deepEqual(findSidecar({ ...o, development: true }), { path: '/usr/local/bin/cursor-bridge', source: 'PATH' });
-    assert.deepEqual(
-      findSidecar({ setting: '', extensionPath: 'D:\\x', isFile, platform: 'win32', pathEnv: 'C:\\Windows;C:\\tools', development: true }),
-      { path: 'C:\\tools\\cursor-bridge.exe', source: 'PATH' },
-    );
-  });
-  it('names the binary per platform', () => {
-    assert.equal(sidecarFileName('win32'), 'cursor-bridge.exe');
-    assert.equal(sidecarFileName('darwin'), 'cursor-bridge');
-  });
-});
 
 describe('parseStderrLine', () => {
   it('reads the level of tracing lines and drops the timestamp', () => {

@@ -65,13 +65,25 @@ describe('estimateTokens against real tokenizers', () => {
     assert.ok(estimateTokens('x'.repeat(10_000)) > 1000, 'a long run is not one token');
   });
 
-  it('is cheap: a 15 KB prompt takes well under a millisecond on average', () => {
+  it('is cheap: a 15 KB prompt costs about as much as one regex pass over it', () => {
+    // Compared with a reference measured in the same run (a word-splitting regex over the same
+    // text), interleaved and taking the best of several rounds, so a loaded machine slows both
+    // alike; the figure in milliseconds is only printed. Quadratic work would be far off.
     const text = samples.map((s) => s.text).join('\n').repeat(2).slice(0, 15_000);
-    const runs = 200;
-    const started = process.hrtime.bigint();
-    for (let i = 0; i < runs; i++) estimateTokens(text);
-    const msEach = Number(process.hrtime.bigint() - started) / 1e6 / runs;
-    assert.ok(msEach < 2, `${msEach.toFixed(3)} ms per call`);
+    const runs = 50;
+    const time = (f: () => unknown) => {
+      const started = process.hrtime.bigint();
+      for (let i = 0; i < runs; i++) f();
+      return Number(process.hrtime.bigint() - started) / 1e6 / runs;
+    };
+    let ours = Infinity;
+    let reference = Infinity;
+    for (let round = 0; round < 7; round++) {
+      ours = Math.min(ours, time(() => estimateTokens(text)));
+      reference = Math.min(reference, time(() => text.split(/(\s+|[^\p{L}\p{N}\s]+)/u).length));
+    }
+    console.log(`estimateTokens: ${ours.toFixed(3)} ms per 15 KB call; reference regex pass ${reference.toFixed(3)} ms`);
+    assert.ok(ours < reference * 25, `${ours.toFixed(3)} ms vs ${reference.toFixed(3)} ms for the reference`);
   });
 });
 

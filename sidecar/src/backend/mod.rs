@@ -1,2 +1,13 @@
+//! Backends: what runs a turn. [`seam`] is the contract the engine programs against, [`events`]
+//! what a turn streams, [`process`] the one helper that starts processes; each backend is a
+//! folder (`cursor_print/`: the Cursor CLI in print mode). Nothing here imports `engine/` or a
+//! front door.
+
 pub mod cursor_print;
+pub mod events;
 pub mod process;
+pub mod seam;
+pub mod select;
+
+pub use events::{Activity, Event, EventSink};
+pub use seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};

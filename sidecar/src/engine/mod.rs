@@ -1,5 +1,18 @@
+//! The engine: what a turn is, independent of who asked. [`Engine`] (`core.rs`) holds the state;
+//! a turn is `turn.rs`, the model list `models.rs`; sessions (matching, TTL/LRU, persistence),
+//! prompts, the model catalogue, the pool and the configuration each have a module. It drives a
+//! [`crate::backend::Backend`] and never imports a front door.
+
 pub mod catalog;
+pub mod config;
+pub mod core;
+pub mod models;
+pub mod pool;
 pub mod prompt;
 pub mod sessions;
-pub mod state;
 pub mod turn;
+
+pub use self::config::Config;
+pub use self::core::Engine;
+pub use self::turn::{TurnOutcome, TurnRequest};
+pub use crate::backend::Event;

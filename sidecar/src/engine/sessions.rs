@@ -254,19 +254,9 @@ fn write_atomically(path: &Path, file: &StoreFile) -> std::io::Result<()> {
 
 /// A session id the client can hold on to; not a Cursor chat id (that may change on replay).
 pub fn new_session_id() -> String {
-    format!("cb-{:016x}", random_u64())
+    format!("cb-{:016x}", crate::util::ids::random_u64())
 }
 
-pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    // RandomState is seeded from the OS per process; mixing a counter and the time gives distinct
-    // values per call without a dependency on a RNG crate.
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
-    h.finish()
-}
 
 #[cfg(test)]
 mod tests {

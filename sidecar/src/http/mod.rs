@@ -1,5 +1,5 @@
 //! `cursor-bridge serve`: an OpenAI-compatible HTTP front door to the same engine, sessions and
-//! process pool as the stdio server (one `App`, initialized from the command line instead of by an
+//! process pool as the stdio server (an `Engine` configured from the command line instead of by an
 //! `initialize` request). Routes: `GET /v1/models`, `POST /v1/chat/completions` (plain and SSE),
 //! `GET /health`.
 //!
@@ -28,10 +28,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use tracing::Instrument;
 
-use crate::engine::state::{self as app, App};
-use crate::protocol::{ClientInfo, InitializeParams, Mode, Options, Secret, StatusResult, PROTOCOL_VERSION};
-use crate::startup;
-use crate::stdio::dispatch as server;
+use crate::backend::select;
+use crate::engine::{Config, Engine};
+use crate::protocol::{Mode, Options, Secret, StatusResult};
+use crate::startup::{self, Paths};
 
 pub use workspaces::Workspaces;
 
@@ -116,7 +116,7 @@ pub fn listen_addr(s: &str) -> Result<SocketAddr, String> {
 
 /// What every handler shares.
 pub struct HttpState {
-    pub app: Arc<App>,
+    pub engine: Arc<Engine>,
     pub workspaces: Workspaces,
     pub client_key: Option<Secret>,
     pub default_mode: Mode,
@@ -152,7 +152,7 @@ async fn request_context(mut request: Request, next: Next) -> Response {
         .map(str::trim)
         .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_string)
-        .unwrap_or_else(|| format!("req_{:016x}", crate::engine::sessions::random_u64()));
+        .unwrap_or_else(|| format!("req_{:016x}", crate::util::ids::random_u64()));
     let span = tracing::info_span!("http", request_id = %id);
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
     request.extensions_mut().insert(RequestId(id.clone()));
@@ -250,7 +250,7 @@ async fn serve(
     args: ServeArgs,
     workspace: Option<PathBuf>,
     client_key: Option<Secret>,
-    paths: app::Paths,
+    paths: Paths,
 ) -> i32 {
     let workspaces = match workspace {
         Some(dir) => Workspaces::Fixed(dir),
@@ -262,43 +262,35 @@ async fn serve(
             }
         },
     };
-    // The same App as the stdio server. Nothing here speaks the stdio protocol, so the outbox's
-    // receiver is dropped: what is sent to it (a `models/changed` from a background model check)
-    // is discarded at once instead of piling up. Turns send their deltas to a channel instead.
-    let (outbox, _) = server::outbox();
-    let app = Arc::new(App::new(outbox, paths));
-    let params = InitializeParams {
-        protocol_version: PROTOCOL_VERSION,
-        client_info: Some(ClientInfo { name: "http".into(), version: None }),
-        workspace_folders: workspaces.roots().iter().map(|p| p.to_string_lossy().into_owned()).collect(),
-        cli_path: args.cli_path.clone(),
-        // The CLI inherits CURSOR_API_KEY anyway; passing it makes `status` and the logs say so.
-        api_key: std::env::var("CURSOR_API_KEY").ok().filter(|k| !k.is_empty()).map(Secret::new),
-        options: Options {
-            // An API client's system message is part of what it asks (unlike Copilot's, which
-            // describes tools the CLI does not have).
-            send_system_messages: true,
-            ..Options::default()
-        },
+    let options = Options {
+        // An API client's system message is part of what it asks (unlike Copilot's, which
+        // describes tools the CLI does not have).
+        send_system_messages: true,
+        ..Options::default()
     };
-    let ready = match app.initialize(params) {
-        Ok(r) => r,
+    let config = match Config::new(options.clone(), workspaces.roots(), paths.state_dir.clone()) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("cursor-bridge serve: {e}");
             return 1;
         }
     };
-    match ready.cli().await {
-        Ok(cli) => {
-            if let Workspaces::Fixed(dir) = &workspaces {
-                // Warm start, as `initialize` does for the editor: a chat id ready for the first turn.
-                ready.chat_ids.prefetch(cli.clone(), ready.child_env(), dir.clone());
-            }
+    // The CLI inherits CURSOR_API_KEY anyway; passing it makes `status` and the logs say so.
+    let api_key = std::env::var("CURSOR_API_KEY").ok().filter(|k| !k.is_empty()).map(Secret::new);
+    let engine = Engine::new(config, select::backend(select::Settings::new(args.cli_path.clone(), api_key, &options)));
+    // Warm start, as `initialize` does for the editor: a chat id ready for the first turn (only
+    // with a fixed folder: private ones are made per conversation).
+    let warm: Vec<PathBuf> = match &workspaces {
+        Workspaces::Fixed(dir) => vec![dir.clone()],
+        Workspaces::Private { .. } => Vec::new(),
+    };
+    match engine.warm_up(&warm).await {
+        Ok(_) => {
             // Every completion checks its model against the list: have it (and a disk cache
             // checked) before the first one asks.
-            let app = app.clone();
+            let engine = engine.clone();
             tokio::spawn(async move {
-                if let Err(e) = crate::stdio::handlers::list_models(&app, false).await {
+                if let Err(e) = engine.models(false).await {
                     tracing::warn!(error = %e, "could not list the models");
                 }
             });
@@ -318,7 +310,7 @@ async fn serve(
     };
     let bound = listener.local_addr().unwrap_or(addr);
     let state = Arc::new(HttpState {
-        app: app.clone(),
+        engine: engine.clone(),
         workspaces,
         client_key,
         default_mode: args.mode,
@@ -337,8 +329,7 @@ async fn serve(
         }
         _ = shutdown_signal() => tracing::info!("stopping on a signal"),
     }
-    app.begin_shutdown();
-    app.shutdown_background();
+    engine.shutdown();
     0
 }
 

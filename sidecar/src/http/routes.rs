@@ -1,4 +1,4 @@
-//! The handlers. A chat completion is one engine turn (`engine::chat_send_to`) whose deltas come
+//! The handlers. A chat completion is one engine turn (`Engine::turn`) whose events come
 //! back on a channel: collected into one `chat.completion`, or written as SSE chunks as they
 //! arrive. Conversations resume as in the editor path: the engine matches the user messages of
 //! the request against its sessions, so a client re-sending the whole history only sends the new
@@ -20,16 +20,17 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+use crate::util::sync::{lock, AbortOnDrop};
+
 use super::errors::ApiError;
 use super::openai::{
     AssistantMessage, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Checked, Choice, ChunkChoice,
     CompletionUsage, Delta, ModelList,
 };
 use super::{json_body, HttpState, RequestId, MAX_BODY};
-use crate::engine::turn::{self as engine, DeltaTarget};
+use crate::engine::{Event as TurnEvent, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
-use crate::stdio::handlers as methods;
-use crate::protocol::{ChatSendParams, ChatSendResult, DeltaBody, Role};
+use crate::protocol::Role;
 
 /// Deltas buffered between the engine and the HTTP writer; a slow client slows the turn.
 const DELTA_BUFFER: usize = 256;
@@ -39,7 +40,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 const HEALTH_CACHE: Duration = Duration::from_secs(10);
 
 pub async fn models(State(state): State<Arc<HttpState>>) -> Response {
-    match methods::list_models(&state.app, false).await {
+    match state.engine.models(false).await {
         Ok(models) => json_body(&ModelList::from_models(&models)),
         Err(e) => ApiError::from(e).into_response(),
     }
@@ -47,27 +48,19 @@ pub async fn models(State(state): State<Arc<HttpState>>) -> Response {
 
 pub async fn health(State(state): State<Arc<HttpState>>) -> Response {
     let cached = {
-        let cache = state.health_cache.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = lock(&state.health_cache);
         cache.as_ref().filter(|(at, _)| at.elapsed() < HEALTH_CACHE).map(|(_, s)| s.clone())
     };
     let status = match cached {
         Some(s) => s,
-        None => match methods::status_result(&state.app).await {
-            Ok(s) => {
-                *state.health_cache.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), s.clone()));
-                s
-            }
-            Err(e) => return ApiError::from(e).into_response(),
-        },
+        None => {
+            let s = state.engine.status().await;
+            *lock(&state.health_cache) = Some((Instant::now(), s.clone()));
+            s
+        }
     };
     // Sessions and turns are counted now, not when the CLI was last asked.
-    let (sessions, in_flight) = match state.app.ready() {
-        Ok(ready) => (
-            ready.sessions.lock().unwrap_or_else(|p| p.into_inner()).len(),
-            ready.in_flight.load(std::sync::atomic::Ordering::SeqCst),
-        ),
-        Err(_) => (status.sessions, status.in_flight),
-    };
+    let (sessions, in_flight) = (state.engine.session_count(), state.engine.in_flight());
     let body = serde_json::json!({
         "status": if status.cli.found { "ok" } else { "cli_not_found" },
         "version": status.version,
@@ -171,7 +164,7 @@ async fn chat(
         .for_conversation(first_user)
         .map_err(|e| ApiError::internal(format!("Could not create the conversation's workspace folder: {e}")))?;
     let Checked { model, messages, stream, include_usage, mode } = checked;
-    let params = ChatSendParams {
+    let params = TurnRequest {
         turn_id: format!("http-{request_id}"),
         model: model.clone(),
         mode: mode.unwrap_or(state.default_mode),
@@ -182,7 +175,7 @@ async fn chat(
         utility: false,
         messages,
     };
-    let meta = Meta { id: format!("chatcmpl-{:016x}", crate::engine::sessions::random_u64()), model, created: unix_now() };
+    let meta = Meta { id: format!("chatcmpl-{:016x}", crate::util::ids::random_u64()), model, created: unix_now() };
     if stream {
         stream_completion(state, params, meta, include_usage).await
     } else {
@@ -198,7 +191,7 @@ async fn check_model(state: &HttpState, model: &str) -> Result<(), ApiError> {
     if base.eq_ignore_ascii_case("auto") {
         return Ok(());
     }
-    let models = methods::list_models(&state.app, false).await?;
+    let models = state.engine.models(false).await?;
     if models.iter().any(|m| m.id == base) {
         Ok(())
     } else {
@@ -229,17 +222,17 @@ fn session_headers(response: &mut Response, session: Option<&(String, bool)>) {
 
 /// `stream: false`: run the turn here (a client that hangs up drops this future, and with it the
 /// CLI), collecting its deltas alongside.
-async fn complete(state: Arc<HttpState>, params: ChatSendParams, meta: Meta) -> Result<Response, ApiError> {
+async fn complete(state: Arc<HttpState>, params: TurnRequest, meta: Meta) -> Result<Response, ApiError> {
     let mut hangup = Hangup::new();
     let (tx, mut rx) = mpsc::channel(DELTA_BUFFER);
-    let turn = engine::chat_send_to(&state.app, params, DeltaTarget::Channel(tx));
+    let turn = state.engine.turn(params, tx);
     let collect = async {
         let (mut text, mut thinking, mut session) = (String::new(), String::new(), None);
         while let Some(delta) = rx.recv().await {
             match delta {
-                DeltaBody::Text { text: t } => text.push_str(&t),
-                DeltaBody::Thinking { text: t } => thinking.push_str(&t),
-                DeltaBody::Session { session_id, resumed, .. } => session = Some((session_id, resumed)),
+                TurnEvent::Text(t) => text.push_str(&t),
+                TurnEvent::Thinking(t) => thinking.push_str(&t),
+                TurnEvent::Session { session_id, resumed, .. } => session = Some((session_id, resumed)),
                 _ => {}
             }
         }
@@ -294,37 +287,26 @@ impl Drop for Hangup {
     }
 }
 
-/// Aborts the turn's task when the response stream is dropped (the client went away): dropping
-/// the turn kills the CLI's process group.
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// `stream: true`. The turn runs in its own task, owned by the response stream. The status line
 /// is held back until the turn has produced something (or ended), so failures that happen before
 /// any output (unknown model, rate limit, CLI logged out, …) still get their proper HTTP status;
 /// a failure after that is sent as an `{"error": …}` event, which OpenAI's clients raise.
 async fn stream_completion(
     state: Arc<HttpState>,
-    params: ChatSendParams,
+    params: TurnRequest,
     meta: Meta,
     include_usage: bool,
 ) -> Result<Response, ApiError> {
     let mut hangup = Hangup::new();
     let (tx, mut rx) = mpsc::channel(DELTA_BUFFER);
-    let app = state.app.clone();
-    let mut turn =
-        tokio::spawn(async move { engine::chat_send_to(&app, params, DeltaTarget::Channel(tx)).await }.in_current_span());
+    let engine = state.engine.clone();
+    let mut turn = tokio::spawn(async move { engine.turn(params, tx).await }.in_current_span());
     let abort = AbortOnDrop(turn.abort_handle());
 
     let mut session = None;
     let first = loop {
         match rx.recv().await {
-            Some(DeltaBody::Session { session_id, resumed, .. }) => session = Some((session_id, resumed)),
+            Some(TurnEvent::Session { session_id, resumed, .. }) => session = Some((session_id, resumed)),
             Some(delta) => break Some(delta),
             None => break None,
         }
@@ -359,7 +341,7 @@ async fn stream_completion(
     Ok(response)
 }
 
-async fn join_turn(turn: &mut JoinHandle<Result<ChatSendResult, BridgeError>>) -> Result<ChatSendResult, ApiError> {
+async fn join_turn(turn: &mut JoinHandle<Result<TurnOutcome, BridgeError>>) -> Result<TurnOutcome, ApiError> {
     match turn.await {
         Ok(Ok(result)) => Ok(result),
         Ok(Err(e)) => Err(e.into()),
@@ -372,10 +354,10 @@ async fn join_turn(turn: &mut JoinHandle<Result<ChatSendResult, BridgeError>>) -
 
 /// The SSE events of one streamed completion, produced as the turn's deltas arrive.
 struct Chunks {
-    rx: mpsc::Receiver<DeltaBody>,
-    turn: Option<JoinHandle<Result<ChatSendResult, BridgeError>>>,
+    rx: mpsc::Receiver<TurnEvent>,
+    turn: Option<JoinHandle<Result<TurnOutcome, BridgeError>>>,
     /// The turn's outcome, when it was already known before the stream started.
-    finished: Option<ChatSendResult>,
+    finished: Option<TurnOutcome>,
     hangup: Hangup,
     _abort: AbortOnDrop,
     meta: Meta,
@@ -418,10 +400,10 @@ impl Chunks {
     /// Text and thinking become chunks. Tool activity has no place in OpenAI's stream (the
     /// client did not ask for those tools and could not run them); the CLI's answer describes
     /// what it did.
-    fn push_delta(&mut self, delta: DeltaBody) {
+    fn push_delta(&mut self, delta: TurnEvent) {
         let delta = match delta {
-            DeltaBody::Text { text } => Delta { content: Some(text), ..Delta::default() },
-            DeltaBody::Thinking { text } => Delta { reasoning_content: Some(text), ..Delta::default() },
+            TurnEvent::Text(text) => Delta { content: Some(text), ..Delta::default() },
+            TurnEvent::Thinking(text) => Delta { reasoning_content: Some(text), ..Delta::default() },
             _ => return,
         };
         let event = self.chunk(delta, None);

@@ -1,8 +1,6 @@
 //! The dispatch loop: reads frames, answers each request exactly once, and owns the in-flight map.
 //!
-//! - One writer task owns stdout; everything else sends it finished JSON bodies through a bounded
-//!   channel, so a notification is never interleaved with another frame and a slow client slows
-//!   the CLI down (back-pressure) instead of growing memory.
+//! - One writer task (`outbox.rs`) owns stdout; everything else sends it finished JSON bodies.
 //! - Every request runs as its own task through jsonrpsee's `RpcModule`; `$/cancelRequest` aborts
 //!   the task (dropping a turn kills its CLI process group) and answers -32800; a panic answers
 //!   -32603 and the loop keeps serving.
@@ -16,62 +14,19 @@ use jsonrpsee::RpcModule;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
-use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::codec::FramedRead;
 
-use crate::engine::state::App;
+use super::handlers;
+use super::outbox::{error_body, outbox, protocol_error, write_frames};
+use super::state::Connection;
+use super::transport::{FrameCodec, FrameError};
 use crate::error::BridgeError;
 use crate::protocol::{code, notification, request, CancelParams, ErrorKind};
-use crate::stdio::transport::{FrameCodec, FrameError};
-
-/// Frames waiting for the writer. Bounded so a stalled client applies back-pressure to turns.
-const OUTBOX_CAPACITY: usize = 1024;
-
-/// Sends finished frames (JSON bodies) to the single stdout writer.
-#[derive(Clone)]
-pub struct Outbox(mpsc::Sender<Vec<u8>>);
-
-impl Outbox {
-    pub async fn send(&self, body: Vec<u8>) {
-        // The writer only goes away when the client has gone; then there is no one to tell.
-        let _ = self.0.send(body).await;
-    }
-
-    pub async fn notify<P: serde::Serialize>(&self, method: &str, params: &P) {
-        #[derive(serde::Serialize)]
-        struct Notification<'a, P> {
-            jsonrpc: &'static str,
-            method: &'a str,
-            params: &'a P,
-        }
-        match serde_json::to_vec(&Notification { jsonrpc: "2.0", method, params }) {
-            Ok(body) => self.send(body).await,
-            Err(e) => tracing::error!(error = %e, method, "could not serialize a notification"),
-        }
-    }
-
-    async fn error(&self, id: &Value, e: &BridgeError) {
-        self.send(error_body(id, e)).await
-    }
-}
-
-fn error_body(id: &Value, e: &BridgeError) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": e.kind.code(), "message": e.message, "data": e.data() },
-    }))
-    .unwrap_or_default()
-}
-
-fn protocol_error(id: &Value, code: i32, message: &str) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message },
-    }))
-    .unwrap_or_default()
-}
+use crate::startup::Paths;
+use crate::util::sync::lock;
 
 /// The parts of a frame the loop needs to route it; `params` stays raw for the handler.
 #[derive(Deserialize)]
@@ -88,17 +43,15 @@ struct Envelope<'a> {
 
 type InFlight = Arc<Mutex<HashMap<String, AbortHandle>>>;
 
-fn lock(map: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, AbortHandle>> {
-    map.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Serve the protocol until `exit` or end of input. Returns the process exit code.
-pub async fn serve<R, W>(input: R, output: W, app: Arc<App>, outbox_rx: mpsc::Receiver<Vec<u8>>) -> i32
+pub async fn serve<R, W>(input: R, output: W, paths: Paths) -> i32
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let module = crate::stdio::handlers::module(app.clone());
+    let (outbox, outbox_rx) = outbox();
+    let app = Arc::new(Connection::new(outbox, paths));
+    let module = handlers::module(app.clone());
     serve_module(input, output, app, module, outbox_rx).await
 }
 
@@ -106,8 +59,8 @@ where
 pub async fn serve_module<R, W>(
     input: R,
     output: W,
-    app: Arc<App>,
-    module: RpcModule<App>,
+    app: Arc<Connection>,
+    module: RpcModule<Connection>,
     outbox_rx: mpsc::Receiver<Vec<u8>>,
 ) -> i32
 where
@@ -169,7 +122,6 @@ where
     })
     .await;
     app.shutdown_background();
-    crate::backend::process::sweep_orphans();
     drop(module);
     drop(app);
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
@@ -184,8 +136,8 @@ enum Flow {
 
 async fn handle_frame(
     frame: &[u8],
-    app: &Arc<App>,
-    module: &Arc<RpcModule<App>>,
+    app: &Arc<Connection>,
+    module: &Arc<RpcModule<Connection>>,
     in_flight: &InFlight,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Flow {
@@ -289,7 +241,7 @@ async fn handle_frame(
     Flow::Continue
 }
 
-async fn handle_notification(method: &str, params: Option<&RawValue>, app: &Arc<App>, in_flight: &InFlight) -> Flow {
+async fn handle_notification(method: &str, params: Option<&RawValue>, app: &Arc<Connection>, in_flight: &InFlight) -> Flow {
     match method {
         notification::EXIT => Flow::Exit,
         notification::CANCEL_REQUEST => {
@@ -316,34 +268,6 @@ async fn handle_notification(method: &str, params: Option<&RawValue>, app: &Arc<
             Flow::Continue
         }
     }
-}
-
-/// The single stdout writer. It writes every frame that is ready, then flushes once: deltas go out
-/// as they arrive without a flush per frame when many are queued.
-async fn write_frames<W: AsyncWrite + Unpin>(mut output: W, mut rx: mpsc::Receiver<Vec<u8>>) {
-    let mut codec = FrameCodec::default();
-    let mut buf = tokio_util::bytes::BytesMut::with_capacity(64 * 1024);
-    while let Some(body) = rx.recv().await {
-        let _ = codec.encode(&body, &mut buf);
-        while buf.len() < 1024 * 1024 {
-            match rx.try_recv() {
-                Ok(body) => {
-                    let _ = codec.encode(&body, &mut buf);
-                }
-                Err(_) => break,
-            }
-        }
-        if output.write_all(&buf).await.is_err() || output.flush().await.is_err() {
-            tracing::info!("client stopped reading; dropping output");
-            return;
-        }
-        buf.clear();
-    }
-}
-
-pub fn outbox() -> (Outbox, mpsc::Receiver<Vec<u8>>) {
-    let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
-    (Outbox(tx), rx)
 }
 
 /// `kind` of an error response body, for logs and tests.
@@ -383,7 +307,6 @@ async fn next_frame<R: AsyncRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::state::Paths;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     async fn read_response(out: &mut tokio::io::DuplexStream) -> Value {
@@ -406,8 +329,8 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_request_is_answered_and_the_server_keeps_serving() {
         let (outbox, rx) = outbox();
-        let app = Arc::new(App::new(outbox, Paths { state_dir: None, log_file: None }));
-        let mut module = crate::stdio::handlers::module(app.clone());
+        let app = Arc::new(Connection::new(outbox, Paths { state_dir: None, log_file: None }));
+        let mut module = handlers::module(app.clone());
         module
             .register_method("test/panic", |_, _, _| -> Result<(), jsonrpsee::types::ErrorObjectOwned> {
                 panic!("boom")

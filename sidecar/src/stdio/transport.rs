@@ -5,6 +5,7 @@
 //! keeps the sidecar alive when a client (or a human at a terminal) sends something odd.
 
 use bytes_helpers::{find, find_ignore_ascii_case};
+use crate::util::text::cut_chars;
 use tokio_util::bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -194,26 +195,19 @@ fn parse_content_length(header: &[u8]) -> Result<usize, String> {
     let mut length = None;
     for line in text.split("\r\n") {
         let Some((name, value)) = line.split_once(':') else {
-            return Err(format!("header line without a colon: {:?}", truncate(line, 80)));
+            return Err(format!("header line without a colon: {:?}", cut_chars(line, 80)));
         };
         if name.trim().eq_ignore_ascii_case("content-length") {
             let value = value.trim();
             length = Some(
                 value
                     .parse::<usize>()
-                    .map_err(|_| format!("bad Content-Length: {:?}", truncate(value, 40)))?,
+                    .map_err(|_| format!("bad Content-Length: {:?}", cut_chars(value, 40)))?,
             );
         }
         // Content-Type and unknown headers are allowed and ignored, as in LSP.
     }
     length.ok_or_else(|| "no Content-Length header".to_string())
-}
-
-fn truncate(s: &str, max: usize) -> &str {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
 }
 
 impl Encoder<&[u8]> for FrameCodec {

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinSet;
 
-use crate::backend::cursor_print::args::ChildEnv;
-use crate::backend::cursor_print::commands;
-use crate::backend::cursor_print::discovery::CliCommand;
+use super::args::ChildEnv;
+use super::commands;
+use super::discovery::CliCommand;
 
 type Slot = Arc<tokio::sync::Mutex<Option<String>>>;
 

@@ -9,7 +9,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::args::ChildEnv;
 use super::discovery::CliCommand;
-use super::models::{parse_model_list, strip_ansi, CliModel, ModelListError};
+use super::models::{parse_model_list, CliModel, ModelListError};
+use crate::util::text::strip_ansi;
 use crate::error::{BridgeError, Result};
 use crate::backend::process::{self, SpawnSpec};
 use crate::protocol::ErrorKind;
@@ -94,7 +95,7 @@ pub fn spawn_error(cli: &CliCommand, e: &std::io::Error) -> BridgeError {
             ErrorKind::CliNotFound,
             format!("The Cursor CLI could not be started ({})", e.kind()),
         )
-        .hint(crate::backend::cursor_print::INSTALL_HINT)
+        .hint(super::hints::INSTALL_HINT)
         .detail(format!("{}: {e}", cli.display.display())),
         _ => BridgeError::new(ErrorKind::CliFailed, format!("The Cursor CLI could not be started: {e}"))
             .hint("See Cursor Bridge logs for details.")
@@ -118,7 +119,7 @@ pub async fn list_models(cli: &CliCommand, env: &ChildEnv) -> Result<Vec<CliMode
             ErrorKind::AuthRequired,
             "The Cursor CLI is not logged in, so it cannot list models",
         )
-        .hint(crate::backend::cursor_print::LOGIN_HINT)),
+        .hint(super::hints::LOGIN_HINT)),
         Err(ModelListError::NoModels) => Err(BridgeError::new(
             ErrorKind::InvalidModel,
             "Your Cursor account has no models available",

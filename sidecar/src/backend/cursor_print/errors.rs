@@ -11,10 +11,10 @@
 //! [`Failure::detail`] is for logs and the editor's "details": the end of stderr, ANSI stripped,
 //! control characters removed, secrets redacted, at most [`DETAIL_MAX_CHARS`] characters.
 
-use std::borrow::Cow;
-
-use super::models::strip_ansi;
+use crate::error::BridgeError;
 use crate::protocol::ErrorKind;
+use crate::util::redact::redact_secrets;
+use crate::util::text::{bounded_tail, find_ignore_case, one_line, strip_ansi};
 
 /// A failed turn, ready for `error.data` (`kind`, `hint`, `detail`) and the error message.
 #[derive(Debug, Clone, PartialEq)]
@@ -280,44 +280,8 @@ fn sanitize(raw: &str) -> String {
     redact_secrets(&printable).into_owned()
 }
 
-/// The last `max_chars` characters of `text` (starting with `…` when cut), `None` when empty.
-fn bounded_tail(text: &str, max_chars: usize) -> Option<String> {
-    if text.is_empty() {
-        return None;
-    }
-    let count = text.chars().count();
-    if count <= max_chars {
-        return Some(text.to_owned());
-    }
-    let tail: String = text.chars().skip(count - (max_chars - 1)).collect();
-    Some(format!("…{tail}"))
-}
 
-fn one_line(text: &str, max_chars: usize) -> String {
-    let mut line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max_chars)
-        .collect();
-    if text.chars().count() > max_chars {
-        line.pop();
-        line.push('…');
-    }
-    line
-}
 
-/// Byte offset of the first ASCII-case-insensitive match of `needle` (which must be ASCII, so
-/// the offset is a char boundary).
-fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
-    let needle = needle.as_bytes();
-    if needle.is_empty() {
-        return Some(0);
-    }
-    haystack
-        .as_bytes()
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
-}
 
 fn contains_any(haystack: &str, needles: &[&str]) -> bool {
     needles
@@ -342,85 +306,11 @@ fn contains_number(haystack: &str, number: &str) -> bool {
     false
 }
 
-// ---------------------------------------------------------------------------------------------
-// Secret redaction
 
-const REDACTED: &str = "[redacted]";
-/// Prefixes of credential formats: Cursor (`key_`, `crsr_`), OpenAI-style (`sk-`, `sk_`), JWTs.
-const SECRET_PREFIXES: &[&str] = &["key_", "crsr_", "sk-", "sk_", "eyJ"];
-/// A word ending like this announces a secret in the next word (`CURSOR_API_KEY=…`,
-/// `Authorization: Bearer …`, `"token":"…"`, `--api-key …`).
-const SECRET_KEYWORDS: &[&str] = &[
-    "key",
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "bearer",
-    "authorization",
-    "credential",
-    "credentials",
-];
-
-fn is_secret_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/' | '~')
-}
-
-/// Long enough and mixed enough to be a credential rather than a word.
-fn looks_random(word: &str) -> bool {
-    let has_digit = word.bytes().any(|b| b.is_ascii_digit());
-    let has_letter = word.bytes().any(|b| b.is_ascii_alphabetic());
-    (word.len() >= 16 && has_digit && has_letter) || word.len() >= 32
-}
-
-/// Replaces credential-looking words with `[redacted]`: words with a known secret prefix
-/// followed by a random-looking rest, and random-looking words right after a key/token word
-/// (separated only by spaces, `:`, `=` or quotes).
-fn redact_secrets(text: &str) -> Cow<'_, str> {
-    let mut out = String::new();
-    let mut copied = 0;
-    let mut previous_word: Option<(usize, usize)> = None; // byte range of the previous word
-    let mut chars = text.char_indices().peekable();
-    while let Some((start, c)) = chars.next() {
-        if !is_secret_char(c) {
-            continue;
-        }
-        let mut end = start + c.len_utf8();
-        while let Some(&(i, next)) = chars.peek() {
-            if !is_secret_char(next) {
-                break;
-            }
-            end = i + next.len_utf8();
-            chars.next();
-        }
-        let word = &text[start..end];
-        let prefixed = SECRET_PREFIXES
-            .iter()
-            .any(|prefix| word.strip_prefix(prefix).is_some_and(looks_random));
-        let announced = previous_word.is_some_and(|(p_start, p_end)| {
-            let separator = &text[p_end..start];
-            let previous = text[p_start..p_end].to_ascii_lowercase();
-            separator.len() <= 4
-                && separator
-                    .chars()
-                    .all(|c| matches!(c, ' ' | '\t' | ':' | '=' | '"' | '\''))
-                && SECRET_KEYWORDS
-                    .iter()
-                    .any(|keyword| previous.ends_with(keyword))
-                && looks_random(word)
-        });
-        if prefixed || announced {
-            out.push_str(&text[copied..start]);
-            out.push_str(REDACTED);
-            copied = end;
-        }
-        previous_word = Some((start, end));
+impl From<Failure> for BridgeError {
+    fn from(f: Failure) -> Self {
+        BridgeError { kind: f.kind, message: f.message, hint: Some(f.hint), detail: f.detail }
     }
-    if copied == 0 {
-        return Cow::Borrowed(text);
-    }
-    out.push_str(&text[copied..]);
-    Cow::Owned(out)
 }
 
 #[cfg(test)]

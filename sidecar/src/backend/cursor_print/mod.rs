@@ -1,17 +1,241 @@
-//! Everything that knows the Cursor CLI: where it is, how to call it, and how to read what it
-//! prints. `../shared/reference/cursor-cli.md` is the source for every rule here.
+//! The Cursor CLI in print mode (`agent -p --output-format stream-json`): a process per turn,
+//! the prompt on its stdin, its NDJSON events on stdout. Everything that knows this mode lives
+//! in this folder: where the CLI is (`discovery`, `locate`), its argv and environment (`args`),
+//! its short subcommands (`commands`), its model list (`models`), its event stream (`stream/`),
+//! its error texts (`errors`), chat ids fetched ahead (`chat_ids`), processes started ahead
+//! (`spares`) and the turn loop (`run`). docs/cursor-cli.md has the facts these rely on.
 
 pub mod args;
+pub mod chat_ids;
 pub mod commands;
 pub mod discovery;
 pub mod errors;
+pub mod hints;
+pub mod locate;
 pub mod models;
-pub mod stream;
-pub mod chat_ids;
+pub mod run;
 pub mod spares;
+pub mod stream;
 
-pub const INSTALL_HINT: &str = "Install the Cursor CLI (`curl https://cursor.com/install -fsS | bash`, see cursor.com/cli), \
-     or set `cursorBridge.cliPath` to the `cursor-agent` binary.";
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
-pub const LOGIN_HINT: &str =
-    "Run `agent login` in a terminal, or set an API key (command \"Cursor Bridge: Set API Key\").";
+use args::{child_env, turn_args, ChildEnv, TurnArgs};
+use chat_ids::ChatIdCache;
+use commands::{spawn_error, spawn_spec};
+use discovery::CliCommand;
+use locate::Locator;
+use spares::Spares;
+
+use crate::backend::events::EventSink;
+use crate::backend::process::{self, SpawnSpec};
+use crate::backend::seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::error::BridgeError;
+use crate::protocol::{CliStatus, Mode, ModelInfo, Secret};
+
+/// How often idle spares are looked at.
+const SPARE_SWEEP: Duration = Duration::from_secs(5);
+
+/// What print mode is configured with.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// The CLI path setting (`initialize.cliPath`, `serve --cli-path`); else discovery.
+    pub cli_path: Option<String>,
+    /// The Cursor API key, for the CLI's environment only.
+    pub api_key: Option<Secret>,
+    /// Warm spares kept at most (0: none).
+    pub spares: usize,
+    pub spare_idle: Duration,
+}
+
+pub struct CursorPrint {
+    /// Itself, for work that outlives the call that starts it (warming up).
+    me: std::sync::Weak<CursorPrint>,
+    api_key: Option<Secret>,
+    locator: Locator,
+    chat_ids: ChatIdCache,
+    spares: Spares,
+}
+
+impl CursorPrint {
+    pub fn new(config: Config) -> Arc<CursorPrint> {
+        let backend = Arc::new_cyclic(|me| CursorPrint {
+            me: me.clone(),
+            api_key: config.api_key.filter(|k| !k.expose().is_empty()),
+            locator: Locator::new(config.cli_path),
+            chat_ids: ChatIdCache::default(),
+            spares: Spares::new(config.spares, config.spare_idle.max(Duration::from_secs(1))),
+        });
+        if backend.spares.enabled() {
+            // Stop spares that sat idle too long; the task ends with the backend.
+            let weak = Arc::downgrade(&backend);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(SPARE_SWEEP);
+                loop {
+                    tick.tick().await;
+                    match weak.upgrade() {
+                        Some(backend) => backend.spares.expire(),
+                        None => break,
+                    }
+                }
+            });
+        }
+        backend
+    }
+
+    fn env(&self) -> ChildEnv {
+        child_env(self.api_key.as_ref().map(Secret::expose))
+    }
+
+    async fn cli(&self) -> Result<CliCommand, BridgeError> {
+        self.locator.cli(&self.env()).await
+    }
+
+    /// The command line of a turn. One function, so a spare started ahead matches the turn that
+    /// later wants it byte for byte.
+    fn command(&self, cli: &CliCommand, t: &CommandLine<'_>) -> SpawnSpec {
+        let args = turn_args(&TurnArgs {
+            model: t.model,
+            mode: t.mode,
+            workspace: t.workspace,
+            resume: t.resume,
+            force: t.unattended && t.mode == Mode::Agent,
+            partial: true,
+        });
+        let args: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+        spawn_spec(cli, &args, &self.env(), Some(t.workspace))
+    }
+
+    async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+        let cli = self.cli().await?;
+        let (resume, prestarted) = match &t.chat {
+            Chat::Resume(id) => (Some(id.clone()), None),
+            Chat::OneShot => (None, None),
+            // A fresh spare brings its own chat id; otherwise take a prefetched one.
+            Chat::New => match self.spares.take_fresh(|chat| self.command(&cli, &CommandLine::of(&t, Some(chat)))) {
+                Some(spare) => (Some(spare.chat_id), Some(spare.child)),
+                None => (self.chat_ids.take(&cli, self.env(), &t.workspace).await, None),
+            },
+        };
+        let spec = self.command(&cli, &CommandLine::of(&t, resume.as_deref()));
+        let spare = prestarted.or_else(|| self.spares.take(&spec));
+        let warm = spare.is_some();
+        let child = match spare {
+            Some(child) => child,
+            None => process::spawn(&spec).map_err(|e| spawn_error(&cli, &e))?,
+        };
+        tracing::debug!(pid = child.pid(), warm, "CLI started");
+        let mut end = run::drive(child, &t.prompt, t.idle, sink).await?;
+        end.chat_id = end.chat_id.or(resume);
+        Ok(end)
+    }
+
+    /// The follow-up's spare starts now, before the turn's answer is sent (so a `shutdown` right
+    /// after the answer finds it); one for a new conversation waits for a chat id, in the
+    /// background.
+    fn warm_follow_up(&self, hint: Warm) {
+        let Warm::FollowUp { model, mode, workspace, chat_id, unattended, fresh } = hint else { return };
+        let Some(cli) = self.locator.known() else { return };
+        let line = |resume| CommandLine { model: &model, mode, workspace: &workspace, resume, unattended };
+        self.spares.start(&self.command(&cli, &line(Some(&chat_id))), None);
+        let Some(this) = self.me.upgrade().filter(|_| fresh) else { return };
+        tokio::spawn(async move {
+            if let Some(chat) = this.chat_ids.take(&cli, this.env(), &workspace).await {
+                let line = CommandLine { model: &model, mode, workspace: &workspace, resume: Some(&chat), unattended };
+                this.spares.start(&this.command(&cli, &line), Some(chat.clone()));
+            }
+        });
+    }
+}
+
+struct CommandLine<'a> {
+    model: &'a str,
+    mode: Mode,
+    workspace: &'a Path,
+    resume: Option<&'a str>,
+    unattended: bool,
+}
+
+impl<'a> CommandLine<'a> {
+    fn of(t: &'a TurnSpec, resume: Option<&'a str>) -> Self {
+        CommandLine { model: &t.model, mode: t.mode, workspace: &t.workspace, resume, unattended: t.unattended }
+    }
+}
+
+impl Backend for CursorPrint {
+    fn name(&self) -> &'static str {
+        "print"
+    }
+
+    fn locate(&self) -> BoxFuture<'_, Result<Located, BridgeError>> {
+        Box::pin(async move { self.cli().await.map(|cli| Located { path: cli.display.display().to_string() }) })
+    }
+
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>, BridgeError>> {
+        Box::pin(async move {
+            let cli = self.cli().await?;
+            let listed = commands::list_models(&cli, &self.env()).await?;
+            Ok(listed.iter().map(models::to_model_info).collect())
+        })
+    }
+
+    fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {
+        Box::pin(self.turn(turn, sink))
+    }
+
+    fn warm(&self, hint: Warm) {
+        match hint {
+            Warm::Workspace(workspace) => {
+                // Only a CLI already found: warming never searches (the caller located it first).
+                if let Some(cli) = self.locator.known() {
+                    self.chat_ids.prefetch(cli, self.env(), workspace);
+                }
+            }
+            follow_up @ Warm::FollowUp { .. } => {
+                if self.spares.enabled() {
+                    self.warm_follow_up(follow_up)
+                }
+            }
+        }
+    }
+
+    fn health(&self) -> BoxFuture<'_, CliStatus> {
+        Box::pin(async move {
+            let this = self;
+            let api_key = this.api_key.is_some();
+            let cli = match this.cli().await {
+                Ok(cli) => cli,
+                Err(e) => {
+                    return CliStatus {
+                        found: false,
+                        path: None,
+                        version: None,
+                        logged_in: None,
+                        account: None,
+                        api_key,
+                        hint: e.hint,
+                    }
+                }
+            };
+            let env = this.env();
+            let (version, login) = tokio::join!(commands::version(&cli, &env), commands::status(&cli, &env));
+            let hint = (login.logged_in == Some(false) && !api_key).then(|| hints::LOGIN_HINT.to_string());
+            CliStatus {
+                found: true,
+                path: Some(cli.display.display().to_string()),
+                version,
+                logged_in: login.logged_in,
+                account: login.account,
+                api_key,
+                hint,
+            }
+        })
+    }
+
+    fn shutdown(&self) {
+        self.chat_ids.stop();
+        self.spares.close();
+        process::sweep_orphans();
+    }
+}

@@ -14,9 +14,9 @@
 //! * `toolCalling` is always true (the CLI runs its tools itself and the editor sees that
 //!   activity); `imageInput` is always false (the bridge cannot forward images yet).
 
-use std::borrow::Cow;
-
 use crate::protocol::{ModelCapabilities, ModelInfo};
+use crate::util::text::contains_ignore_case;
+use crate::util::text::strip_ansi;
 
 /// One line of the model list.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +80,7 @@ pub fn parse_model_list(output: &str) -> Result<Vec<CliModel>, ModelListError> {
     if !models.is_empty() {
         return Ok(models);
     }
-    if contains_ignore_ascii_case(&text, "no models available") {
+    if contains_ignore_case(&text, "no models available") {
         return Err(ModelListError::NoModels);
     }
     Err(ModelListError::Unrecognised {
@@ -95,7 +95,7 @@ fn mentions_auth_failure(text: &str) -> bool {
         "api key is invalid",
     ]
     .iter()
-    .any(|needle| contains_ignore_ascii_case(text, needle))
+    .any(|needle| contains_ignore_case(text, needle))
 }
 
 /// `[A-Za-z0-9][A-Za-z0-9._:/-]*` (§8).
@@ -186,89 +186,6 @@ fn excerpt(text: &str) -> String {
     out
 }
 
-fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {
-    let needle = needle.as_bytes();
-    needle.is_empty()
-        || haystack
-            .as_bytes()
-            .windows(needle.len())
-            .any(|w| w.eq_ignore_ascii_case(needle))
-}
-
-// ---------------------------------------------------------------------------------------------
-// ANSI
-
-/// Removes terminal escape sequences (§8: the list is coloured when `FORCE_COLOR` is inherited):
-/// CSI (`ESC [` params/intermediates, final byte 0x40–0x7E; also the 8-bit `0x9B` form), OSC /
-/// DCS / SOS / PM / APC strings (`ESC ]`, `ESC P`, `ESC X`, `ESC ^`, `ESC _`, 8-bit `0x9D`; ended
-/// by BEL, `ESC \` or 8-bit ST), and two/three-character escapes (`ESC 7`, `ESC ( B`). An
-/// unterminated string sequence stops at the end of its line, so it cannot swallow the rest of
-/// the output; a lone trailing ESC is dropped. Text without ESC/0x9B/0x9D is returned borrowed.
-pub fn strip_ansi(s: &str) -> Cow<'_, str> {
-    if !s.contains(['\u{1b}', '\u{9b}', '\u{9d}']) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.peek().copied() {
-                Some('[') => {
-                    chars.next();
-                    skip_csi(&mut chars);
-                }
-                Some(']' | 'P' | 'X' | '^' | '_') => {
-                    chars.next();
-                    skip_control_string(&mut chars);
-                }
-                Some(' '..='/') => {
-                    // nF: intermediates, then one final byte.
-                    while chars.next_if(|c| matches!(c, ' '..='/')).is_some() {}
-                    chars.next_if(|c| matches!(c, '0'..='~'));
-                }
-                Some('0'..='~') => {
-                    chars.next();
-                }
-                _ => {}
-            },
-            '\u{9b}' => skip_csi(&mut chars),
-            '\u{9d}' => skip_control_string(&mut chars),
-            other => out.push(other),
-        }
-    }
-    Cow::Owned(out)
-}
-
-type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
-
-fn skip_csi(chars: &mut Chars<'_>) {
-    while chars.next_if(|c| matches!(c, ' '..='?')).is_some() {}
-    chars.next_if(|c| matches!(c, '@'..='~'));
-}
-
-fn skip_control_string(chars: &mut Chars<'_>) {
-    while let Some(&c) = chars.peek() {
-        match c {
-            '\u{7}' | '\u{9c}' => {
-                chars.next();
-                return;
-            }
-            '\u{1b}' => {
-                let mut ahead = chars.clone();
-                ahead.next();
-                if ahead.peek() == Some(&'\\') {
-                    chars.next();
-                    chars.next();
-                }
-                return; // an ESC that is not ST starts the next sequence
-            }
-            '\n' => return,
-            _ => {
-                chars.next();
-            }
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Families, limits, capabilities
@@ -379,6 +296,8 @@ fn supports_thinking(m: &CliModel) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
 
     fn model(id: &str, name: &str, is_current: bool, is_default: bool) -> CliModel {

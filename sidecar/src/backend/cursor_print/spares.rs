@@ -9,6 +9,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,8 @@ pub struct Spares {
     limit: usize,
     idle: Duration,
     slots: Mutex<Vec<Spare>>,
+    /// Set at shutdown: a spare started after that would outlive the sidecar's last sweep.
+    closed: AtomicBool,
 }
 
 /// A fresh spare taken for a new conversation: its chat id and its process.
@@ -42,7 +45,7 @@ pub struct FreshSpare {
 
 impl Spares {
     pub fn new(limit: usize, idle: Duration) -> Self {
-        Spares { limit, idle, slots: Mutex::new(Vec::new()) }
+        Spares { limit, idle, slots: Mutex::new(Vec::new()), closed: AtomicBool::new(false) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Spare>> {
@@ -89,7 +92,7 @@ impl Spares {
     /// for a new conversation. Nothing happens when spares are off, memory is tight, or one with
     /// the same command line exists.
     pub fn start(&self, spec: &SpawnSpec, fresh_chat: Option<String>) {
-        if !self.enabled() || !memory_allows_spares() {
+        if !self.enabled() || self.closed.load(Ordering::SeqCst) || !memory_allows_spares() {
             return;
         }
         if self.lock().iter().any(|s| s.program == spec.program && s.args == spec.args) {
@@ -105,6 +108,9 @@ impl Spares {
         };
         tracing::debug!(pid = child.pid(), fresh = fresh_chat.is_some(), "spare started");
         let mut slots = self.lock();
+        if self.closed.load(Ordering::SeqCst) {
+            return; // dropping the child kills it
+        }
         slots.push(Spare {
             program: spec.program.clone(),
             args: spec.args.clone(),
@@ -126,7 +132,9 @@ impl Spares {
         self.lock().retain_mut(|s| !tight && s.born.elapsed() < idle && s.child.is_running());
     }
 
-    pub fn clear(&self) {
+    /// Stop every spare and start no more.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         self.lock().clear();
     }
 }

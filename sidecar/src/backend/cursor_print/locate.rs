@@ -1,0 +1,93 @@
+//! Finding the CLI once and remembering it; looked up again when the remembered file went away
+//! (the user reinstalled it). Discovery itself (the search order) is `discovery.rs`.
+
+use std::path::{Path, PathBuf};
+
+use super::args::ChildEnv;
+use super::commands;
+use super::discovery::{self, CliCommand, DiscoveryError, Lookup};
+use super::hints::INSTALL_HINT;
+use crate::error::{BridgeError, Result};
+use crate::protocol::ErrorKind;
+use crate::util::sync::lock;
+
+pub struct Locator {
+    /// `initialize.cliPath` / `serve --cli-path`.
+    setting: Option<String>,
+    cached: tokio::sync::Mutex<Option<CliCommand>>,
+    /// The last CLI found, for callers that must not wait (starting a spare before a turn's
+    /// answer is sent).
+    known: std::sync::Mutex<Option<CliCommand>>,
+}
+
+impl Locator {
+    pub fn new(setting: Option<String>) -> Self {
+        Locator {
+            setting: setting.filter(|p| !p.trim().is_empty()),
+            cached: tokio::sync::Mutex::new(None),
+            known: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn known(&self) -> Option<CliCommand> {
+        lock(&self.known).clone()
+    }
+
+    pub async fn cli(&self, env: &ChildEnv) -> Result<CliCommand> {
+        let mut cached = self.cached.lock().await;
+        if let Some(cli) = cached.as_ref() {
+            if cli.program.is_file() {
+                return Ok(cli.clone());
+            }
+        }
+        let setting = self.setting.clone();
+        let env = env.clone();
+        let handle = tokio::runtime::Handle::current();
+        let found = tokio::task::spawn_blocking(move || {
+            let version_of = |p: &Path| handle.block_on(commands::version(&CliCommand::plain(p.to_path_buf()), &env));
+            discovery::discover(&Lookup {
+                configured: setting.as_deref(),
+                env_path: std::env::var_os(discovery::ENV_CLI_PATH),
+                path_var: std::env::var_os("PATH"),
+                home: dirs::home_dir(),
+                cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+                version_of: &version_of,
+            })
+        })
+        .await
+        .map_err(|e| BridgeError::internal(format!("CLI discovery failed: {e}")))?;
+        match found {
+            Ok(cli) => {
+                tracing::info!(cli = %cli.display.display(), "found the Cursor CLI");
+                *cached = Some(cli.clone());
+                *lock(&self.known) = Some(cli.clone());
+                Ok(cli)
+            }
+            Err(e) => Err(not_found_error(&e)),
+        }
+    }
+}
+
+fn not_found_error(e: &DiscoveryError) -> BridgeError {
+    match e {
+        DiscoveryError::ConfiguredPathMissing { path, source } => {
+            let (what, fix) = match source {
+                discovery::Source::EnvVar => {
+                    (format!("`{}`", discovery::ENV_CLI_PATH), "Fix or unset that environment variable.")
+                }
+                _ => (
+                    "the configured CLI path".to_string(),
+                    "Fix the `cursorBridge.cliPath` setting, or clear it to search PATH.",
+                ),
+            };
+            BridgeError::new(ErrorKind::CliNotFound, format!("The Cursor CLI was not found at {what}"))
+                .hint(fix)
+                .detail(path.display().to_string())
+        }
+        DiscoveryError::NotFound { searched } => {
+            BridgeError::new(ErrorKind::CliNotFound, "The Cursor CLI (`cursor-agent`) is not installed or not on PATH")
+                .hint(INSTALL_HINT)
+                .detail(format!("searched: {}", searched.join(", ")))
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! What a turn streams while it runs, whoever runs it. Backends emit these through an
+//! [`EventSink`]; the engine adds the session and usage events; each front door turns them into
+//! its own wire format (stdio: numbered `chat/delta` notifications; HTTP: OpenAI chunks).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::protocol::Usage;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// New answer text (never cumulative).
+    Text(String),
+    /// New reasoning text (never cumulative).
+    Thinking(String),
+    /// The current thinking block is complete.
+    ThinkingDone,
+    ToolStarted { call_id: String, tool: String, summary: String },
+    /// `ok` is false for failures, errors and rejections.
+    ToolCompleted { call_id: String, tool: String, summary: String, ok: bool, detail: Option<String> },
+    /// The agent asked permission for something it may not do unattended and was refused.
+    PermissionDenied { tool: String, summary: String, hint: String },
+    /// Which session the turn runs in; sent once, before any text.
+    Session { session_id: String, resumed: bool, replayed: bool },
+    Usage(Usage),
+}
+
+/// When the agent last showed a sign of life, shared between the sink (which a backend owns while
+/// a turn runs) and the engine's idle watchdog.
+#[derive(Debug)]
+pub struct Activity {
+    base: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    pub fn new() -> Arc<Activity> {
+        Arc::new(Activity { base: Instant::now(), last_ms: AtomicU64::new(0) })
+    }
+
+    pub fn touch(&self) {
+        self.last_ms.store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub fn last(&self) -> Instant {
+        self.base + std::time::Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// Where a backend sends a turn's events. Sending waits when the reader is slow (back-pressure
+/// reaches the agent's pipe instead of memory); a reader that went away drops them, and the turn
+/// is about to be dropped too.
+pub struct EventSink {
+    tx: mpsc::Sender<Event>,
+    activity: Arc<Activity>,
+    text_sent: bool,
+    tools_seen: bool,
+}
+
+impl EventSink {
+    pub fn new(tx: mpsc::Sender<Event>, activity: Arc<Activity>) -> Self {
+        EventSink { tx, activity, text_sent: false, tools_seen: false }
+    }
+
+    pub async fn emit(&mut self, event: Event) {
+        self.activity.touch();
+        match &event {
+            Event::Text(_) => self.text_sent = true,
+            Event::ToolStarted { .. } | Event::ToolCompleted { .. } => self.tools_seen = true,
+            _ => {}
+        }
+        let _ = self.tx.send(event).await;
+    }
+
+    /// The agent printed something that is not an event (a heartbeat, a line we skip): it is
+    /// alive, so the idle timeout starts again.
+    pub fn alive(&self) {
+        self.activity.touch();
+    }
+
+    pub fn text_sent(&self) -> bool {
+        self.text_sent
+    }
+
+    pub fn tools_seen(&self) -> bool {
+        self.tools_seen
+    }
+}

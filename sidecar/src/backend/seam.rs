@@ -1,0 +1,107 @@
+//! The seam between the engine and whatever runs a turn. The engine decides *what* happens
+//! (which session, which prompt, when to warm up, how long to wait); a backend knows *how* with
+//! one agent program (print mode spawns a process per turn; ACP keeps one warm). A new backend is
+//! a folder beside `cursor_print/` implementing [`Backend`]; nothing in `engine/` changes.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::Duration;
+
+use super::events::EventSink;
+use crate::error::BridgeError;
+use crate::protocol::{CliStatus, Mode, ModelInfo, Usage};
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Which agent chat a turn runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chat {
+    /// Continue this chat (the agent holds its history).
+    Resume(String),
+    /// A new chat the engine will keep (the backend picks its id, ahead of need if it can).
+    New,
+    /// A one-shot chat nobody resumes (titles, progress messages).
+    OneShot,
+}
+
+/// One turn, as the engine asks a backend to run it.
+#[derive(Debug, Clone)]
+pub struct TurnSpec {
+    pub model: String,
+    pub mode: Mode,
+    pub workspace: PathBuf,
+    pub chat: Chat,
+    /// Exactly what the agent receives as the user's message.
+    pub prompt: String,
+    /// The agent may run commands without asking (only ever true in agent mode).
+    pub unattended: bool,
+    /// The engine's idle limit; a backend uses it to bound its own waits (an agent that
+    /// lingers after answering).
+    pub idle: Duration,
+}
+
+/// A finished turn.
+#[derive(Debug, Clone, Default)]
+pub struct TurnEnd {
+    /// The chat the turn ran in, as the agent reported it.
+    pub chat_id: Option<String>,
+    pub usage: Option<Usage>,
+    /// The agent's final answer text (the engine checks it against what streamed).
+    pub final_text: String,
+}
+
+/// A failed turn.
+#[derive(Debug, Clone)]
+pub struct TurnFailure {
+    pub error: BridgeError,
+    /// The agent produced at least one event, so it knew the chat (a resume that fails before
+    /// that is treated as a chat the agent no longer has).
+    pub spoke: bool,
+}
+
+impl From<BridgeError> for TurnFailure {
+    fn from(error: BridgeError) -> Self {
+        TurnFailure { error, spoke: false }
+    }
+}
+
+/// Capacity worth preparing before it is needed.
+#[derive(Debug, Clone)]
+pub enum Warm {
+    /// New conversations will start in this folder.
+    Workspace(PathBuf),
+    /// This chat will likely get a follow-up with the same model and mode. `fresh` asks for
+    /// warm capacity for a new conversation as well.
+    FollowUp { model: String, mode: Mode, workspace: PathBuf, chat_id: String, unattended: bool, fresh: bool },
+}
+
+/// Where the agent program is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located {
+    pub path: String,
+}
+
+pub trait Backend: Send + Sync {
+    /// Short name for logs and `status` (`print`, `acp`, …).
+    fn name(&self) -> &'static str;
+
+    /// Find the agent program (remembered; looked up again when it went missing).
+    fn locate(&self) -> BoxFuture<'_, Result<Located, BridgeError>>;
+
+    /// The models the agent offers, fresh (the engine caches them).
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>, BridgeError>>;
+
+    /// Run one turn, streaming its events to `sink`. Dropping the future stops the turn and
+    /// everything it started.
+    fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>>;
+
+    /// Prepare capacity ahead of need, in the background (never delays the caller).
+    fn warm(&self, hint: Warm);
+
+    /// The agent's state for `status`: found, version, login.
+    fn health(&self) -> BoxFuture<'_, CliStatus>;
+
+    /// Stop everything prepared ahead and every background task (sidecar shutdown).
+    fn shutdown(&self);
+}

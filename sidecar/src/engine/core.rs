@@ -1,0 +1,120 @@
+//! The engine's state, set up once per front door: configuration, the backend, sessions, the
+//! model catalogue, the pool, and the background work (model checks) it started. The
+//! operations live beside it: a turn in `turn.rs`, the model list in `models.rs`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::broadcast;
+
+use super::catalog::ModelCatalog;
+use super::config::Config;
+use super::pool::Pool;
+use super::sessions::{Clock, SessionStore, SystemClock};
+use crate::backend::{Backend, Located, Warm};
+use crate::error::Result;
+use crate::protocol::{ModelInfo, SessionSummary, StatusResult};
+use crate::util::sync::lock;
+
+pub struct Engine {
+    pub(super) config: Config,
+    pub(super) backend: Arc<dyn Backend>,
+    pub(super) sessions: Mutex<SessionStore>,
+    pub(super) catalog: ModelCatalog,
+    pub(super) pool: Pool,
+    pub(super) in_flight: AtomicUsize,
+    /// A changed model list found by a background check (`models/changed` on stdio).
+    pub(super) model_changes: broadcast::Sender<Vec<ModelInfo>>,
+    /// Work that outlives the call that started it; aborted at shutdown so it cannot hold the
+    /// sidecar's exit.
+    background: Mutex<tokio::task::JoinSet<()>>,
+}
+
+impl Engine {
+    pub fn new(config: Config, backend: Arc<dyn Backend>) -> Arc<Engine> {
+        Self::with_clock(config, backend, Arc::new(SystemClock))
+    }
+
+    /// [`Engine::new`] with a clock of the caller's (tests move it by hand).
+    pub fn with_clock(config: Config, backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Arc<Engine> {
+        let state = config.state_dir.clone();
+        let o = &config.options;
+        let sessions = SessionStore::open(
+            state.as_ref().map(|d| d.join("sessions.json")),
+            clock,
+            o.session_ttl_minutes,
+            o.max_sessions,
+        );
+        Arc::new(Engine {
+            catalog: ModelCatalog::open(state.as_ref().map(|d| d.join("models.json"))),
+            sessions: Mutex::new(sessions),
+            pool: Pool::new(o.max_concurrent),
+            in_flight: AtomicUsize::new(0),
+            model_changes: broadcast::channel(4).0,
+            background: Mutex::new(tokio::task::JoinSet::new()),
+            backend,
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Find the agent and prepare what the first turn in each of `workspaces` will need.
+    pub async fn warm_up(&self, workspaces: &[std::path::PathBuf]) -> Result<Located> {
+        let located = self.backend.locate().await?;
+        for w in workspaces {
+            self.backend.warm(Warm::Workspace(w.clone()));
+        }
+        Ok(located)
+    }
+
+    pub fn sessions(&self) -> Vec<SessionSummary> {
+        lock(&self.sessions).list()
+    }
+
+    pub fn session_count(&self) -> usize {
+        lock(&self.sessions).len()
+    }
+
+    /// Forget one session (or all): its next turn starts a new chat with the history replayed.
+    pub fn clear_sessions(&self, id: Option<&str>) -> usize {
+        let cleared = lock(&self.sessions).clear(id);
+        tracing::info!(cleared, "sessions cleared");
+        cleared
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// `status` without the log file (the front door knows where its log goes).
+    pub async fn status(&self) -> StatusResult {
+        let cli = self.backend.health().await;
+        StatusResult {
+            version: env!("CARGO_PKG_VERSION").into(),
+            cli,
+            sessions: self.session_count(),
+            in_flight: self.in_flight(),
+            log_file: None,
+        }
+    }
+
+    pub(super) fn spawn_background(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        let mut set = lock(&self.background);
+        while set.try_join_next().is_some() {}
+        set.spawn(work);
+    }
+
+    /// Stop background work and everything the backend prepared ahead (turns in flight are the
+    /// caller's: dropping them stops them).
+    pub fn shutdown(&self) {
+        lock(&self.background).abort_all();
+        self.backend.shutdown();
+    }
+}

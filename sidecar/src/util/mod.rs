@@ -1,0 +1,9 @@
+//! Helpers every layer may use, each in one place: text cutting and ANSI stripping, secret
+//! redaction, lock and abort guards, random ids, bounded line reading. Nothing here knows about
+//! the protocol, the engine or a backend.
+
+pub mod ids;
+pub mod io;
+pub mod redact;
+pub mod sync;
+pub mod text;
