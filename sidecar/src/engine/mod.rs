@@ -16,3 +16,6 @@ pub use self::config::Config;
 pub use self::core::Engine;
 pub use self::turn::{TurnOutcome, TurnRequest};
 pub use crate::backend::Event;
+
+#[cfg(test)]
+mod tests;

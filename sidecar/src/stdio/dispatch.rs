@@ -55,6 +55,16 @@ where
     serve_module(input, output, app, module, outbox_rx).await
 }
 
+/// [`serve`] on a connection of the caller's (the in-process tests give it a scripted backend).
+pub async fn serve_connection<R, W>(input: R, output: W, app: Arc<Connection>, outbox_rx: mpsc::Receiver<Vec<u8>>) -> i32
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let module = handlers::module(app.clone());
+    serve_module(input, output, app, module, outbox_rx).await
+}
+
 /// [`serve`] with a given method table (tests add methods that misbehave on purpose).
 pub async fn serve_module<R, W>(
     input: R,

@@ -11,3 +11,6 @@ pub mod state;
 pub mod transport;
 
 pub use dispatch::serve;
+
+#[cfg(test)]
+mod tests;

@@ -6,14 +6,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::outbox::Outbox;
+use crate::backend::{select, Backend};
 use crate::engine::Engine;
 use crate::error::{BridgeError, Result};
 use crate::startup::Paths;
 use crate::util::sync::lock;
 
+/// Builds the backend `initialize` asks for (tests substitute a scripted one).
+pub type BackendFactory = Box<dyn Fn(select::Settings) -> Arc<dyn Backend> + Send + Sync>;
+
 pub struct Connection {
     pub outbox: Outbox,
     pub paths: Paths,
+    make_backend: BackendFactory,
     engine: OnceLock<Arc<Engine>>,
     shutting_down: AtomicBool,
     background: Mutex<tokio::task::JoinSet<()>>,
@@ -21,13 +26,22 @@ pub struct Connection {
 
 impl Connection {
     pub fn new(outbox: Outbox, paths: Paths) -> Self {
+        Self::with_backend(outbox, paths, Box::new(select::backend))
+    }
+
+    pub fn with_backend(outbox: Outbox, paths: Paths, make_backend: BackendFactory) -> Self {
         Connection {
             outbox,
             paths,
+            make_backend,
             engine: OnceLock::new(),
             shutting_down: AtomicBool::new(false),
             background: Mutex::new(tokio::task::JoinSet::new()),
         }
+    }
+
+    pub fn backend(&self, settings: select::Settings) -> Arc<dyn Backend> {
+        (self.make_backend)(settings)
     }
 
     pub fn is_initialized(&self) -> bool {

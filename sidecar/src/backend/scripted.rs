@@ -1,0 +1,215 @@
+//! A backend that follows a script instead of running a program: the in-process test tier
+//! (`engine/tests/`, `stdio/tests.rs`) drives the engine with it under `tokio::time::pause()`, so sessions, queueing, timeouts and cancel are
+//! tested in milliseconds without a process. Each turn's behaviour comes from its prompt:
+//! `[[steps]]` at the start of a prompt picks a script (see [`Step::parse`]); anything else
+//! answers `Echo: <prompt>`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::backend::{Backend, BoxFuture, Chat, Event, EventSink, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::error::BridgeError;
+use crate::protocol::{CliStatus, ErrorKind, ModelCapabilities, ModelInfo, Usage};
+use crate::util::sync::lock;
+
+/// One thing a scripted turn does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Text(String),
+    Think(String),
+    Tool,
+    /// Say nothing for this long (the idle watchdog sees silence).
+    Silent(Duration),
+    /// Stay alive without events for this long (heartbeats every second).
+    Busy(Duration),
+    /// Fail; `spoke` says whether the agent produced an event first.
+    Fail(ErrorKind, bool),
+    /// End without any answer text.
+    Empty,
+}
+
+impl Step {
+    /// `[[text:hi|silent:70|fail:cliFailed]]` → steps. Unknown words are a test bug: panic.
+    pub fn parse(prompt: &str) -> Option<Vec<Step>> {
+        let body = prompt.strip_prefix("[[")?.split("]]").next()?;
+        Some(
+            body.split('|')
+                .map(|s| {
+                    let (word, arg) = s.split_once(':').unwrap_or((s, ""));
+                    let secs = || Duration::from_secs(arg.parse().expect("seconds"));
+                    match word {
+                        "text" => Step::Text(arg.into()),
+                        "think" => Step::Think(arg.into()),
+                        "tool" => Step::Tool,
+                        "silent" => Step::Silent(secs()),
+                        "busy" => Step::Busy(secs()),
+                        "fail" => Step::Fail(serde_json::from_value(arg.into()).expect("error kind"), false),
+                        "failAfterText" => Step::Fail(serde_json::from_value(arg.into()).expect("error kind"), true),
+                        "empty" => Step::Empty,
+                        other => panic!("unknown scripted step {other}"),
+                    }
+                })
+                .collect(),
+        )
+    }
+}
+
+#[derive(Default)]
+pub struct Scripted {
+    /// Every turn as the engine asked for it, in order of arrival at the backend.
+    pub turns: Mutex<Vec<TurnSpec>>,
+    pub warmed: Mutex<Vec<Warm>>,
+    pub models: Mutex<Vec<ModelInfo>>,
+    pub model_calls: AtomicUsize,
+    pub running: AtomicUsize,
+    pub most_running: AtomicUsize,
+    /// Turns whose future was dropped before it ended (cancelled or timed out).
+    pub dropped: AtomicUsize,
+    /// Resumes of these chats fail before any output, as the CLI does for a chat it lost.
+    pub lost_chats: Mutex<Vec<String>>,
+    pub missing: std::sync::atomic::AtomicBool,
+    chats: AtomicUsize,
+}
+
+impl Scripted {
+    pub fn new() -> Arc<Scripted> {
+        Arc::new(Scripted::default())
+    }
+
+    pub fn turn(&self, i: usize) -> TurnSpec {
+        lock(&self.turns)[i].clone()
+    }
+
+    pub fn turn_count(&self) -> usize {
+        lock(&self.turns).len()
+    }
+
+    async fn run(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+        lock(&self.turns).push(t.clone());
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_running.fetch_max(now, Ordering::SeqCst);
+        let mut guard = RunGuard { backend: self, finished: false };
+        let result = self.steps(&t, sink).await;
+        guard.finished = true;
+        result
+    }
+
+    async fn steps(&self, t: &TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+        let chat_id = match &t.chat {
+            Chat::Resume(id) => {
+                if lock(&self.lost_chats).contains(id) {
+                    let e = BridgeError::new(ErrorKind::CliFailed, "chat not found").hint("scripted");
+                    return Err(TurnFailure { error: e, spoke: false });
+                }
+                Some(id.clone())
+            }
+            Chat::New => Some(format!("chat-{}", self.chats.fetch_add(1, Ordering::SeqCst) + 1)),
+            Chat::OneShot => None,
+        };
+        let steps = Step::parse(&t.prompt).unwrap_or_else(|| vec![Step::Text(format!("Echo: {}", t.prompt))]);
+        let mut final_text = String::new();
+        for step in steps {
+            match step {
+                Step::Text(text) => {
+                    final_text.push_str(&text);
+                    sink.emit(Event::Text(text)).await
+                }
+                Step::Think(text) => sink.emit(Event::Thinking(text)).await,
+                Step::Tool => {
+                    let (call_id, tool, summary) = ("c1".to_string(), "read".to_string(), "Read a.rs".to_string());
+                    sink.emit(Event::ToolStarted { call_id: call_id.clone(), tool: tool.clone(), summary: summary.clone() })
+                        .await;
+                    sink.emit(Event::ToolCompleted { call_id, tool, summary, ok: true, detail: None }).await
+                }
+                Step::Silent(d) => tokio::time::sleep(d).await,
+                Step::Busy(d) => {
+                    let end = tokio::time::Instant::now() + d;
+                    while tokio::time::Instant::now() < end {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        sink.alive();
+                    }
+                }
+                Step::Fail(kind, spoke) => {
+                    let error = BridgeError::new(kind, format!("scripted {kind}")).hint("scripted");
+                    return Err(TurnFailure { error, spoke });
+                }
+                Step::Empty => return Ok(TurnEnd { chat_id, usage: None, final_text: String::new() }),
+            }
+        }
+        let usage = Some(Usage { input_tokens: 10, output_tokens: final_text.len() as u64, ..Usage::default() });
+        Ok(TurnEnd { chat_id, usage, final_text })
+    }
+}
+
+struct RunGuard<'a> {
+    backend: &'a Scripted,
+    finished: bool,
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        self.backend.running.fetch_sub(1, Ordering::SeqCst);
+        if !self.finished {
+            self.backend.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+pub fn model(id: &str) -> ModelInfo {
+    ModelInfo {
+        id: id.into(),
+        name: id.into(),
+        family: id.into(),
+        max_input_tokens: 200_000,
+        max_output_tokens: 32_000,
+        capabilities: ModelCapabilities { thinking: false, tool_calling: false, image_input: false },
+        is_default: false,
+    }
+}
+
+impl Backend for Scripted {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn locate(&self) -> BoxFuture<'_, Result<Located, BridgeError>> {
+        Box::pin(async move {
+            if self.missing.load(Ordering::SeqCst) {
+                return Err(BridgeError::new(ErrorKind::CliNotFound, "no agent").hint("install it"));
+            }
+            Ok(Located { path: "/scripted".into() })
+        })
+    }
+
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>, BridgeError>> {
+        Box::pin(async move {
+            self.model_calls.fetch_add(1, Ordering::SeqCst);
+            Ok(lock(&self.models).clone())
+        })
+    }
+
+    fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {
+        Box::pin(self.run(turn, sink))
+    }
+
+    fn warm(&self, hint: Warm) {
+        lock(&self.warmed).push(hint);
+    }
+
+    fn health(&self) -> BoxFuture<'_, CliStatus> {
+        Box::pin(async move {
+            CliStatus {
+                found: true,
+                path: Some("/scripted".into()),
+                version: Some("scripted".into()),
+                logged_in: Some(true),
+                account: None,
+                api_key: false,
+                hint: None,
+            }
+        })
+    }
+
+    fn shutdown(&self) {}
+}

@@ -1,0 +1,153 @@
+//! Which chat a turn runs in, and what the agent is sent.
+
+use super::*;
+use crate::backend::{Chat, Warm};
+use crate::protocol::Options;
+
+#[tokio::test(start_paused = true)]
+async fn a_follow_up_resumes_the_chat_and_sends_only_the_new_message() {
+    let h = Harness::new(Options::default());
+    let (events, first) = h.send(in_conversation("conv-1", vec![user("hello")])).await;
+    let first = first.unwrap();
+    assert_eq!(text_of(&events), "Echo: hello");
+    assert!(matches!(&events[0], Event::Session { resumed: false, replayed: false, .. }), "{events:?}");
+    assert_eq!(h.backend.turn(0).chat, Chat::New);
+
+    let history = vec![user("hello"), assistant("Echo: hello"), user("and then?")];
+    let (_, second) = h.send(in_conversation("conv-1", history)).await;
+    let second = second.unwrap();
+    assert!(second.resumed);
+    assert_eq!(second.session_id, first.session_id);
+    let t = h.backend.turn(1);
+    assert_eq!(t.chat, Chat::Resume("chat-1".into()));
+    assert_eq!(t.prompt, "and then?");
+}
+
+#[tokio::test(start_paused = true)]
+async fn history_alone_identifies_a_conversation_and_a_different_one_starts_a_new_chat() {
+    let h = Harness::new(Options::default());
+    h.send(request(vec![user("first question")])).await.1.unwrap();
+    let (_, same) = h.send(request(vec![user("first question"), assistant("…"), user("second")])).await;
+    assert!(same.unwrap().resumed);
+    let (_, other) = h.send(request(vec![user("another opener"), assistant("…"), user("second")])).await;
+    let other = other.unwrap();
+    assert!(!other.resumed);
+    assert!(other.replayed, "an unknown history is replayed into the new chat");
+    let t = h.backend.turn(2);
+    assert_eq!(t.chat, Chat::New);
+    assert!(t.prompt.contains("another opener") && t.prompt.ends_with("second"), "{}", t.prompt);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cleared_session_replays_the_conversation_into_a_new_chat() {
+    let h = Harness::new(Options::default());
+    h.send(in_conversation("c", vec![user("remember 42")])).await.1.unwrap();
+    assert_eq!(h.engine.clear_sessions(None), 1);
+    let (events, r) = h.send(in_conversation("c", vec![user("remember 42"), assistant("ok"), user("what number?")])).await;
+    let r = r.unwrap();
+    assert!(!r.resumed && r.replayed);
+    assert!(matches!(&events[0], Event::Session { replayed: true, .. }));
+    let prompt = h.backend.turn(1).prompt;
+    assert!(prompt.contains("remember 42") && prompt.contains("ok") && prompt.ends_with("what number?"), "{prompt}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_chat_the_agent_lost_is_replayed_instead_of_failing() {
+    let h = Harness::new(Options::default());
+    h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
+    h.backend.lost_chats.lock().unwrap().push("chat-1".into());
+    let (events, r) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;
+    r.unwrap();
+    assert_eq!(h.backend.turn_count(), 3, "the resume, then the replay");
+    assert_eq!(h.backend.turn(2).chat, Chat::New);
+    assert!(h.backend.turn(2).prompt.contains("one"));
+    assert!(text_of(&events).contains("two"));
+    // The session now points at the new chat: the next turn resumes that one.
+    h.send(in_conversation("c", vec![user("one"), assistant("a"), user("two"), assistant("b"), user("three")]))
+        .await
+        .1
+        .unwrap();
+    assert_eq!(h.backend.turn(3).chat, Chat::Resume("chat-2".into()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn utility_turns_run_one_shot_in_ask_mode_and_touch_no_session() {
+    let h = Harness::new(Options { utility_model: Some("fast-model".into()), ..Options::default() });
+    let req = TurnRequest { utility: true, mode: Mode::Agent, ..request(vec![user("title for: hello")]) };
+    let (events, r) = h.send(req).await;
+    let r = r.unwrap();
+    assert_eq!(r.session_id, None);
+    assert!(!events.iter().any(|e| matches!(e, Event::Session { .. })));
+    let t = h.backend.turn(0);
+    assert_eq!((t.chat, t.mode, t.model.as_str()), (Chat::OneShot, Mode::Ask, "fast-model"));
+    assert!(h.engine.sessions().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn sessions_survive_a_restart_through_the_state_folder() {
+    let h = Harness::with_state(Options::default(), true);
+    h.send(in_conversation("c", vec![user("persist me")])).await.1.unwrap();
+    let restarted = h.restart();
+    let (_, r) = send_to(&restarted, in_conversation("c", vec![user("persist me"), assistant("x"), user("still?")])).await;
+    assert!(r.unwrap().resumed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_finished_turn_warms_up_its_follow_up() {
+    let h = Harness::new(Options { spares: 2, ..Options::default() });
+    h.send(in_conversation("c", vec![user("hi")])).await.1.unwrap();
+    let warmed = h.backend.warmed.lock().unwrap().clone();
+    assert!(
+        matches!(&warmed[..], [Warm::FollowUp { chat_id, fresh: true, .. }] if chat_id == "chat-1"),
+        "{warmed:?}"
+    );
+    let off = Harness::new(Options { spares: 0, ..Options::default() });
+    off.send(in_conversation("c", vec![user("hi")])).await.1.unwrap();
+    assert!(off.backend.warmed.lock().unwrap().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn events_arrive_in_order_and_usage_comes_last() {
+    let h = Harness::new(Options::default());
+    let (events, r) = h.send(request(vec![user("[[think:hmm|tool|text:done]]")])).await;
+    r.unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| match e {
+            Event::Session { .. } => "session",
+            Event::Thinking(_) => "thinking",
+            Event::ToolStarted { .. } => "toolStarted",
+            Event::ToolCompleted { .. } => "toolCompleted",
+            Event::Text(_) => "text",
+            Event::Usage(_) => "usage",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["session", "thinking", "toolStarted", "toolCompleted", "text", "usage"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_answer_is_an_error_but_tool_work_is_not() {
+    let h = Harness::new(Options::default());
+    let (_, r) = h.send(request(vec![user("[[empty]]")])).await;
+    assert_eq!(r.unwrap_err().kind, ErrorKind::EmptyResponse);
+    let (_, r) = h.send(request(vec![user("[[tool]]")])).await;
+    r.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_requests_are_refused_before_the_agent_runs() {
+    let h = Harness::new(Options::default());
+    let (_, r) = h.send(TurnRequest { model: " ".into(), ..request(vec![user("x")]) }).await;
+    assert_eq!(r.unwrap_err().kind, ErrorKind::InvalidParams);
+    let (_, r) = h.send(request(vec![assistant("no user message")])).await;
+    assert_eq!(r.unwrap_err().kind, ErrorKind::InvalidParams);
+    let (_, r) = h.send(TurnRequest { workspace: Some("/".into()), ..request(vec![user("x")]) }).await;
+    assert_eq!(r.unwrap_err().kind, ErrorKind::InvalidParams, "outside the configured folders");
+    h.backend.missing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (_, r) = h.send(request(vec![user("x")])).await;
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CliNotFound);
+    assert_eq!(h.backend.turn_count(), 0);
+}
+
+use crate::protocol::ErrorKind;

@@ -1,0 +1,205 @@
+//! The protocol in process: the real dispatch loop, handlers and writer over `tokio::io::duplex`,
+//! with a scripted backend (as typos-lsp tests its server). What needs a real process (signals,
+//! pipes, process trees) is tested against the binary in `sidecar/tests/`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+use super::dispatch::serve_connection;
+use super::outbox::outbox;
+use super::state::Connection;
+use crate::backend::scripted::{model, Scripted};
+use crate::backend::Backend;
+use crate::startup::Paths;
+
+struct Client {
+    input: DuplexStream,
+    output: DuplexStream,
+    next_id: i64,
+    server: tokio::task::JoinHandle<i32>,
+    /// Frames read while waiting for something else.
+    pending: Vec<Value>,
+}
+
+impl Client {
+    fn start(backend: Arc<Scripted>, state_dir: Option<std::path::PathBuf>) -> Client {
+        let (tx, rx) = outbox();
+        let paths = Paths { state_dir, log_file: None };
+        let conn = Arc::new(Connection::with_backend(tx, paths, Box::new(move |_| backend.clone() as Arc<dyn Backend>)));
+        let (input, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, output) = tokio::io::duplex(1 << 20);
+        let server = tokio::spawn(serve_connection(server_in, server_out, conn, rx));
+        Client { input, output, next_id: 0, server, pending: Vec::new() }
+    }
+
+    async fn write(&mut self, v: Value) {
+        let body = v.to_string();
+        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        self.input.write_all(frame.as_bytes()).await.unwrap();
+    }
+
+    async fn read(&mut self) -> Value {
+        if !self.pending.is_empty() {
+            return self.pending.remove(0);
+        }
+        let read = async {
+            let mut header = Vec::new();
+            while !header.ends_with(b"\r\n\r\n") {
+                header.push(self.output.read_u8().await.unwrap());
+            }
+            let text = String::from_utf8(header).unwrap();
+            let len: usize = text.trim().trim_start_matches("Content-Length:").trim().parse().unwrap();
+            let mut body = vec![0; len];
+            self.output.read_exact(&mut body).await.unwrap();
+            serde_json::from_slice(&body).unwrap()
+        };
+        tokio::time::timeout(Duration::from_secs(10), read).await.expect("a frame within 10 s")
+    }
+
+    async fn send(&mut self, method: &str, params: Value) -> i64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.write(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        id
+    }
+
+    /// Frames up to and including the response to `id`.
+    async fn until_response(&mut self, id: i64) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let frame = self.read().await;
+            if frame["id"] == id && frame.get("method").is_none() {
+                return (before, frame);
+            }
+            before.push(frame);
+        }
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params).await;
+        let (before, response) = self.until_response(id).await;
+        self.pending.extend(before);
+        response
+    }
+
+    async fn initialize(&mut self, workspace: &std::path::Path) -> Value {
+        self.request("initialize", json!({"protocolVersion": 1, "workspaceFolders": [workspace]})).await
+    }
+
+    async fn finish(mut self) -> i32 {
+        self.write(json!({"jsonrpc": "2.0", "method": "exit"})).await;
+        tokio::time::timeout(Duration::from_secs(10), self.server).await.unwrap().unwrap()
+    }
+}
+
+fn chat(turn: &str, text: &str) -> Value {
+    json!({"turnId": turn, "model": "auto", "mode": "ask", "messages": [{"role": "user", "text": text}]})
+}
+
+#[tokio::test]
+async fn a_turn_streams_numbered_deltas_then_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::start(Scripted::new(), None);
+    let init = c.initialize(dir.path()).await;
+    assert_eq!(init["result"]["capabilities"]["cli"]["found"], true, "{init}");
+    let id = c.send("chat/send", chat("t1", "[[think:hm|text:Hello, |text:world]]")).await;
+    let (deltas, response) = c.until_response(id).await;
+    let kinds: Vec<&str> = deltas.iter().map(|d| d["params"]["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["session", "thinking", "text", "text", "usage"]);
+    let seqs: Vec<u64> = deltas.iter().map(|d| d["params"]["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    assert!(deltas.iter().all(|d| d["method"] == "chat/delta" && d["params"]["turnId"] == "t1"));
+    let text: String = deltas.iter().filter_map(|d| d["params"]["text"].as_str().filter(|_| d["params"]["kind"] == "text")).collect();
+    assert_eq!(text, "Hello, world");
+    let result = &response["result"];
+    assert_eq!((result["turnId"].as_str(), result["resumed"].as_bool(), result["stopReason"].as_str()), (Some("t1"), Some(false), Some("end")));
+    assert!(result["sessionId"].as_str().unwrap().starts_with("cb-"));
+    assert_eq!(c.finish().await, 0);
+}
+
+#[tokio::test]
+async fn cancel_answers_minus_32800_once_and_stops_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Scripted::new();
+    let mut c = Client::start(backend.clone(), None);
+    c.initialize(dir.path()).await;
+    let id = c.send("chat/send", chat("t1", "[[text:start|busy:100]]")).await;
+    // The first delta shows the turn is running.
+    let first = c.read().await;
+    assert_eq!(first["method"], "chat/delta");
+    c.write(json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": id}})).await;
+    let (_, response) = c.until_response(id).await;
+    assert_eq!(response["error"]["code"], -32800, "{response}");
+    // Exactly one answer: the next request's answer is the next response on the wire.
+    let list = c.request("sessions/list", json!({})).await;
+    assert_eq!(list["result"]["sessions"], json!([]), "a cancelled turn records no session");
+    assert!(c.pending.iter().all(|f| f["id"] != id), "{:?}", c.pending);
+    assert_eq!(backend.dropped.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(c.finish().await, 0);
+}
+
+#[tokio::test]
+async fn protocol_errors_are_typed_and_the_server_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::start(Scripted::new(), None);
+    let early = c.request("models/list", json!({})).await;
+    assert_eq!(early["error"]["code"], -32002, "{early}");
+    c.initialize(dir.path()).await;
+    let unknown = c.request("no/such", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+    let bad = c.request("chat/send", json!({"turnId": 5})).await;
+    assert_eq!((bad["error"]["code"].as_i64(), bad["error"]["data"]["kind"].as_str()), (Some(-32602), Some("invalidParams")));
+    let failed = c.request("chat/send", chat("t", "[[fail:rateLimited]]")).await;
+    assert_eq!((failed["error"]["code"].as_i64(), failed["error"]["data"]["kind"].as_str()), (Some(-32000), Some("rateLimited")));
+    assert_eq!(failed["error"]["data"]["hint"], "scripted");
+    c.pending.clear(); // the failed turn's session delta
+    c.input.write_all(b"Content-Length: 5\r\n\r\n{oops").await.unwrap();
+    let parse = c.read().await;
+    assert_eq!(parse["id"], Value::Null);
+    assert_eq!(parse["error"]["code"], -32700);
+    let ok = c.request("sessions/list", json!({})).await;
+    assert!(ok.get("result").is_some());
+    assert_eq!(c.finish().await, 0);
+}
+
+#[tokio::test]
+async fn a_changed_model_list_reaches_the_client_as_models_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let backend = Scripted::new();
+    *backend.models.lock().unwrap() = vec![model("old")];
+    let mut first = Client::start(backend.clone(), Some(state.clone()));
+    first.initialize(dir.path()).await;
+    let listed = first.request("models/list", json!({})).await;
+    assert_eq!(listed["result"]["models"][0]["id"], "old");
+    assert_eq!(first.finish().await, 0);
+
+    *backend.models.lock().unwrap() = vec![model("new")];
+    let mut second = Client::start(backend, Some(state));
+    second.initialize(dir.path()).await;
+    let cached = second.request("models/list", json!({})).await;
+    assert_eq!(cached["result"]["models"][0]["id"], "old", "served from the file at once");
+    let changed = second.read().await;
+    assert_eq!(changed["method"], "models/changed");
+    assert_eq!(changed["params"]["models"][0]["id"], "new");
+    assert_eq!(second.finish().await, 0);
+}
+
+#[tokio::test]
+async fn shutdown_stops_running_turns_and_exit_ends_the_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Scripted::new();
+    let mut c = Client::start(backend.clone(), None);
+    c.initialize(dir.path()).await;
+    c.send("chat/send", chat("t1", "[[busy:100]]")).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let down = c.request("shutdown", json!(null)).await;
+    assert!(down.get("result").is_some(), "{down}");
+    let after = c.request("sessions/list", json!({})).await;
+    assert_eq!(after["error"]["code"], -32600, "refused while shutting down: {after}");
+    assert_eq!(c.finish().await, 0);
+    assert_eq!(backend.running.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
