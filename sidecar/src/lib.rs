@@ -11,3 +11,6 @@ pub mod protocol;
 pub mod startup;
 pub mod stdio;
 pub mod util;
+
+#[cfg(test)]
+mod tidy;

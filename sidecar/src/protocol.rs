@@ -166,7 +166,7 @@ impl fmt::Debug for Secret {
 // ---------------------------------------------------------------------------------------------
 // initialize
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
     pub protocol_version: u32,
@@ -176,7 +176,8 @@ pub struct InitializeParams {
     pub workspace_folders: Vec<String>,
     #[serde(default)]
     pub cli_path: Option<String>,
-    #[serde(default)]
+    /// Never serialized: the key travels in one direction only, into the CLI's environment.
+    #[serde(default, skip_serializing)]
     pub api_key: Option<Secret>,
     #[serde(default)]
     pub options: Options,
@@ -236,7 +237,7 @@ impl Default for Options {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     pub protocol_version: u32,
@@ -244,17 +245,17 @@ pub struct InitializeResult {
     pub capabilities: Capabilities,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerInfo {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Capabilities {
     /// The `chat/delta` kinds this sidecar may send.
-    pub delta_kinds: Vec<&'static str>,
+    pub delta_kinds: Vec<String>,
     /// Turns can be cancelled with `$/cancelRequest`.
     pub cancel: bool,
     /// Conversations resume across turns (and sidecar restarts).
@@ -263,7 +264,7 @@ pub struct Capabilities {
     pub cli: CliInfo,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CliInfo {
     pub found: bool,
@@ -274,14 +275,14 @@ pub struct CliInfo {
 // ---------------------------------------------------------------------------------------------
 // models/list
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ModelsListParams {
     /// Ask the CLI again instead of answering from the cache.
     pub refresh: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelsListResult {
     pub models: Vec<ModelInfo>,
@@ -342,7 +343,7 @@ pub struct ChatMessage {
     pub text: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatSendParams {
     /// Chosen by the client; echoed in every `chat/delta` of this turn.
@@ -370,7 +371,7 @@ pub enum StopReason {
     End,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatSendResult {
     pub turn_id: String,
@@ -394,17 +395,17 @@ pub struct Usage {
 }
 
 /// `chat/delta` params: `{turnId, seq, kind, …}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatDelta<'a> {
-    pub turn_id: &'a str,
+    pub turn_id: std::borrow::Cow<'a, str>,
     pub seq: u64,
     #[serde(flatten)]
     pub body: DeltaBody,
 }
 
 /// What one `chat/delta` carries, tagged by `kind`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum DeltaBody {
     /// New answer text (never cumulative).
@@ -421,7 +422,7 @@ pub enum DeltaBody {
         tool: String,
         summary: String,
         ok: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
     /// The CLI asked permission for something it may not do unattended and was refused.
@@ -451,7 +452,7 @@ impl DeltaBody {
 }
 
 /// `$/cancelRequest` params.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CancelParams {
     pub id: serde_json::Value,
 }
@@ -459,7 +460,7 @@ pub struct CancelParams {
 // ---------------------------------------------------------------------------------------------
 // sessions/list, sessions/clear
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsListResult {
     pub sessions: Vec<SessionSummary>,
@@ -479,14 +480,14 @@ pub struct SessionSummary {
     pub last_used_ms: u64,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SessionsClearParams {
     /// Clear just this session; all sessions when absent.
     pub session_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionsClearResult {
     pub cleared: usize,
 }
@@ -494,7 +495,7 @@ pub struct SessionsClearResult {
 // ---------------------------------------------------------------------------------------------
 // status
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusResult {
     pub version: String,
@@ -505,7 +506,7 @@ pub struct StatusResult {
     pub log_file: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CliStatus {
     pub found: bool,

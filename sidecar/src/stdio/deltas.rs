@@ -32,7 +32,7 @@ pub async fn forward(turn_id: &str, mut events: mpsc::Receiver<Event>, outbox: &
     let mut seq = 0;
     while let Some(event) = events.recv().await {
         seq += 1;
-        let delta = ChatDelta { turn_id, seq, body: event.into() };
+        let delta = ChatDelta { turn_id: turn_id.into(), seq, body: event.into() };
         outbox.notify(notification::CHAT_DELTA, &delta).await;
     }
 }

@@ -98,7 +98,7 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
         protocol_version: PROTOCOL_VERSION,
         server_info: ServerInfo { name: "cursor-bridge".into(), version: env!("CARGO_PKG_VERSION").into() },
         capabilities: Capabilities {
-            delta_kinds: DeltaBody::KINDS.to_vec(),
+            delta_kinds: DeltaBody::KINDS.iter().map(|k| k.to_string()).collect(),
             cancel: true,
             sessions: true,
             cli: CliInfo { found: cli.is_some(), path: cli.map(|c| c.path) },

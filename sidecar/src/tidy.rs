@@ -1,0 +1,410 @@
+//! Tidy, as tests (rust-analyzer's `tidy.rs` is the model): rules about the source tree that a
+//! reviewer should not have to check by eye. Each failure names the file and the rule.
+//!
+//! - Layers: front doors (`stdio/`, `http/`) use the engine, the engine uses backends, nothing
+//!   below imports a front door, and the two doors never import each other.
+//! - No two modules import each other, however indirectly (the import graph has no cycle).
+//! - Processes start only through `backend/process.rs`.
+//! - Only the writer touches stdout (`main.rs` prints `--version`/`--help` before serving).
+//! - rustfmt's output is the source (`rustfmt.toml` at the workspace root).
+//! - Every JSON example in protocol.md deserializes into its Rust type and serializes back to
+//!   the same fields, so a renamed field fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+
+/// Every `.rs` file under `src/`, as (module path, file text). `a/b.rs` and `a/b/mod.rs` are
+/// module `a::b`; `lib.rs` and `main.rs` are the root.
+fn sources() -> Vec<(Vec<String>, PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(Path::new(SRC), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(SRC).unwrap();
+            let mut segs: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+            let last = segs.pop().unwrap();
+            if !matches!(last.as_str(), "mod.rs" | "lib.rs" | "main.rs") {
+                segs.push(last.trim_end_matches(".rs").to_string());
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            (segs, rel.to_path_buf(), text)
+        })
+        .collect()
+}
+
+/// Lines that are code, not comments (doc comments mention paths freely).
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| !l.trim_start().starts_with("//"))
+}
+
+/// Code lines of the shipped program: not the `#[cfg(test)]` part at the end of a file, not a
+/// test-only file.
+fn shipped_lines<'a>(path: &Path, text: &'a str) -> Vec<&'a str> {
+    let test_file = path.file_name().is_some_and(|n| n == "tests.rs" || n == "scripted.rs")
+        || path.components().any(|c| c.as_os_str() == "tests")
+        || path == Path::new("tidy.rs");
+    if test_file {
+        return Vec::new();
+    }
+    let end = text.find("#[cfg(test)]").or_else(|| text.find("#[cfg(all(test")).unwrap_or(text.len());
+    code_lines(&text[..end]).collect()
+}
+
+/// `name!(` as a macro call of its own (not the tail of `eprintln!(`).
+fn calls_macro(line: &str, name: &str) -> bool {
+    line.match_indices(name).any(|(at, _)| !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+}
+
+/// Module paths this file's code refers to through `crate::`, `super::` or `self::`.
+fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    // Inline modules (`mod tests {`): inside one, `super::` is the file's own module.
+    let mut inline: Vec<(String, i32)> = Vec::new();
+    let mut depth = 0i32;
+    for line in code_lines(text) {
+        let trimmed = line.trim_start();
+        let opens_mod = trimmed.trim_start_matches("pub ").strip_prefix("mod ").and_then(|r| r.strip_suffix(" {"));
+        depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
+        if let Some(name) = opens_mod {
+            inline.push((name.trim().to_string(), depth));
+            continue;
+        }
+        while inline.last().is_some_and(|(_, d)| depth < *d) {
+            inline.pop();
+        }
+        let mut here = module.to_vec();
+        here.extend(inline.iter().map(|(n, _)| n.clone()));
+        for (at, _) in line.match_indices("crate::").chain(line.match_indices("super::")).chain(line.match_indices("self::")) {
+            // `super::` inside `crate::a::super::`… does not occur; skip matches inside identifiers.
+            if at > 0 && line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let rest = &line[at..];
+            // `self::` is the module the line is in, `super::` its parent.
+            let mut base: Vec<String> = if rest.starts_with("crate::") { Vec::new() } else { here.clone() };
+            let mut path = rest;
+            loop {
+                if let Some(r) = path.strip_prefix("crate::") {
+                    path = r;
+                } else if let Some(r) = path.strip_prefix("super::") {
+                    base.pop();
+                    path = r;
+                } else if let Some(r) = path.strip_prefix("self::") {
+                    path = r;
+                } else {
+                    break;
+                }
+            }
+            let mut targets = Vec::new();
+            let segs: Vec<&str> = path
+                .split("::")
+                .take_while(|s| !s.is_empty() && !s.starts_with('{'))
+                .map(|s| s.trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_')))
+                .take_while(|s| !s.is_empty())
+                .collect();
+            let mut prefix = base.clone();
+            prefix.extend(segs.iter().map(|s| s.to_string()));
+            if let Some(group) = path.find("::{").filter(|i| path[..*i].split("::").count() == segs.len()) {
+                // `use a::b::{c, d::e}`: each member is a path of its own.
+                let inner = &path[group + 3..];
+                let inner = &inner[..inner.find('}').unwrap_or(inner.len())];
+                for member in inner.split(',') {
+                    let first = member.trim().split("::").next().unwrap_or("").trim();
+                    if !first.is_empty() && first != "self" {
+                        let mut t = prefix.clone();
+                        t.push(first.to_string());
+                        targets.push(t);
+                    }
+                }
+            }
+            targets.push(prefix);
+            out.extend(targets);
+        }
+    }
+    out
+}
+
+/// The import graph between source files: file → files whose module it uses. A module's own
+/// submodule declarations (`mod x;`) are not imports.
+fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let files = sources();
+    let modules: BTreeMap<Vec<String>, String> =
+        files.iter().map(|(m, p, _)| (m.clone(), p.display().to_string())).collect();
+    let mut graph = BTreeMap::new();
+    for (module, path, text) in &files {
+        let name = path.display().to_string();
+        if name == "main.rs" || name == "tidy.rs" {
+            continue; // main: the binary crate (imports the library by name); tidy: quotes paths
+        }
+        let mut edges = BTreeSet::new();
+        for target in references(module, text) {
+            // The longest prefix that is a module of ours.
+            let found = (0..=target.len()).rev().find_map(|n| modules.get(&target[..n]));
+            if let Some(file) = found {
+                if *file != name && !target.is_empty() {
+                    edges.insert(file.clone());
+                }
+            }
+        }
+        graph.insert(name, edges);
+    }
+    graph
+}
+
+fn layer(file: &str) -> &str {
+    match file.split('/').next().unwrap_or(file) {
+        "lib.rs" | "main.rs" => "root",
+        first => first.trim_end_matches(".rs"),
+    }
+}
+
+/// Which layers each layer may import (besides its own).
+fn allowed(layer: &str) -> &'static [&'static str] {
+    const FOUNDATION: &[&str] = &["protocol", "error", "util"];
+    match layer {
+        "protocol" | "util" | "logging" => &[],
+        "error" => &["protocol"],
+        "backend" => FOUNDATION,
+        "engine" => &["protocol", "error", "util", "backend"],
+        "startup" => &["protocol", "error", "util", "backend", "logging"],
+        "stdio" | "http" => &["protocol", "error", "util", "backend", "engine", "startup"],
+        "root" => &["protocol", "error", "util", "backend", "engine", "startup", "stdio", "http", "logging"],
+        other => panic!("tidy does not know the layer of `{other}`: add it to `allowed`"),
+    }
+}
+
+#[test]
+fn layers_point_down_only() {
+    let mut wrong = Vec::new();
+    for (file, edges) in import_graph() {
+        let from = layer(&file);
+        for to in edges.iter().map(|t| layer(t)) {
+            if to != from && !allowed(from).contains(&to) {
+                wrong.push(format!("{file} imports {to}/ ({from}/ may use only {:?})", allowed(from)));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_two_modules_import_each_other() {
+    let graph = import_graph();
+    // Depth-first search for a back edge; report the cycle.
+    fn visit<'a>(
+        n: &'a str,
+        g: &'a BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<&'a str, u8>,
+        stack: &mut Vec<&'a str>,
+        cycles: &mut Vec<String>,
+    ) {
+        state.insert(n, 1);
+        stack.push(n);
+        for m in g.get(n).into_iter().flatten() {
+            match state.get(m.as_str()) {
+                Some(1) => {
+                    let from = stack.iter().position(|s| *s == m).unwrap();
+                    cycles.push(format!("{} → {m}", stack[from..].join(" → ")));
+                }
+                Some(_) => {}
+                None => visit(m, g, state, stack, cycles),
+            }
+        }
+        stack.pop();
+        state.insert(n, 2);
+    }
+    let (mut state, mut stack, mut cycles) = (BTreeMap::new(), Vec::new(), Vec::new());
+    for n in graph.keys() {
+        if !state.contains_key(n.as_str()) {
+            visit(n, &graph, &mut state, &mut stack, &mut cycles);
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn the_graph_sees_real_imports() {
+    // The parser above must find what is plainly there, or the two tests above prove nothing.
+    let g = import_graph();
+    let has = |from: &str, to: &str| g[from].contains(to);
+    assert!(has("engine/turn.rs", "engine/core.rs"));
+    assert!(has("stdio/handlers.rs", "engine/mod.rs"));
+    assert!(has("backend/cursor_print/run.rs", "util/io.rs"));
+    assert!(has("stdio/dispatch.rs", "stdio/outbox.rs"), "grouped `use super::{{…}}` members");
+    assert_eq!(layer("stdio/handlers.rs"), "stdio");
+    assert!(!allowed("engine").contains(&"stdio") && !allowed("backend").contains(&"engine"));
+    assert!(!allowed("http").contains(&"stdio") && !allowed("stdio").contains(&"http"));
+}
+
+#[test]
+fn processes_start_only_through_the_process_helper() {
+    let mut wrong = Vec::new();
+    for (_, path, text) in sources() {
+        let name = path.display().to_string();
+        if name == "backend/process.rs" {
+            continue;
+        }
+        for line in shipped_lines(&path, &text) {
+            if line.contains("Command::new") || line.contains("process::Command") || line.contains("std::process::Child") {
+                wrong.push(format!("{name}: `{}`", line.trim()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "start processes with backend::process::spawn:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn only_the_writer_touches_stdout() {
+    let mut wrong = Vec::new();
+    for (_, path, text) in sources() {
+        let name = path.display().to_string();
+        for line in shipped_lines(&path, &text) {
+            let prints = calls_macro(line, "println!(") || calls_macro(line, "print!(") || calls_macro(line, "dbg!(");
+            let stdout = line.contains("io::stdout()");
+            // main.rs: `--version`/`--help`, and handing stdout to the writer; `serve --help`.
+            let allowed = (name == "main.rs" && (prints || stdout)) || (name == "http/mod.rs" && line.contains("print!(\"{USAGE}\")"));
+            if (prints || stdout) && !allowed {
+                wrong.push(format!("{name}: `{}`", line.trim()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "stdout carries protocol frames only (log with tracing):\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn sources_are_formatted() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let files: Vec<PathBuf> = sources().into_iter().map(|(_, p, _)| Path::new(SRC).join(p)).collect();
+    let out = std::process::Command::new(std::env::var("RUSTFMT").unwrap_or_else(|_| "rustfmt".into()))
+        .current_dir(root)
+        .args(["--check", "--edition", "2021"])
+        .args(&files)
+        .output()
+        .expect("rustfmt runs (rustup component add rustfmt)");
+    assert!(
+        out.status.success(),
+        "run `cargo fmt` (rustfmt.toml):\n{}",
+        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("Diff in")).collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// `want` is contained in `got`: every field of `want` is in `got` with a contained value
+/// (serializing fills in defaults the example leaves out; a renamed field is missing).
+fn contained(want: &serde_json::Value, got: &serde_json::Value, at: &str, problems: &mut Vec<String>) {
+    use serde_json::Value;
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, v) in w {
+                match g.get(k) {
+                    Some(gv) => contained(v, gv, &format!("{at}.{k}"), problems),
+                    None => problems.push(format!("{at}.{k} is lost (renamed or unknown field?)")),
+                }
+            }
+        }
+        (Value::Array(w), Value::Array(g)) if w.len() == g.len() => {
+            for (i, (a, b)) in w.iter().zip(g).enumerate() {
+                contained(a, b, &format!("{at}[{i}]"), problems);
+            }
+        }
+        (a, b) if a == b => {}
+        (a, b) => problems.push(format!("{at}: {a} came back as {b}")),
+    }
+}
+
+fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(v: &serde_json::Value, what: &str, problems: &mut Vec<String>) {
+    match serde_json::from_value::<T>(v.clone()) {
+        Ok(parsed) => contained(v, &serde_json::to_value(&parsed).unwrap(), what, problems),
+        Err(e) => problems.push(format!("{what}: does not parse as {}: {e}", std::any::type_name::<T>())),
+    }
+}
+
+#[test]
+fn every_protocol_example_round_trips_through_its_type() {
+    use crate::protocol::*;
+    let doc = include_str!("../../protocol.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        match (&mut current, line.trim()) {
+            (None, "```json") => current = Some(String::new()),
+            (Some(block), "```") => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), l) => {
+                block.push_str(l);
+                block.push('\n');
+            }
+            _ => {}
+        }
+    }
+    let mut methods_by_id = BTreeMap::new();
+    let (mut problems, mut checked) = (Vec::new(), 0);
+    for message in blocks.iter().flat_map(|b| b.lines()).filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(message).unwrap_or_else(|e| panic!("not JSON: {message}: {e}"));
+        let what = message.chars().take(60).collect::<String>();
+        let params = v.get("params");
+        checked += 1;
+        match (v["method"].as_str(), v.get("id")) {
+            (Some(method), id) => {
+                if let Some(id) = id {
+                    methods_by_id.insert(id.to_string(), method.to_string());
+                }
+                let Some(p) = params else { continue };
+                match method {
+                    request::INITIALIZE => round_trip::<InitializeParams>(p, &what, &mut problems),
+                    request::MODELS_LIST => round_trip::<ModelsListParams>(p, &what, &mut problems),
+                    request::CHAT_SEND => round_trip::<ChatSendParams>(p, &what, &mut problems),
+                    request::SESSIONS_CLEAR => round_trip::<SessionsClearParams>(p, &what, &mut problems),
+                    notification::CHAT_DELTA => round_trip::<ChatDelta<'static>>(p, &what, &mut problems),
+                    notification::MODELS_CHANGED => round_trip::<ModelsListResult>(p, &what, &mut problems),
+                    notification::CANCEL_REQUEST => round_trip::<CancelParams>(p, &what, &mut problems),
+                    other => problems.push(format!("{what}: no type known for the params of {other}")),
+                }
+            }
+            (None, Some(id)) => {
+                if let Some(data) = v.pointer("/error/data") {
+                    round_trip::<ErrorData>(data, &what, &mut problems);
+                    continue;
+                }
+                let method = methods_by_id.get(&id.to_string()).cloned().unwrap_or_default();
+                let result = &v["result"];
+                match method.as_str() {
+                    request::INITIALIZE => round_trip::<InitializeResult>(result, &what, &mut problems),
+                    request::MODELS_LIST => round_trip::<ModelsListResult>(result, &what, &mut problems),
+                    request::CHAT_SEND => round_trip::<ChatSendResult>(result, &what, &mut problems),
+                    request::SESSIONS_LIST => round_trip::<SessionsListResult>(result, &what, &mut problems),
+                    request::SESSIONS_CLEAR => round_trip::<SessionsClearResult>(result, &what, &mut problems),
+                    request::STATUS => round_trip::<StatusResult>(result, &what, &mut problems),
+                    request::SHUTDOWN => assert!(result.is_null()),
+                    other => problems.push(format!("{what}: a response to no known request ({other:?})")),
+                }
+            }
+            (None, None) => problems.push(format!("{what}: neither a request, a notification nor a response")),
+        }
+    }
+    assert!(checked >= 20, "only {checked} examples found in protocol.md");
+    assert!(problems.is_empty(), "protocol.md examples vs protocol.rs:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn a_renamed_field_fails_the_round_trip() {
+    let mut problems = Vec::new();
+    let example = serde_json::json!({"turnId": "t", "model": "auto", "mode": "ask", "converstionId": "typo", "messages": []});
+    round_trip::<crate::protocol::ChatSendParams>(&example, "typo", &mut problems);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+}
