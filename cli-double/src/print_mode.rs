@@ -137,7 +137,7 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
     if sc.hang == Some(HangPoint::BeforeOutput) {
         process::hang_forever();
     }
-    let run = Run {
+    let mut run = Run {
         parsed,
         sc: &sc,
         prompt,
@@ -189,7 +189,7 @@ impl Run<'_> {
             .into_owned()
     }
 
-    fn answer(&self) -> i32 {
+    fn answer(&mut self) -> i32 {
         let api_key_source = match (self.sc.fail, auth::resolve(self.parsed)) {
             (Some(Failure::Auth), _) | (_, Auth::Missing) => {
                 return self.fail_with(auth::PRINT_AUTH_REQUIRED, 1)
@@ -237,9 +237,16 @@ impl Run<'_> {
         }
         let resume = self.parsed.value("resume").filter(|id| !id.is_empty());
         if let Some(id) = resume {
-            let strict = settings::var("CURSOR_DOUBLE_UNKNOWN_RESUME").as_deref() == Some("fail");
-            if strict && !chats::exists(id, &workspace) {
-                return self.fail_with(&format!("Error: Chat not found: {id}"), 1);
+            // What the real CLI does with a chat it no longer has is unknown: fail, or silently
+            // start a fresh chat under a new id (`fresh`), or (the default) carry on with the
+            // requested id and an empty history.
+            let unknown = settings::var("CURSOR_DOUBLE_UNKNOWN_RESUME");
+            if !chats::exists(id, &workspace) {
+                match unknown.as_deref() {
+                    Some("fail") => return self.fail_with(&format!("Error: Chat not found: {id}"), 1),
+                    Some("fresh") => self.session_id = ids::uuid_v4(),
+                    _ => {}
+                }
             }
         }
         match self.sc.fail {

@@ -44,6 +44,15 @@ impl Record {
                 .filter_map(|name| settings::var(name).map(|v| ((*name).to_owned(), Json::Str(v))))
                 .collect(),
         );
+        // The bridge's own variables (its client key above all) must never reach the CLI: record
+        // any that did, by name, so a test can say which.
+        let bridge_env = Json::Arr(
+            std::env::vars_os()
+                .filter_map(|(k, _)| k.into_string().ok())
+                .filter(|k| k.starts_with("CURSOR_BRIDGE_"))
+                .map(Json::Str)
+                .collect(),
+        );
         let cwd = std::env::current_dir()
             .map(|p| p.to_string_lossy().into_owned())
             .ok();
@@ -67,6 +76,7 @@ impl Record {
             ("stdinBytes", self.stdin.as_ref().map_or(0, Vec::len).into()),
             ("prompt", self.prompt.clone().into()),
             ("env", env),
+            ("bridgeEnv", bridge_env),
             ("sessionId", self.session_id.clone().into()),
             ("grandchildPid", self.grandchild_pid.into()),
         ])

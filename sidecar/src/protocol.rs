@@ -217,6 +217,9 @@ pub struct Options {
     pub spares: usize,
     /// A spare unused for this long is stopped.
     pub spare_idle_seconds: u64,
+    /// The client trusts the workspace (VS Code's Restricted Mode is `false`). Untrusted: ask
+    /// mode only, no `--force`, and the CLI runs in a private scratch folder, never the user's.
+    pub workspace_trusted: bool,
 }
 
 impl Default for Options {
@@ -233,6 +236,7 @@ impl Default for Options {
             send_system_messages: false,
             spares: 1,
             spare_idle_seconds: 300,
+            workspace_trusted: true,
         }
     }
 }

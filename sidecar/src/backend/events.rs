@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::protocol::Usage;
+use crate::util::text::Fnv;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -58,17 +59,22 @@ pub struct EventSink {
     activity: Arc<Activity>,
     text_sent: bool,
     tools_seen: bool,
+    /// The streamed answer's identity (its text without whitespace), for the session store.
+    answer: Fnv,
 }
 
 impl EventSink {
     pub fn new(tx: mpsc::Sender<Event>, activity: Arc<Activity>) -> Self {
-        EventSink { tx, activity, text_sent: false, tools_seen: false }
+        EventSink { tx, activity, text_sent: false, tools_seen: false, answer: Fnv::default() }
     }
 
     pub async fn emit(&mut self, event: Event) {
         self.activity.touch();
         match &event {
-            Event::Text(_) => self.text_sent = true,
+            Event::Text(text) => {
+                self.text_sent = true;
+                self.answer.write_non_whitespace(text);
+            }
             Event::ToolStarted { .. } | Event::ToolCompleted { .. } => self.tools_seen = true,
             _ => {}
         }
@@ -87,5 +93,10 @@ impl EventSink {
 
     pub fn tools_seen(&self) -> bool {
         self.tools_seen
+    }
+
+    /// What `answer_hash` gives for the text streamed so far (`None`: no text).
+    pub fn answer_hash(&self) -> Option<u64> {
+        self.answer.finish_non_empty()
     }
 }

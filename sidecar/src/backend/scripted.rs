@@ -69,6 +69,8 @@ pub struct Scripted {
     /// Resumes of these chats fail before any output, as the CLI does for a chat it lost.
     pub lost_chats: Mutex<Vec<String>>,
     pub missing: std::sync::atomic::AtomicBool,
+    /// The next runs fail this way before any output, one entry per run.
+    pub fail_next: Mutex<Vec<ErrorKind>>,
     chats: AtomicUsize,
 }
 
@@ -100,13 +102,21 @@ impl Scripted {
             Chat::Resume(id) => {
                 if lock(&self.lost_chats).contains(id) {
                     let e = BridgeError::new(ErrorKind::CliFailed, "chat not found").hint("scripted");
-                    return Err(TurnFailure { error: e, spoke: false });
+                    return Err(TurnFailure { error: e, spoke: false, chat_lost: false });
                 }
                 Some(id.clone())
             }
             Chat::New => Some(format!("chat-{}", self.chats.fetch_add(1, Ordering::SeqCst) + 1)),
             Chat::OneShot => None,
         };
+        let scripted_failure = {
+            let mut next = lock(&self.fail_next);
+            (!next.is_empty()).then(|| next.remove(0))
+        };
+        if let Some(kind) = scripted_failure {
+            let error = BridgeError::new(kind, format!("scripted {kind}")).hint("scripted");
+            return Err(TurnFailure { error, spoke: false, chat_lost: false });
+        }
         let steps = Step::parse(&t.prompt).unwrap_or_else(|| vec![Step::Text(format!("Echo: {}", t.prompt))]);
         let mut final_text = String::new();
         for step in steps {
@@ -132,7 +142,7 @@ impl Scripted {
                 }
                 Step::Fail(kind, spoke) => {
                     let error = BridgeError::new(kind, format!("scripted {kind}")).hint("scripted");
-                    return Err(TurnFailure { error, spoke });
+                    return Err(TurnFailure { error, spoke, chat_lost: false });
                 }
                 Step::Empty => return Ok(TurnEnd { chat_id, usage: None, final_text: String::new() }),
             }

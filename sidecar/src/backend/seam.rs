@@ -58,11 +58,14 @@ pub struct TurnFailure {
     /// The agent produced at least one event, so it knew the chat (a resume that fails before
     /// that is treated as a chat the agent no longer has).
     pub spoke: bool,
+    /// The agent showed that the chat to resume is gone (its store has no such chat, or it
+    /// started another): the engine replays the conversation into a new chat.
+    pub chat_lost: bool,
 }
 
 impl From<BridgeError> for TurnFailure {
     fn from(error: BridgeError) -> Self {
-        TurnFailure { error, spoke: false }
+        TurnFailure { error, spoke: false, chat_lost: false }
     }
 }
 

@@ -2,19 +2,44 @@
 //! (`initialize.options`, or `serve`'s defaults), the folders turns may run in, and where state
 //! is kept.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{BridgeError, Result};
-use crate::protocol::Options;
+use crate::protocol::{Mode, Options};
+use crate::util::fs::private_dir;
+use crate::util::text::fnv1a;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     pub options: Options,
-    /// Turns run in one of these folders or below one (none: the sidecar's current folder).
+    /// Turns run in one of these folders or below one.
     pub workspaces: Vec<PathBuf>,
     /// Sessions and the model cache are kept here (none: in memory only).
     pub state_dir: Option<PathBuf>,
+    /// Private folders for turns that must not run in a user's folder (an untrusted workspace,
+    /// a window without folders): `<state>/scratch`, else a temporary folder.
+    scratch: Scratch,
+}
+
+#[derive(Debug, Clone)]
+enum Scratch {
+    Under(PathBuf),
+    /// Removed when the last clone of the configuration goes.
+    Temporary(Arc<tempfile::TempDir>),
+}
+
+/// Where and how a turn runs, after trust is applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    /// The folder the agent works in.
+    pub folder: PathBuf,
+    pub mode: Mode,
+    /// The agent may run commands without asking.
+    pub unattended: bool,
+    /// The folder is a private scratch folder, not the user's.
+    pub scratch: bool,
 }
 
 impl Config {
@@ -26,7 +51,52 @@ impl Config {
             ));
         }
         let workspaces = workspaces.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
-        Ok(Config { options, workspaces, state_dir })
+        let scratch = match &state_dir {
+            Some(state) => Scratch::Under(state.join("scratch")),
+            None => Scratch::Temporary(Arc::new(
+                tempfile::Builder::new()
+                    .prefix("cursor-bridge-scratch-")
+                    .tempdir()
+                    .map_err(|e| BridgeError::internal(format!("cannot create a scratch folder: {e}")))?,
+            )),
+        };
+        Ok(Config { options, workspaces, state_dir, scratch })
+    }
+
+    /// Where a turn for `requested` (a folder, or the default) runs, in which mode. A trusted
+    /// workspace runs where asked; an untrusted one (or a window with no folders) runs in a
+    /// private scratch folder of its own, so the CLI never trusts, reads or runs anything of a
+    /// folder the user has not trusted; untrusted turns are never agent mode and never unattended.
+    pub fn placement(&self, requested: Option<&str>, mode: Mode) -> Result<Placement> {
+        let trusted = self.options.workspace_trusted;
+        let asked = requested.filter(|w| !w.is_empty());
+        let (folder, scratch) = if asked.is_none() && self.workspaces.is_empty() {
+            (self.scratch_folder("empty-window")?, true)
+        } else if !trusted {
+            let user = self.workspace_for(asked)?;
+            (self.scratch_folder(&user.to_string_lossy())?, true)
+        } else {
+            (self.workspace_for(asked)?, false)
+        };
+        let mode = if !trusted && mode == Mode::Agent { Mode::Ask } else { mode };
+        let unattended = trusted && self.options.force && mode == Mode::Agent;
+        Ok(Placement { folder, mode, unattended, scratch })
+    }
+
+    fn scratch_folder(&self, key: &str) -> Result<PathBuf> {
+        let root = match &self.scratch {
+            Scratch::Under(dir) => dir.clone(),
+            Scratch::Temporary(dir) => dir.path().to_path_buf(),
+        };
+        private_dir(&root.join(format!("w-{:016x}", fnv1a(key))))
+            .map_err(|e| BridgeError::internal(format!("cannot create a scratch folder under {}: {e}", root.display())))
+    }
+
+    pub fn scratch_root(&self) -> &Path {
+        match &self.scratch {
+            Scratch::Under(dir) => dir,
+            Scratch::Temporary(dir) => dir.path(),
+        }
     }
 
     pub fn idle(&self) -> Duration {
@@ -37,15 +107,14 @@ impl Config {
         Duration::from_secs(self.options.request_timeout_seconds)
     }
 
-    /// The workspace for a turn: the requested one (which must be one of the configured folders
-    /// or inside one, when folders were given), else the first folder, else the current folder.
-    pub fn workspace_for(&self, requested: Option<&str>) -> Result<PathBuf> {
+    /// The user's folder for a turn: the requested one (which must be one of the configured
+    /// folders or inside one, when folders were given), else the first folder.
+    fn workspace_for(&self, requested: Option<&str>) -> Result<PathBuf> {
         let path = match requested.filter(|w| !w.is_empty()) {
             Some(w) => PathBuf::from(w),
             None => match self.workspaces.first() {
                 Some(w) => w.clone(),
-                None => std::env::current_dir()
-                    .map_err(|e| BridgeError::invalid_params(format!("no workspace and no current folder: {e}")))?,
+                None => return Err(BridgeError::invalid_params("no workspace folder")),
             },
         };
         let path = path.canonicalize().map_err(|_| {

@@ -9,6 +9,7 @@ use tokio::sync::broadcast;
 
 use super::catalog::ModelCatalog;
 use super::config::Config;
+use super::lanes::Lanes;
 use super::pool::Pool;
 use super::sessions::{Clock, SessionStore, SystemClock};
 use crate::backend::{Backend, Located, Warm};
@@ -23,6 +24,8 @@ pub struct Engine {
     pub(super) catalog: ModelCatalog,
     pub(super) pool: Pool,
     pub(super) in_flight: AtomicUsize,
+    /// One turn at a time per conversation.
+    pub(super) lanes: Lanes,
     /// A changed model list found by a background check (`models/changed` on stdio).
     pub(super) model_changes: broadcast::Sender<Vec<ModelInfo>>,
     /// Work that outlives the call that started it; aborted at shutdown so it cannot hold the
@@ -50,6 +53,7 @@ impl Engine {
             sessions: Mutex::new(sessions),
             pool: Pool::new(o.max_concurrent),
             in_flight: AtomicUsize::new(0),
+            lanes: Lanes::default(),
             model_changes: broadcast::channel(4).0,
             background: Mutex::new(tokio::task::JoinSet::new()),
             backend,

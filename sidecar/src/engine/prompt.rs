@@ -7,7 +7,7 @@
 
 use crate::error::{BridgeError, Result};
 use crate::protocol::{ChatMessage, Role};
-use crate::engine::sessions::request_hash;
+use crate::engine::sessions::{answer_hash, request_hash};
 
 const OPEN: &str = "<userRequest>";
 const CLOSE: &str = "</userRequest>";
@@ -64,6 +64,15 @@ impl<'a> Conversation<'a> {
         self.requests[..n].iter().map(|&i| request_hash(self.request_text(i))).collect()
     }
 
+    /// `answer_hash`es of the assistant messages before the new request that have text.
+    pub fn answer_hashes(&self) -> Vec<u64> {
+        self.messages[..self.last_request()]
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .filter_map(|m| answer_hash(&m.text))
+            .collect()
+    }
+
     pub fn new_request_hash(&self) -> u64 {
         request_hash(self.request_text(self.last_request()))
     }
@@ -78,7 +87,14 @@ impl<'a> Conversation<'a> {
 
     /// A resumed chat already has everything but the new message: send it verbatim.
     pub fn resume_prompt(&self) -> String {
-        self.messages[self.last_request()..]
+        self.resume_prompt_with(0)
+    }
+
+    /// A resumed chat that was given the last `missing` earlier requests but never completed
+    /// them (a failed or cancelled turn): send those again, then the new message, verbatim.
+    pub fn resume_prompt_with(&self, missing: usize) -> String {
+        let from = self.requests[self.requests.len() - 1 - missing.min(self.requests.len() - 1)];
+        self.messages[from..]
             .iter()
             .filter(|m| m.role == Role::User)
             .map(|m| m.text.as_str())

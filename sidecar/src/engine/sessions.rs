@@ -1,15 +1,21 @@
 //! Sessions map a conversation to a Cursor chat id, so a follow-up turn resumes the CLI chat
 //! (`--resume`) instead of starting over. Identity, in order: the client's conversation id, a
-//! session id the client found in its history, then the sequence of user requests (same mode and
-//! workspace). Idle sessions expire (TTL), the least recently used go first past the cap (LRU), and
-//! the store is persisted to a small JSON file so a sidecar restart keeps conversations. The clock
-//! is injected so TTL tests need no sleeping.
+//! session id the client found in its history, then the history itself: the user requests and
+//! the answers (same mode and workspace, and never a session of another conversation). A chat
+//! resumes when the client's history is the chat's, plus requests the chat was given but never
+//! completed (a failed or cancelled turn the client kept); those are sent again.
 //!
-//! Only hashes of user requests are kept, never their text: the file holds no prompt.
+//! Idle sessions expire (TTL, days by default), the least recently used go first past the cap
+//! (LRU). The store is a small JSON file shared by every sidecar of this user (two windows and
+//! `serve`): each write merges with what is on disk under a file lock, so one process never
+//! undoes another's sessions or Clear Sessions. The clock is injected so TTL tests need no
+//! sleeping. Only hashes are kept, never text: the file holds no prompt.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,12 +57,15 @@ impl Clock for ManualClock {
 
 /// Stable across Rust releases (std's hasher is not), so persisted sessions keep matching.
 pub fn request_hash(text: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.trim().as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    crate::util::text::fnv1a(text.trim())
+}
+
+/// An answer's identity: its text without any whitespace, so a client that re-wraps or trims
+/// what it was sent still matches. `None` for an answer with no text.
+pub fn answer_hash(text: &str) -> Option<u64> {
+    let mut h = crate::util::text::Fnv::default();
+    h.write_non_whitespace(text);
+    h.finish_non_empty()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,12 +78,25 @@ pub struct Session {
     pub mode: Mode,
     pub model: String,
     pub workspace: String,
-    /// Hashes of the user requests the CLI chat has seen, in order.
+    /// Hashes of the user requests the CLI chat has completed, in order.
     pub requests: Vec<u64>,
+    /// Hashes ([`answer_hash`]) of the answers to them that had text, in order.
+    #[serde(default)]
+    pub answers: Vec<u64>,
+    /// Requests sent to this chat that did not complete (failed, cancelled): a client that kept
+    /// them in its history still continues this chat.
+    #[serde(default)]
+    pub attempted: Vec<u64>,
+    /// Resumes of this chat in a row that failed before the agent said anything; at
+    /// [`MAX_RESUME_FAILURES`] the chat is given up and the history replayed into a new one.
+    #[serde(default)]
+    pub resume_failures: u32,
     pub turns: u32,
     pub created_ms: u64,
     pub last_used_ms: u64,
 }
+
+pub const MAX_RESUME_FAILURES: u32 = 2;
 
 impl Session {
     pub fn summary(&self) -> SessionSummary {
@@ -88,6 +110,13 @@ impl Session {
             last_used_ms: self.last_used_ms,
         }
     }
+
+    /// How many requests at the end of `history` this chat was given but never completed, if
+    /// `history` is this chat's completed history followed by only such requests.
+    fn missing_from(&self, history: &[u64]) -> Option<usize> {
+        let rest = history.strip_prefix(self.requests.as_slice())?;
+        rest.iter().all(|h| self.attempted.contains(h)).then_some(rest.len())
+    }
 }
 
 /// What identifies the conversation of a `chat/send`.
@@ -99,52 +128,66 @@ pub struct Lookup<'a> {
     pub workspace: &'a str,
     /// Hashes of the user requests before the new one.
     pub history: &'a [u64],
+    /// [`answer_hash`]es of the assistant messages before the new request.
+    pub answers: &'a [u64],
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Match {
-    /// The chat has seen exactly the earlier requests: resume it with the new one.
-    Resume(Session),
-    /// The conversation is known but its history changed (an edited or retried request): keep the
-    /// session id, start a new chat and replay the history into it.
+    /// The chat has seen the earlier requests, except the last `missing` ones (given to it
+    /// but never completed): resume it with those and the new one.
+    Resume { session: Session, missing: usize },
+    /// The conversation is known but its history changed (an edited request), or its chat was
+    /// given up: keep the session id, start a new chat and replay the history into it.
     Diverged(Session),
     /// Nothing to resume.
     New,
 }
 
-#[derive(Serialize, Deserialize)]
+/// The file: sessions, and what was cleared (so a merge does not bring a cleared session back).
+#[derive(Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct StoreFile {
     version: u32,
     sessions: Vec<Session>,
+    /// Session id → when it was cleared.
+    #[serde(default)]
+    cleared: BTreeMap<String, u64>,
+    /// Everything used before this was cleared (Clear Sessions).
+    #[serde(default)]
+    cleared_all_ms: u64,
 }
 
-const FILE_VERSION: u32 = 1;
+const FILE_VERSION: u32 = 2;
+/// Files of version 1 (no tombstones) are read as they are.
+const OLDEST_READABLE: u32 = 1;
 
 pub struct SessionStore {
     sessions: Vec<Session>,
+    cleared: BTreeMap<String, u64>,
+    cleared_all_ms: u64,
     clock: Arc<dyn Clock>,
     ttl_ms: u64,
     max: usize,
     path: Option<PathBuf>,
+    /// The file's modification time when this process last read it.
+    seen: Option<SystemTime>,
 }
 
 impl SessionStore {
     /// Load from `path` (a missing or unreadable file starts empty: sessions are a cache).
     pub fn open(path: Option<PathBuf>, clock: Arc<dyn Clock>, ttl_minutes: u64, max: usize) -> Self {
-        let sessions = path
-            .as_deref()
-            .and_then(|p| std::fs::read(p).ok())
-            .and_then(|bytes| serde_json::from_slice::<StoreFile>(&bytes).ok())
-            .filter(|f| f.version == FILE_VERSION)
-            .map(|f| f.sessions)
-            .unwrap_or_default();
         let mut store = SessionStore {
-            sessions,
+            sessions: Vec::new(),
+            cleared: BTreeMap::new(),
+            cleared_all_ms: 0,
             clock,
             ttl_ms: ttl_minutes.saturating_mul(60_000),
             max: max.max(1),
             path,
+            seen: None,
         };
+        store.refresh();
         store.prune();
         store
     }
@@ -153,11 +196,52 @@ impl SessionStore {
         self.clock.now_ms()
     }
 
+    fn read_file(&self) -> Option<(StoreFile, Option<SystemTime>)> {
+        let path = self.path.as_deref()?;
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        let bytes = std::fs::read(path).ok()?;
+        let file = serde_json::from_slice::<StoreFile>(&bytes).ok()?;
+        (OLDEST_READABLE..=FILE_VERSION).contains(&file.version).then_some((file, modified))
+    }
+
+    /// Take in what other processes wrote since we last looked.
+    fn refresh(&mut self) {
+        let Some(path) = self.path.as_deref() else { return };
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        if modified.is_some() && modified == self.seen {
+            return;
+        }
+        if let Some((file, modified)) = self.read_file() {
+            self.merge(file);
+            self.seen = modified;
+        }
+    }
+
+    /// Union of ours and `other`: the more recently used copy of a session wins, and a session
+    /// cleared (by anyone) after it was last used stays cleared.
+    fn merge(&mut self, other: StoreFile) {
+        self.cleared_all_ms = self.cleared_all_ms.max(other.cleared_all_ms);
+        for (id, at) in other.cleared {
+            let mine = self.cleared.entry(id).or_insert(at);
+            *mine = (*mine).max(at);
+        }
+        for theirs in other.sessions {
+            match self.sessions.iter_mut().find(|s| s.id == theirs.id) {
+                Some(mine) if mine.last_used_ms >= theirs.last_used_ms => {}
+                Some(mine) => *mine = theirs,
+                None => self.sessions.push(theirs),
+            }
+        }
+        let (cleared, all) = (&self.cleared, self.cleared_all_ms);
+        self.sessions.retain(|s| s.last_used_ms > all && cleared.get(&s.id).is_none_or(|at| s.last_used_ms > *at));
+    }
+
     fn prune(&mut self) -> bool {
         let now = self.clock.now_ms();
         let before = self.sessions.len();
         let ttl = self.ttl_ms;
         self.sessions.retain(|s| now.saturating_sub(s.last_used_ms) <= ttl);
+        self.cleared.retain(|_, at| now.saturating_sub(*at) <= ttl);
         if self.sessions.len() > self.max {
             self.sessions.sort_by_key(|s| std::cmp::Reverse(s.last_used_ms));
             self.sessions.truncate(self.max);
@@ -166,6 +250,7 @@ impl SessionStore {
     }
 
     pub fn find(&mut self, q: &Lookup<'_>) -> Match {
+        self.refresh();
         if self.prune() {
             self.persist();
         }
@@ -179,20 +264,29 @@ impl SessionStore {
             })
             .or_else(|| q.session_id.and_then(|id| self.sessions.iter().find(|s| s.id == id)));
         if let Some(s) = by_identity {
-            return if s.requests == q.history { Match::Resume(s.clone()) } else { Match::Diverged(s.clone()) };
+            let given_up = s.resume_failures >= MAX_RESUME_FAILURES;
+            return match s.missing_from(q.history) {
+                Some(missing) if !given_up => Match::Resume { session: s.clone(), missing },
+                _ => Match::Diverged(s.clone()),
+            };
         }
         if q.history.is_empty() {
             return Match::New;
         }
+        // By history: never a session that belongs to another conversation, and the answers
+        // must be the ones this chat gave (two chats that began alike differ from there).
         self.sessions
             .iter()
-            .filter(|s| s.mode == q.mode && s.workspace == q.workspace && s.requests == q.history)
-            .max_by_key(|s| s.last_used_ms)
-            .map(|s| Match::Resume(s.clone()))
+            .filter(|s| s.mode == q.mode && s.workspace == q.workspace)
+            .filter(|s| s.conversation_id.is_none() || s.conversation_id.as_deref() == q.conversation_id)
+            .filter(|s| s.resume_failures < MAX_RESUME_FAILURES && q.answers.starts_with(&s.answers))
+            .filter_map(|s| s.missing_from(q.history).map(|missing| (s, missing)))
+            .max_by_key(|(s, _)| s.last_used_ms)
+            .map(|(s, missing)| Match::Resume { session: s.clone(), missing })
             .unwrap_or(Match::New)
     }
 
-    /// Record a completed turn: insert or update the session, then enforce the cap and persist.
+    /// Record a turn: insert or update the session, then enforce the cap and persist.
     pub fn record(&mut self, mut session: Session) {
         session.last_used_ms = self.clock.now_ms();
         match self.sessions.iter_mut().find(|s| s.id == session.id) {
@@ -203,11 +297,26 @@ impl SessionStore {
         self.persist();
     }
 
+    /// A turn on this session's chat did not complete: remember what it was given, and count a
+    /// resume that failed before the agent said anything.
+    pub fn note_incomplete(&mut self, id: &str, chat_id: &str, request: u64, resume_failed: bool) {
+        let Some(s) = self.sessions.iter_mut().find(|s| s.id == id && s.chat_id == chat_id) else { return };
+        if !s.attempted.contains(&request) {
+            s.attempted.push(request);
+        }
+        if resume_failed {
+            s.resume_failures += 1;
+        }
+        s.last_used_ms = self.clock.now_ms();
+        self.persist();
+    }
+
     pub fn get(&self, id: &str) -> Option<&Session> {
         self.sessions.iter().find(|s| s.id == id)
     }
 
     pub fn list(&mut self) -> Vec<SessionSummary> {
+        self.refresh();
         if self.prune() {
             self.persist();
         }
@@ -225,38 +334,56 @@ impl SessionStore {
     }
 
     pub fn clear(&mut self, id: Option<&str>) -> usize {
+        self.refresh();
         let before = self.sessions.len();
+        let now = self.clock.now_ms();
         match id {
-            Some(id) => self.sessions.retain(|s| s.id != id),
-            None => self.sessions.clear(),
+            Some(id) => {
+                self.sessions.retain(|s| s.id != id);
+                self.cleared.insert(id.to_string(), now);
+            }
+            None => {
+                self.sessions.clear();
+                self.cleared_all_ms = now;
+            }
         }
         let cleared = before - self.sessions.len();
         self.persist();
         cleared
     }
 
-    fn persist(&self) {
-        let Some(path) = &self.path else { return };
-        if let Err(e) = write_atomically(path, &StoreFile { version: FILE_VERSION, sessions: self.sessions.clone() }) {
+    /// Merge with the file under its lock and write the result (atomically, 0600).
+    fn persist(&mut self) {
+        let Some(path) = self.path.clone() else { return };
+        let mut write = || -> std::io::Result<()> {
+            let dir = path.parent().map(crate::util::fs::private_dir).transpose()?;
+            let lock_path = dir.unwrap_or_default().join("sessions.lock");
+            let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(lock_path)?;
+            lock.lock()?;
+            if let Some((file, _)) = self.read_file() {
+                self.merge(file);
+            }
+            self.prune();
+            let file = StoreFile {
+                version: FILE_VERSION,
+                sessions: self.sessions.clone(),
+                cleared: self.cleared.clone(),
+                cleared_all_ms: self.cleared_all_ms,
+            };
+            crate::util::fs::write_private(&path, &serde_json::to_vec_pretty(&file)?)?;
+            self.seen = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            lock.unlock()
+        };
+        if let Err(e) = write() {
             tracing::warn!(path = %path.display(), error = %e, "could not save sessions");
         }
     }
-}
-
-fn write_atomically(path: &Path, file: &StoreFile) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(file)?)?;
-    std::fs::rename(&tmp, path)
 }
 
 /// A session id the client can hold on to; not a Cursor chat id (that may change on replay).
 pub fn new_session_id() -> String {
     format!("cb-{:016x}", crate::util::ids::random_u64())
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -273,6 +400,9 @@ mod tests {
             model: "auto".into(),
             workspace: "/w".into(),
             requests: requests.iter().map(|r| request_hash(r)).collect(),
+            answers: requests.iter().filter_map(|r| answer_hash(&format!("answer to {r}"))).collect(),
+            attempted: Vec::new(),
+            resume_failures: 0,
             turns: requests.len() as u32,
             created_ms: used,
             last_used_ms: used,
@@ -283,8 +413,16 @@ mod tests {
         SessionStore::open(path, clock.clone(), 30, 3)
     }
 
+    fn roomy(clock: &Arc<ManualClock>) -> SessionStore {
+        SessionStore::open(None, clock.clone(), 30, 10)
+    }
+
     fn lookup<'a>(conv: Option<&'a str>, sid: Option<&'a str>, mode: Mode, history: &'a [u64]) -> Lookup<'a> {
-        Lookup { conversation_id: conv, session_id: sid, mode, workspace: "/w", history }
+        Lookup { conversation_id: conv, session_id: sid, mode, workspace: "/w", history, answers: &[] }
+    }
+
+    fn answers(reqs: &[&str]) -> Vec<u64> {
+        reqs.iter().filter_map(|r| answer_hash(&format!("answer to {r}"))).collect()
     }
 
     fn hashes(reqs: &[&str]) -> Vec<u64> {
@@ -298,27 +436,47 @@ mod tests {
         let h_a = hashes(&["a"]);
         let h_ab = hashes(&["a", "b"]);
         let h_x = hashes(&["x"]);
+        let h_abf = hashes(&["a", "b", "failed"]);
+        let (a_a, a_ab, a_other) = (answers(&["a"]), answers(&["a", "b"]), answers(&["other"]));
+        let with = |q: Lookup<'static>, answers: &'static [u64]| Lookup { answers, ..q };
+        let leak = |v: Vec<u64>| -> &'static [u64] { Box::leak(v.into_boxed_slice()) };
+        let (h_a, h_ab, h_x, h_abf) = (leak(h_a), leak(h_ab), leak(h_x), leak(h_abf));
+        let (a_a, a_ab, a_other) = (leak(a_a), leak(a_ab), leak(a_other));
         let table: Vec<(&str, Lookup<'_>, &str)> = vec![
-            ("conversation id, same history", lookup(Some("c1"), None, Mode::Agent, &h_a), "resume s1"),
-            ("conversation id, other mode still resumes", lookup(Some("c1"), None, Mode::Ask, &h_a), "resume s1"),
-            ("conversation id, edited history", lookup(Some("c1"), None, Mode::Agent, &h_x), "diverged s1"),
+            ("history of another conversation is never taken over", lookup(Some("c2"), None, Mode::Agent, h_a), "new"),
+            ("same requests, the answers this chat gave", with(lookup(None, None, Mode::Ask, h_ab), a_ab), "resume s2"),
+            ("same requests, other answers: another chat", with(lookup(None, None, Mode::Ask, h_ab), a_other), "new"),
+            ("answers of a failed turn after the chat's own", with(lookup(None, None, Mode::Ask, h_ab), leak([a_ab, a_a].concat())), "resume s2"),
+            ("a request the chat never completed is sent again", lookup(Some("c3"), None, Mode::Ask, h_abf), "resume s3 missing 1"),
+            ("a request the chat never saw diverges", lookup(Some("c3"), None, Mode::Ask, leak(hashes(&["a", "b", "new"]))), "diverged s3"),
+            ("a chat that failed twice is given up", lookup(Some("c4"), None, Mode::Ask, h_a), "diverged s4"),
+            ("conversation id, same history", lookup(Some("c1"), None, Mode::Agent, h_a), "resume s1"),
+            ("conversation id, other mode still resumes", lookup(Some("c1"), None, Mode::Ask, h_a), "resume s1"),
+            ("conversation id, edited history", lookup(Some("c1"), None, Mode::Agent, h_x), "diverged s1"),
             ("conversation id, retried last turn", lookup(Some("c1"), None, Mode::Agent, &[]), "diverged s1"),
             ("unknown conversation id, new chat", lookup(Some("zz"), None, Mode::Agent, &[]), "new"),
-            ("unknown conversation id falls back to history", lookup(Some("zz"), None, Mode::Ask, &h_ab), "resume s2"),
-            ("session id marker", lookup(None, Some("s2"), Mode::Ask, &h_ab), "resume s2"),
-            ("history match, same mode", lookup(None, None, Mode::Ask, &h_ab), "resume s2"),
-            ("history match, other mode", lookup(None, None, Mode::Plan, &h_ab), "new"),
+            ("unknown conversation id falls back to a session of none", with(lookup(Some("zz"), None, Mode::Ask, h_ab), a_ab), "resume s2"),
+            ("session id marker", lookup(None, Some("s2"), Mode::Ask, h_ab), "resume s2"),
+            ("history match, same mode", with(lookup(None, None, Mode::Ask, h_ab), a_ab), "resume s2"),
+            ("history match, other mode", with(lookup(None, None, Mode::Plan, h_ab), a_ab), "new"),
             ("first message is always new", lookup(None, None, Mode::Agent, &[]), "new"),
-            ("no match", lookup(None, None, Mode::Agent, &h_x), "new"),
+            ("no match", lookup(None, None, Mode::Agent, h_x), "new"),
         ];
         for (name, q, expected) in table {
-            let mut s = store(&clock, None);
+            let mut s = roomy(&clock);
+            let mut s3 = session("s3", Some("c3"), Mode::Ask, &["a", "b"], 7 * MIN);
+            s3.attempted = hashes(&["failed"]);
+            let mut s4 = session("s4", Some("c4"), Mode::Ask, &["a"], 7 * MIN);
+            s4.resume_failures = MAX_RESUME_FAILURES;
             s.sessions = vec![
                 session("s1", Some("c1"), Mode::Agent, &["a"], 9 * MIN),
                 session("s2", None, Mode::Ask, &["a", "b"], 8 * MIN),
+                s3,
+                s4,
             ];
             let got = match s.find(&q) {
-                Match::Resume(s) => format!("resume {}", s.id),
+                Match::Resume { session, missing: 0 } => format!("resume {}", session.id),
+                Match::Resume { session, missing } => format!("resume {} missing {missing}", session.id),
                 Match::Diverged(s) => format!("diverged {}", s.id),
                 Match::New => "new".into(),
             };
@@ -334,7 +492,9 @@ mod tests {
             session("old", None, Mode::Agent, &["a"], MIN),
             session("new", None, Mode::Agent, &["a"], 2 * MIN),
         ];
-        assert!(matches!(s.find(&lookup(None, None, Mode::Agent, &hashes(&["a"]))), Match::Resume(x) if x.id == "new"));
+        let (history, answered) = (hashes(&["a"]), answers(&["a"]));
+        let q = Lookup { answers: &answered, ..lookup(None, None, Mode::Agent, &history) };
+        assert!(matches!(s.find(&q), Match::Resume { session: x, .. } if x.id == "new"));
     }
 
     #[test]
@@ -379,7 +539,7 @@ mod tests {
         let mut reopened = store(&clock, Some(path.clone()));
         assert!(matches!(
             reopened.find(&lookup(Some("c1"), None, Mode::Agent, &hashes(&["a secret prompt"]))),
-            Match::Resume(x) if x.id == "s1"
+            Match::Resume { session: x, .. } if x.id == "s1"
         ));
         assert_eq!(reopened.clear(None), 1);
         assert_eq!(store(&clock, Some(path)).len(), 0);
@@ -403,5 +563,35 @@ mod tests {
         assert_eq!(s.clear(Some("s1")), 1);
         assert_eq!(s.clear(Some("nope")), 0);
         assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn processes_sharing_the_file_merge_and_a_clear_stays_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/sessions.json");
+        let clock = Arc::new(ManualClock::new(MIN));
+        let mut window_a = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        let mut window_b = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        window_a.record(session("a1", None, Mode::Agent, &["a"], 0));
+        clock.advance_ms(1);
+        window_b.record(session("b1", None, Mode::Agent, &["b"], 0));
+        let ids = |s: &mut SessionStore| s.list().into_iter().map(|x| x.session_id).collect::<Vec<_>>();
+        assert_eq!(ids(&mut window_a), ["b1", "a1"], "each window sees the other's sessions");
+        clock.advance_ms(1);
+        assert_eq!(window_a.clear(None), 2);
+        clock.advance_ms(1);
+        // B still holds a1 and b1 in memory; its next write must not bring them back.
+        window_b.record(session("b2", None, Mode::Agent, &["c"], 0));
+        assert_eq!(ids(&mut window_b), ["b2"]);
+        assert_eq!(ids(&mut SessionStore::open(Some(path.clone()), clock.clone(), 30, 10)), ["b2"]);
+        window_b.clear(Some("b2"));
+        window_a.record(session("a2", None, Mode::Agent, &["d"], 0));
+        assert_eq!(ids(&mut window_a), ["a2"], "a single cleared session stays cleared too");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+        }
     }
 }

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
+use super::config::Placement;
 use super::core::Engine;
 use super::prompt::Conversation;
 use super::sessions::{new_session_id, Lookup, Match, Session};
@@ -57,6 +58,7 @@ struct Plan {
     prompt: String,
     mode: Mode,
     model: String,
+    unattended: bool,
 }
 
 impl Engine {
@@ -69,33 +71,62 @@ impl Engine {
         if req.model.trim().is_empty() {
             return Err(BridgeError::invalid_params("`model` must not be empty"));
         }
-        let workspace = self.config.workspace_for(req.workspace.as_deref())?;
+        let place = self.config.placement(req.workspace.as_deref(), req.mode)?;
+        if place.scratch {
+            tracing::info!(turn = %req.turn_id, trusted = self.config.options.workspace_trusted, "the turn runs in a private scratch folder");
+        }
+        let workspace = place.folder.clone();
         let conversation = Conversation::parse(&req.messages)?;
         // A missing agent is said before anything else happens.
         self.backend.locate().await?;
         let activity = Activity::new();
         let mut sink = EventSink::new(events, activity.clone());
 
-        let plan = self.plan(&req, &conversation, &workspace);
+        // One turn at a time per conversation: by its id when the client names it, else by the
+        // session the history finds (planned again if the lane was busy).
+        let _conversation_lane = match &req.conversation_id {
+            Some(c) => Some(self.lanes.enter(&format!("conversation:{c}")).await),
+            None => None,
+        };
+        let mut plan = self.plan(&req, &conversation, &place);
+        let _session_lane = match (&req.conversation_id, &plan.session) {
+            (None, Some(session)) if plan.resumed || plan.replayed => {
+                let lane = self.lanes.enter(&format!("session:{}", session.id)).await;
+                if lane.waited {
+                    plan = self.plan(&req, &conversation, &place);
+                }
+                Some(lane)
+            }
+            _ => None,
+        };
         tracing::info!(
             turn = %req.turn_id, backend = self.backend.name(), model = %plan.model, mode = plan.mode.as_str(),
             utility = req.utility, resumed = plan.resumed, replayed = plan.replayed,
             prompt_bytes = plan.prompt.len(), "turn starts"
         );
         tracing::trace!(target: "cursor_bridge::content", turn = %req.turn_id, prompt = %plan.prompt);
-        if let Some(session) = &plan.session {
-            let (session_id, resumed, replayed) = (session.id.clone(), plan.resumed, plan.replayed);
-            sink.emit(Event::Session { session_id, resumed, replayed }).await;
-        }
+        self.announce(&plan, &mut sink).await;
 
-        let mut plan = plan;
+        // Until the turn completes, it counts as given to the chat but not completed: a client
+        // that keeps it in its history (after a failure or a cancel) still continues this chat.
+        let mut incomplete = plan.session.as_ref().filter(|_| plan.resumed).map(|s| Incomplete {
+            engine: self,
+            session_id: s.id.clone(),
+            chat_id: s.chat_id.clone(),
+            request: conversation.new_request_hash(),
+            resume_failed: false,
+        });
         let mut outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity).await;
         // A chat the agent no longer has (garbage-collected, other machine) fails before it says
         // anything; start a new chat with the history replayed rather than lose the conversation.
-        if plan.resumed && matches!(&outcome, Err(f) if !f.spoke && f.error.kind == ErrorKind::CliFailed) {
+        if plan.resumed && matches!(&outcome, Err(f) if !f.spoke && (f.chat_lost || f.error.kind == ErrorKind::CliFailed)) {
             tracing::warn!(turn = %req.turn_id, "resume failed before any output; replaying into a new chat");
+            if let Some(i) = incomplete.as_mut() {
+                i.resume_failed = true;
+            }
             let prompt = self.new_chat_prompt(&conversation);
             plan = Plan { chat: Chat::New, resumed: false, replayed: conversation.has_history(), prompt, ..plan };
+            self.announce(&plan, &mut sink).await;
             outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity).await;
         }
         let end = match outcome {
@@ -115,10 +146,25 @@ impl Engine {
         if let Some(usage) = end.usage {
             sink.emit(Event::Usage(usage)).await;
         }
-        let session_id = plan.session.take().map(|session| self.record(session, &plan, &end, &conversation, &workspace));
+        if let Some(i) = incomplete.as_mut() {
+            // Completed: recorded below, on whichever chat the turn ended in.
+            i.disarm();
+        }
+        let answer = sink.answer_hash();
+        let session_id =
+            plan.session.take().map(|session| self.record(session, &plan, &end, &conversation, &workspace, answer));
         let duration_ms = started.elapsed().as_millis() as u64;
         tracing::info!(turn = %req.turn_id, duration_ms, "turn done");
         Ok(TurnOutcome { session_id, resumed: plan.resumed, replayed: plan.replayed, usage: end.usage, duration_ms })
+    }
+
+    /// Tell the client which session the turn runs in and how (again after a fallback, so what
+    /// it was told is what happened).
+    async fn announce(&self, plan: &Plan, sink: &mut EventSink) {
+        if let Some(session) = &plan.session {
+            let (session_id, resumed, replayed) = (session.id.clone(), plan.resumed, plan.replayed);
+            sink.emit(Event::Session { session_id, resumed, replayed }).await;
+        }
     }
 
     fn new_chat_prompt(&self, conversation: &Conversation<'_>) -> String {
@@ -126,7 +172,7 @@ impl Engine {
         conversation.new_chat_prompt(o.replay_max_chars, o.send_system_messages)
     }
 
-    fn plan(&self, req: &TurnRequest, conversation: &Conversation<'_>, workspace: &Path) -> Plan {
+    fn plan(&self, req: &TurnRequest, conversation: &Conversation<'_>, place: &Placement) -> Plan {
         if req.utility {
             // Titles and progress messages: one shot, ask mode, no session touched.
             return Plan {
@@ -137,33 +183,40 @@ impl Engine {
                 prompt: conversation.utility_prompt(),
                 mode: Mode::Ask,
                 model: self.config.options.utility_model.clone().unwrap_or_else(|| req.model.clone()),
+                unattended: false,
             };
         }
-        let workspace = workspace.to_string_lossy().into_owned();
+        let workspace = place.folder.to_string_lossy().into_owned();
         let history = conversation.history_hashes();
+        let answers = conversation.answer_hashes();
         let mut sessions = lock(&self.sessions);
         let found = sessions.find(&Lookup {
             conversation_id: req.conversation_id.as_deref(),
             session_id: req.session_id.as_deref(),
-            mode: req.mode,
+            mode: place.mode,
             workspace: &workspace,
             history: &history,
+            answers: &answers,
         });
         let now = sessions.now_ms();
         drop(sessions);
-        let (mode, model) = (req.mode, req.model.clone());
+        let (mode, model, unattended) = (place.mode, req.model.clone(), place.unattended);
         match found {
-            Match::Resume(mut session) => {
-                if req.conversation_id.is_some() {
+            Match::Resume { mut session, missing } => {
+                // A session without a conversation id takes this one; one that has another keeps
+                // it unless the client named the session itself (its marker survives a reload
+                // that gave the chat a new id).
+                let named = req.session_id.as_deref() == Some(session.id.as_str());
+                if req.conversation_id.is_some() && (session.conversation_id.is_none() || named) {
                     session.conversation_id = req.conversation_id.clone();
                 }
                 let chat = Chat::Resume(session.chat_id.clone());
-                let prompt = conversation.resume_prompt();
-                Plan { session: Some(session), chat, resumed: true, replayed: false, prompt, mode, model }
+                let prompt = conversation.resume_prompt_with(missing);
+                Plan { session: Some(session), chat, resumed: true, replayed: false, prompt, mode, model, unattended }
             }
             found => {
                 let session = match found {
-                    Match::Diverged(s) => Session { requests: Vec::new(), ..s },
+                    Match::Diverged(s) => Session { requests: Vec::new(), answers: Vec::new(), ..s },
                     _ => Session {
                         id: new_session_id(),
                         chat_id: String::new(),
@@ -172,6 +225,9 @@ impl Engine {
                         model: model.clone(),
                         workspace,
                         requests: Vec::new(),
+                        answers: Vec::new(),
+                        attempted: Vec::new(),
+                        resume_failures: 0,
                         turns: 0,
                         created_ms: now,
                         last_used_ms: now,
@@ -179,7 +235,7 @@ impl Engine {
                 };
                 let replayed = conversation.has_history();
                 let prompt = self.new_chat_prompt(conversation);
-                Plan { session: Some(session), chat: Chat::New, resumed: false, replayed, prompt, mode, model }
+                Plan { session: Some(session), chat: Chat::New, resumed: false, replayed, prompt, mode, model, unattended }
             }
         }
     }
@@ -202,7 +258,7 @@ impl Engine {
             workspace: workspace.to_path_buf(),
             chat: plan.chat.clone(),
             prompt: plan.prompt.clone(),
-            unattended: options.force && plan.mode == Mode::Agent,
+            unattended: plan.unattended,
             idle: self.config.idle(),
         };
         activity.touch();
@@ -221,13 +277,25 @@ impl Engine {
     }
 
     /// Remember the chat for the next turn and warm up for it; returns the session id.
-    fn record(&self, mut session: Session, plan: &Plan, end: &TurnEnd, conversation: &Conversation<'_>, workspace: &Path) -> String {
+    fn record(
+        &self,
+        mut session: Session,
+        plan: &Plan,
+        end: &TurnEnd,
+        conversation: &Conversation<'_>,
+        workspace: &Path,
+        answer: Option<u64>,
+    ) -> String {
         if let Some(chat) = end.chat_id.clone() {
             session.chat_id = chat;
         }
         let mut requests = conversation.history_hashes();
         requests.push(conversation.new_request_hash());
         session.requests = requests;
+        session.answers = conversation.answer_hashes();
+        session.answers.extend(answer);
+        session.attempted.clear();
+        session.resume_failures = 0;
         session.turns += 1;
         session.model = plan.model.clone();
         session.mode = plan.mode;
@@ -238,13 +306,37 @@ impl Engine {
                 mode: session.mode,
                 workspace: workspace.to_path_buf(),
                 chat_id: session.chat_id.clone(),
-                unattended: options.force && session.mode == Mode::Agent,
+                unattended: plan.unattended,
                 fresh: options.spares >= 2,
             });
         }
         let id = session.id.clone();
         lock(&self.sessions).record(session);
         id
+    }
+}
+
+/// A resumed turn that has not completed. Dropped armed (failed, timed out, cancelled), it tells
+/// the session store what the chat was given.
+struct Incomplete<'a> {
+    engine: &'a Engine,
+    session_id: String,
+    chat_id: String,
+    request: u64,
+    resume_failed: bool,
+}
+
+impl Incomplete<'_> {
+    fn disarm(&mut self) {
+        self.session_id.clear();
+    }
+}
+
+impl Drop for Incomplete<'_> {
+    fn drop(&mut self) {
+        if !self.session_id.is_empty() {
+            lock(&self.engine.sessions).note_incomplete(&self.session_id, &self.chat_id, self.request, self.resume_failed);
+        }
     }
 }
 

@@ -30,7 +30,7 @@ use super::openai::{
 use super::{json_body, HttpState, RequestId, MAX_BODY};
 use crate::engine::{Event as TurnEvent, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
-use crate::protocol::Role;
+use crate::protocol::{Mode, Role};
 
 /// Deltas buffered between the engine and the HTTP writer; a slow client slows the turn.
 const DELTA_BUFFER: usize = 256;
@@ -164,10 +164,11 @@ async fn chat(
         .for_conversation(first_user)
         .map_err(|e| ApiError::internal(format!("Could not create the conversation's workspace folder: {e}")))?;
     let Checked { model, messages, stream, include_usage, mode } = checked;
+    let mode = allowed_mode(mode, state.default_mode)?;
     let params = TurnRequest {
         turn_id: format!("http-{request_id}"),
         model: model.clone(),
-        mode: mode.unwrap_or(state.default_mode),
+        mode,
         workspace: workspace.map(|w| w.to_string_lossy().into_owned()),
         // OpenAI requests carry no conversation id: the history identifies the conversation.
         conversation_id: None,
@@ -180,6 +181,30 @@ async fn chat(
         stream_completion(state, params, meta, include_usage).await
     } else {
         complete(state, params, meta).await
+    }
+}
+
+/// The server's `--mode` is a ceiling: a request may ask for less (agent > plan > ask), never more.
+fn allowed_mode(asked: Option<Mode>, ceiling: Mode) -> Result<Mode, ApiError> {
+    let rank = |m: Mode| match m {
+        Mode::Ask => 0,
+        Mode::Plan => 1,
+        Mode::Agent => 2,
+    };
+    match asked {
+        None => Ok(ceiling),
+        Some(m) if rank(m) <= rank(ceiling) => Ok(m),
+        Some(m) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            format!(
+                "This server allows at most `{}` mode (`cursor-bridge serve --mode`); the request asked for `{}`.",
+                ceiling.as_str(),
+                m.as_str()
+            ),
+        )
+        .param("mode")
+        .code("mode_not_allowed")),
     }
 }
 
@@ -441,5 +466,21 @@ impl Chunks {
                 self.queue.push_back(event);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_mode_is_a_ceiling() {
+        assert_eq!(allowed_mode(None, Mode::Ask).unwrap(), Mode::Ask);
+        assert_eq!(allowed_mode(Some(Mode::Ask), Mode::Agent).unwrap(), Mode::Ask);
+        assert_eq!(allowed_mode(Some(Mode::Plan), Mode::Agent).unwrap(), Mode::Plan);
+        let e = allowed_mode(Some(Mode::Agent), Mode::Ask).unwrap_err();
+        assert_eq!(e.status, StatusCode::FORBIDDEN);
+        assert!(e.message.contains("at most `ask`"), "{}", e.message);
+        assert!(allowed_mode(Some(Mode::Plan), Mode::Ask).is_err());
     }
 }

@@ -3,6 +3,7 @@
 //! the protocol, the engine or a backend.
 
 pub mod ids;
+pub mod fs;
 pub mod io;
 pub mod redact;
 pub mod sync;

@@ -3,6 +3,50 @@
 
 use std::borrow::Cow;
 
+/// FNV-1a of `text`: stable across Rust releases and machines (std's hasher is not), for names
+/// and hashes that are persisted.
+pub fn fnv1a(text: &str) -> u64 {
+    let mut h = Fnv::default();
+    h.write(text);
+    h.h
+}
+
+/// FNV-1a fed in pieces.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv {
+    h: u64,
+    fed: bool,
+}
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv { h: 0xcbf2_9ce4_8422_2325, fed: false }
+    }
+}
+
+impl Fnv {
+    pub fn write(&mut self, text: &str) {
+        for b in text.as_bytes() {
+            self.h ^= u64::from(*b);
+            self.h = self.h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.fed |= !text.is_empty();
+    }
+
+    /// Feed `text` without its whitespace (an answer's identity survives re-wrapping).
+    pub fn write_non_whitespace(&mut self, text: &str) {
+        let mut buf = [0u8; 4];
+        for c in text.chars().filter(|c| !c.is_whitespace()) {
+            self.write(c.encode_utf8(&mut buf));
+        }
+    }
+
+    /// The hash, or `None` when nothing (or only empty text) was fed.
+    pub fn finish_non_empty(&self) -> Option<u64> {
+        self.fed.then_some(self.h)
+    }
+}
+
 /// At most `max` characters of `s` (cut at a char boundary, no marker).
 pub fn cut_chars(s: &str, max: usize) -> &str {
     match s.char_indices().nth(max) {

@@ -44,9 +44,9 @@ pub fn turn_args(t: &TurnArgs<'_>) -> Vec<OsString> {
     args
 }
 
-/// Environment changes for every CLI child: colour off (ANSI breaks parsing, reference §8), the
-/// key when we have one, and no inherited chat id (a sidecar started from a Cursor terminal would
-/// otherwise resume that terminal's chat).
+/// Environment changes for every CLI child: colour off (ANSI breaks parsing, docs/cursor-cli.md
+/// §7.2), the key when we have one, no inherited chat id (a sidecar started from a Cursor terminal
+/// would otherwise resume that terminal's chat), and none of the bridge's own variables.
 /// Deliberately not `Debug`: it holds the API key.
 #[derive(Clone)]
 pub struct ChildEnv {
@@ -60,7 +60,11 @@ pub fn child_env(api_key: Option<&str>) -> ChildEnv {
     if let Some(key) = api_key.filter(|k| !k.is_empty()) {
         set.push(("CURSOR_API_KEY".into(), key.into()));
     }
-    ChildEnv { set, remove: vec!["CURSOR_CONVERSATION_ID".into()] }
+    // The bridge's own variables stay with the bridge: `CURSOR_BRIDGE_API_KEY` is the key HTTP
+    // clients use, and the CLI (and every tool it runs) has no business seeing it.
+    let mut remove: Vec<OsString> = vec!["CURSOR_CONVERSATION_ID".into()];
+    remove.extend(std::env::vars_os().map(|(k, _)| k).filter(|k| k.to_string_lossy().starts_with("CURSOR_BRIDGE_")));
+    ChildEnv { set, remove }
 }
 
 #[cfg(test)]

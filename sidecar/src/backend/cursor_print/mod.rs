@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod chat_ids;
+pub mod chat_store;
 pub mod commands;
 pub mod discovery;
 pub mod errors;
@@ -110,7 +111,15 @@ impl CursorPrint {
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         let cli = self.cli().await?;
         let (resume, prestarted) = match &t.chat {
-            Chat::Resume(id) => (Some(id.clone()), None),
+            Chat::Resume(id) => {
+                if chat_store::is_gone(id, &t.workspace) {
+                    tracing::warn!(chat = %id, "the chat is gone from the CLI's chat store");
+                    let error = BridgeError::new(crate::protocol::ErrorKind::CliFailed, "The Cursor CLI no longer has this chat")
+                        .hint("The conversation continues in a new chat with its history.");
+                    return Err(TurnFailure { error, spoke: false, chat_lost: true });
+                }
+                (Some(id.clone()), None)
+            }
             Chat::OneShot => (None, None),
             // A fresh spare brings its own chat id; otherwise take a prefetched one.
             Chat::New => match self.spares.take_fresh(|chat| self.command(&cli, &CommandLine::of(&t, Some(chat)))) {
@@ -126,7 +135,8 @@ impl CursorPrint {
             None => process::spawn(&spec).map_err(|e| spawn_error(&cli, &e))?,
         };
         tracing::debug!(pid = child.pid(), warm, "CLI started");
-        let mut end = run::drive(child, &t.prompt, t.idle, sink).await?;
+        let resuming = matches!(t.chat, Chat::Resume(_)).then_some(resume.as_deref()).flatten();
+        let mut end = run::drive(child, &t.prompt, resuming, t.idle, sink).await?;
         end.chat_id = end.chat_id.or(resume);
         Ok(end)
     }

@@ -32,9 +32,12 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 const PERMISSION_HINT: &str = "Cursor asked for approval, which the bridge cannot give interactively. \
      To let agent mode run commands without asking, enable `cursorBridge.allowUnattended` (passes --force).";
 
+/// `resuming`: the chat the turn must continue; an init event that names another means the CLI
+/// silently started a fresh chat, and the turn stops before any of it reaches the client.
 pub async fn drive(
     mut child: ChildProcess,
     prompt: &str,
+    resuming: Option<&str>,
     idle: Duration,
     sink: &mut EventSink,
 ) -> Result<TurnEnd, TurnFailure> {
@@ -93,6 +96,14 @@ pub async fn drive(
         parser.push_line(&line, &mut events);
         line.clear();
         for event in events.drain(..) {
+            if let (StreamEvent::Init { session_id, .. }, Some(expected)) = (&event, resuming) {
+                if session_id != expected {
+                    tracing::warn!(expected, started = %session_id, "the CLI started a new chat instead of resuming");
+                    let error = BridgeError::new(ErrorKind::CliFailed, "The Cursor CLI no longer has this chat")
+                        .hint("The conversation continues in a new chat with its history.");
+                    return Err(TurnFailure { error, spoke: false, chat_lost: true });
+                }
+            }
             state.apply(event, sink).await;
         }
         if state.result.is_some() {
@@ -107,7 +118,7 @@ pub async fn drive(
     if let Some(error) = stop {
         child.terminate(TERMINATE_GRACE).await;
         tokio::task::spawn_blocking(process::sweep_orphans);
-        return Err(TurnFailure { error, spoke: state.spoke });
+        return Err(TurnFailure { error, spoke: state.spoke, chat_lost: false });
     }
     let status = match exit_status {
         Some(Ok(status)) => Some(status),
@@ -145,14 +156,14 @@ pub async fn drive(
             if failure.kind == ErrorKind::CliFailed && failure.detail.is_none() && !r.text.is_empty() {
                 failure.detail = Some(crate::util::text::cut_chars(&r.text, 2000).to_string());
             }
-            Err(TurnFailure { error: failure.into(), spoke })
+            Err(TurnFailure { error: failure.into(), spoke, chat_lost: false })
         }
         _ => {
             let mut error: BridgeError = classify(code, &stderr, state.stream_error.as_deref()).into();
             if code == Some(0) && error.kind == ErrorKind::CliFailed {
                 error.message = "The Cursor CLI stopped without finishing the turn".into();
             }
-            Err(TurnFailure { error, spoke })
+            Err(TurnFailure { error, spoke, chat_lost: false })
         }
     }
 }

@@ -7,6 +7,7 @@ mod models;
 mod queue_and_cancel;
 mod sessions;
 mod timeouts;
+mod trust;
 
 use std::sync::Arc;
 

@@ -27,7 +27,7 @@ async fn a_follow_up_resumes_the_chat_and_sends_only_the_new_message() {
 async fn history_alone_identifies_a_conversation_and_a_different_one_starts_a_new_chat() {
     let h = Harness::new(Options::default());
     h.send(request(vec![user("first question")])).await.1.unwrap();
-    let (_, same) = h.send(request(vec![user("first question"), assistant("…"), user("second")])).await;
+    let (_, same) = h.send(request(vec![user("first question"), assistant("Echo: first question"), user("second")])).await;
     assert!(same.unwrap().resumed);
     let (_, other) = h.send(request(vec![user("another opener"), assistant("…"), user("second")])).await;
     let other = other.unwrap();
@@ -151,3 +151,99 @@ async fn bad_requests_are_refused_before_the_agent_runs() {
 }
 
 use crate::protocol::ErrorKind;
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_that_failed_is_sent_again_in_the_same_chat() {
+    let h = Harness::new(Options::default());
+    h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
+    h.backend.fail_next.lock().unwrap().push(ErrorKind::Network);
+    let (_, failed) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;
+    assert_eq!(failed.unwrap_err().kind, ErrorKind::Network);
+    // The client keeps the failed request (and maybe a partial answer) in its history.
+    let history = vec![user("one"), assistant("Echo: one"), user("two"), assistant("(error)"), user("three")];
+    let (_, r) = h.send(in_conversation("c", history)).await;
+    assert!(r.unwrap().resumed, "the same chat, not a replay");
+    let t = h.backend.turn(2);
+    assert_eq!(t.chat, Chat::Resume("chat-1".into()));
+    assert_eq!(t.prompt, "two\n\nthree", "what the chat never completed, then the new message");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_turn_counts_as_given_to_the_chat() {
+    let h = Harness::new(Options::default());
+    h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
+    let slow = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("[[busy:100|text:late]]")]));
+    assert!(tokio::time::timeout(std::time::Duration::from_secs(1), slow).await.is_err());
+    let history = vec![user("one"), assistant("Echo: one"), user("[[busy:100|text:late]]"), user("never mind")];
+    let (_, r) = h.send(in_conversation("c", history)).await;
+    assert!(r.unwrap().resumed);
+    let t = h.backend.turn(2);
+    assert_eq!(t.chat, Chat::Resume("chat-1".into()));
+    assert!(t.prompt.ends_with("never mind"), "{}", t.prompt);
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_turns_of_one_conversation_never_run_at_once_on_one_chat() {
+    let h = Harness::new(Options::default());
+    let first = h.send(in_conversation("c", vec![user("[[busy:10|text:a]]")]));
+    let retry = async {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        h.send(in_conversation("c", vec![user("[[busy:10|text:a]]")])).await
+    };
+    let ((_, a), (_, b)) = tokio::join!(first, retry);
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(h.backend.most_running.load(std::sync::atomic::Ordering::SeqCst), 1, "the retry waited");
+    assert_eq!(a.session_id, b.session_id, "one conversation, one session");
+    assert_eq!(h.backend.turn(1).chat, Chat::New, "the retry forks into a new chat (the first chat moved on)");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_chat_that_is_lost_twice_is_given_up() {
+    let h = Harness::new(Options::default());
+    h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
+    h.backend.lost_chats.lock().unwrap().push("chat-1".into());
+    // Each time: the resume finds the chat gone, and the replay fails too (say, the network).
+    for _ in 0..2 {
+        h.backend.fail_next.lock().unwrap().push(ErrorKind::Network);
+        let history = vec![user("one"), assistant("Echo: one"), user("two")];
+        h.send(in_conversation("c", history)).await.1.unwrap_err();
+    }
+    let history = vec![user("one"), assistant("Echo: one"), user("two"), user("three")];
+    let (_, r) = h.send(in_conversation("c", history)).await;
+    assert!(r.unwrap().replayed);
+    let resumes_of_lost =
+        h.backend.turns.lock().unwrap().iter().filter(|t| t.chat == Chat::Resume("chat-1".into())).count();
+    assert_eq!(resumes_of_lost, 2, "not tried a third time");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fallback_tells_the_client_what_really_happened() {
+    let h = Harness::new(Options::default());
+    h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
+    h.backend.lost_chats.lock().unwrap().push("chat-1".into());
+    let (events, r) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;
+    let r = r.unwrap();
+    assert!(!r.resumed && r.replayed);
+    let last_session = events.iter().rev().find_map(|e| match e {
+        Event::Session { resumed, replayed, .. } => Some((*resumed, *replayed)),
+        _ => None,
+    });
+    assert_eq!(last_session, Some((false, true)));
+    let first_text = events.iter().position(|e| matches!(e, Event::Text(_))).unwrap();
+    let sessions_before_text = events[..first_text].iter().filter(|e| matches!(e, Event::Session { .. })).count();
+    assert_eq!(sessions_before_text, 2, "both said before any answer text");
+}
+
+#[tokio::test(start_paused = true)]
+async fn conversations_that_began_alike_never_share_a_chat() {
+    let h = Harness::new(Options::default());
+    // Two clients without conversation ids, both opening with "hi" (same answer, too).
+    h.send(request(vec![user("hi")])).await.1.unwrap();
+    h.send(request(vec![user("hi")])).await.1.unwrap();
+    let a = h.send(request(vec![user("hi"), assistant("Echo: hi"), user("I am A")])).await.1.unwrap();
+    assert!(a.resumed);
+    // B's history is A's old one: A's chat has moved on, so B gets its own chat.
+    let b = h.send(request(vec![user("hi"), assistant("Echo: hi"), user("I am B")])).await.1.unwrap();
+    assert_ne!(h.backend.turn(3).chat, h.backend.turn(2).chat);
+    assert_ne!(a.session_id, b.session_id);
+}
