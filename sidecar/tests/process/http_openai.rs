@@ -2,8 +2,6 @@
 //! official `openai` Python package (tests/http/openai_client.py, installed into a cached venv
 //! under target/py-openai), plus plain HTTP checks from here.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -11,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 /// A running `cursor-bridge serve` on a free loopback port.
 struct Server {
