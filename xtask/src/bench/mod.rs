@@ -3,10 +3,10 @@
 //! and `target/bench/report.json`. See `docs/performance.md` for what each figure means.
 //!
 //! Everything runs the release binaries (`cursor-bridge` and the CLI test double
-//! `cursor-agent-double`) over pipes, with a small JSON-RPC client ([`sidecar`]: Content-Length
-//! framing, one reader thread per sidecar that timestamps every frame as it arrives). Every sidecar
-//! gets its own temporary state, log and data folders; every process started here is stopped when
-//! its guard is dropped.
+//! `cursor-agent-double`) over pipes, with the JSON-RPC client the integration tests use too
+//! (`cursor-bridge-test-client`: Content-Length framing, one reader thread per sidecar that
+//! timestamps every frame as it arrives). Every sidecar gets its own temporary state, log and data
+//! folders; every process started here is stopped when its guard is dropped.
 //!
 //! Full mode repeats each figure enough for stable medians on a small machine and fails (returns an
 //! error) when a target is missed. `--smoke` runs every figure once, quickly, so the harness cannot
@@ -29,7 +29,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
 
 use report::{loadavg, Report, Row};
 use scenarios::{concurrency, first_delta, footprint, model_picker, new_conversation, parser, sizes, streaming};
@@ -230,14 +229,6 @@ fn since(later: Instant, earlier: Instant) -> f64 {
 /// A new temporary folder for one process or scenario.
 fn scratch() -> Result<tempfile::TempDir> {
     tempfile::Builder::new().prefix("cursor-bridge-bench-").tempdir().context("creating a temporary folder")
-}
-
-fn user(text: &str) -> Value {
-    json!({"role": "user", "text": text})
-}
-
-fn assistant(text: &str) -> Value {
-    json!({"role": "assistant", "text": text})
 }
 
 /// Sidecars still shutting down in the background; joined before [`run`] returns.

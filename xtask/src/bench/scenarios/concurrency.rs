@@ -3,12 +3,13 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
+use cursor_bridge_test_client::user;
 use serde_json::{json, Value};
 
 use crate::bench::report::{Row, Unit};
 use crate::bench::sidecar::Sidecar;
 use crate::bench::stats::Stat;
-use crate::bench::{scratch, since, user, Ctx};
+use crate::bench::{scratch, since, Ctx};
 
 /// 64 turns at once through a pool of 4 vs 16 sequential batches of 4.
 pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {

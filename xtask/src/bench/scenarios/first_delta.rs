@@ -4,12 +4,13 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
+use cursor_bridge_test_client::{assistant, user};
 use serde_json::json;
 
 use crate::bench::direct::run_double_direct;
 use crate::bench::report::{Row, Target, Unit};
 use crate::bench::sidecar::Sidecar;
-use crate::bench::{assistant, scratch, since, user, Ctx};
+use crate::bench::{scratch, since, Ctx};
 
 /// First delta: `chat/send` → first `text` delta through the sidecar vs spawning the double directly.
 pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {

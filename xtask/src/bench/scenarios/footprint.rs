@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
+use cursor_bridge_test_client::user;
 use serde_json::{json, Value};
 
 use crate::bench::direct::{base_env, Guard};
 use crate::bench::report::{Row, Target, Unit};
 use crate::bench::sidecar::Sidecar;
 use crate::bench::stats::Stat;
-use crate::bench::{ms, scratch, since, user, Ctx};
+use crate::bench::{ms, scratch, since, Ctx};
 
 pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
     let (bins, plan) = (ctx.bins, ctx.plan);

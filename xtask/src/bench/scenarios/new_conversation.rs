@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
+use cursor_bridge_test_client::{assistant, user};
 use serde_json::json;
 
 use crate::bench::report::{Row, Target, Unit};
 use crate::bench::sidecar::Sidecar;
-use crate::bench::{assistant, scratch, since, user, Bins, Ctx};
+use crate::bench::{scratch, since, Bins, Ctx};
 
 /// `CURSOR_DOUBLE_CREATE_CHAT_DELAY_MS` for the new-conversation figure.
 const CREATE_CHAT_DELAY_MS: u64 = 1500;

@@ -4,13 +4,14 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
+use cursor_bridge_test_client::user;
 use serde_json::json;
 
 use crate::bench::direct::{run_double_direct, DirectRun};
 use crate::bench::report::{Row, Unit};
 use crate::bench::sidecar::Sidecar;
 use crate::bench::stats::Stat;
-use crate::bench::{scratch, user, Ctx};
+use crate::bench::{scratch, Ctx};
 
 /// Length of the streamed answer (one character per delta).
 const STREAM_CHARS: usize = 100_000; // the notes say "100,000"
