@@ -1,6 +1,6 @@
 """`cursor-bridge serve` driven by the official `openai` Python package, as a real client would.
 
-Run by sidecar/tests/http_openai.rs, which starts two servers against the CLI test double and
+Run by sidecar/tests/process/http_openai.rs, which starts two servers against the CLI test double and
 passes, in the environment:
   OPEN_URL      base URL (…/v1) of a server without a client key
   OPEN_RECORD   the CLI double's record file of that server (one JSON line per CLI run)

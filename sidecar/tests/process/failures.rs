@@ -1,12 +1,11 @@
 //! When the CLI fails, the client gets a typed error with a hint, text already streamed stays, and
 //! the sidecar keeps serving. Also: cancel, timeouts, bad frames, a missing CLI, and the API key.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::*;
+
+use crate::support::*;
 
 fn ask(turn: &str, text: &str) -> Value {
     json!({"turnId": turn, "model": "auto", "mode": "agent", "messages": [user(text)]})

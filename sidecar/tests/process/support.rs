@@ -1,14 +1,15 @@
 //! Test harness: runs the real `cursor-bridge` binary over pipes, with the CLI test double
-//! (`cli-double`) as its Cursor CLI, and speaks JSON-RPC to it like an editor would.
+//! (`cli-double`) as its Cursor CLI, and speaks JSON-RPC to it like an editor would (the framing,
+//! the launch and the connection are `cursor-bridge-test-client`'s, shared with the benchmark).
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub use cursor_bridge_test_client::{assistant, frame, user, wait_with_timeout};
+use cursor_bridge_test_client::{initialize_params, Connection, Launcher, Process, Stderr};
 use serde_json::{json, Value};
 
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -85,14 +86,12 @@ impl TestDir {
 
 pub struct Sidecar {
     pub child: Child,
-    stdin: Option<ChildStdin>,
-    incoming: Receiver<Value>,
-    next_id: u64,
+    conn: Connection<Value>,
+    stderr: Stderr,
     /// Notifications seen so far (in order).
     pub notifications: Vec<Value>,
     /// Responses read while waiting for another id.
     pending: Vec<Value>,
-    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 pub struct Launch<'a> {
@@ -101,6 +100,18 @@ pub struct Launch<'a> {
     /// Put the double on the sidecar's env as `CURSOR_BRIDGE_CLI_PATH` (else: `initialize.cliPath`).
     pub cli_via_env: bool,
     pub log_level: &'a str,
+}
+
+/// The sidecar with its folders in `dir` and nothing of this machine's Cursor set-up in reach.
+pub fn launcher(dir: &TestDir, log_level: &str) -> Launcher {
+    Launcher::new(sidecar_exe(), dir.path())
+        .log_level(log_level)
+        // An empty PATH (plus sh for the double's grandchildren): nothing real is found by accident.
+        .env("PATH", "/usr/bin:/bin")
+        .env("CURSOR_DOUBLE_RECORD", dir.record_file())
+        .env_remove("CURSOR_API_KEY")
+        .env_remove("CURSOR_BRIDGE_CLI_PATH")
+        .env_remove("CURSOR_DOUBLE_SCENARIO")
 }
 
 impl<'a> Launch<'a> {
@@ -112,82 +123,18 @@ impl<'a> Launch<'a> {
         self
     }
     pub fn start(self) -> Sidecar {
-        let mut cmd = Command::new(sidecar_exe());
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // An empty PATH (plus sh for the double's grandchildren): nothing real is found by accident.
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", self.dir.path().join("home"))
-            .env("CURSOR_BRIDGE_STATE_DIR", self.dir.path().join("state"))
-            .env("CURSOR_BRIDGE_LOG_DIR", self.dir.log_dir())
-            .env("CURSOR_BRIDGE_LOG", self.log_level)
-            .env("CURSOR_DOUBLE_RECORD", self.dir.record_file())
-            .env_remove("CURSOR_API_KEY")
-            .env_remove("CURSOR_BRIDGE_CLI_PATH")
-            .env_remove("CURSOR_DOUBLE_SCENARIO");
+        let mut launcher = launcher(self.dir, self.log_level).first_id(101);
         if self.cli_via_env {
-            cmd.env("CURSOR_BRIDGE_CLI_PATH", double_exe());
+            launcher = launcher.env("CURSOR_BRIDGE_CLI_PATH", double_exe());
         }
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("start cursor-bridge");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || read_frames(stdout, tx));
-        let stderr_buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = stderr_buf.clone();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push_str(&(line + "\n"));
-            }
-        });
-        Sidecar {
-            stdin: child.stdin.take(),
-            child,
-            incoming: rx,
-            next_id: 100,
-            notifications: Vec::new(),
-            pending: Vec::new(),
-            stderr: stderr_buf,
-        }
+        let Process { child, conn, stderr, .. } = launcher.envs(self.env).start(json_frame).expect("start cursor-bridge");
+        Sidecar { child, conn, stderr, notifications: Vec::new(), pending: Vec::new() }
     }
 }
 
-fn read_frames(stdout: impl Read, tx: mpsc::Sender<Value>) {
-    let mut r = BufReader::new(stdout);
-    loop {
-        let mut len = None;
-        loop {
-            let mut line = String::new();
-            if r.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            let (name, value) = line.split_once(':').expect("header line");
-            assert!(name.eq_ignore_ascii_case("content-length"), "unexpected header {line:?} on stdout");
-            len = Some(value.trim().parse::<usize>().unwrap());
-        }
-        let mut body = vec![0; len.expect("Content-Length")];
-        if r.read_exact(&mut body).is_err() {
-            return;
-        }
-        let value: Value = serde_json::from_slice(&body).expect("stdout carries JSON frames only");
-        if tx.send(value).is_err() {
-            return;
-        }
-    }
-}
-
-pub fn frame(body: &[u8]) -> Vec<u8> {
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body);
-    out
+/// Every frame on the sidecar's stdout is JSON.
+fn json_frame(body: &[u8]) -> Option<Value> {
+    Some(serde_json::from_slice(body).expect("stdout carries JSON frames only"))
 }
 
 impl Sidecar {
@@ -196,34 +143,25 @@ impl Sidecar {
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).unwrap();
-        stdin.flush().unwrap();
+        self.conn.send_raw(bytes).expect("write to the sidecar's stdin");
     }
 
     pub fn send(&mut self, message: &Value) {
-        self.send_raw(&frame(&serde_json::to_vec(message).unwrap()));
+        self.conn.send(std::slice::from_ref(message)).expect("write to the sidecar's stdin");
     }
 
     pub fn notify(&mut self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+        self.conn.notify(method, params).expect("write to the sidecar's stdin");
     }
 
     /// Send a request; returns its id.
     pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
+        self.conn.request(method, params).expect("write to the sidecar's stdin").0
     }
 
     /// The next message from the sidecar (notification or response).
     pub fn next_message(&mut self, timeout: Duration) -> Option<Value> {
-        match self.incoming.recv_timeout(timeout) {
-            Ok(v) => Some(v),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => None,
-        }
+        self.conn.recv(timeout).ok().map(|m| m.message)
     }
 
     /// Wait for the response to `id`, collecting notifications.
@@ -239,10 +177,7 @@ impl Sidecar {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let Some(msg) = self.next_message(left) else {
-                panic!(
-                    "no response to id {id} within {timeout:?}; stderr:\n{}",
-                    self.stderr.lock().unwrap()
-                );
+                panic!("no response to id {id} within {timeout:?}; stderr:\n{}", self.stderr.text());
             };
             if msg.get("method").is_some() && msg.get("id").is_none() {
                 self.notifications.push(msg);
@@ -260,13 +195,7 @@ impl Sidecar {
     }
 
     pub fn initialize(&mut self, dir: &TestDir, options: Value) -> Value {
-        self.initialize_with(json!({
-            "protocolVersion": 1,
-            "clientInfo": {"name": "tests", "version": "0"},
-            "workspaceFolders": [dir.workspace()],
-            "cliPath": double_exe(),
-            "options": options,
-        }))
+        self.initialize_with(initialize_params(("tests", "0"), &dir.workspace(), &double_exe(), options))
     }
 
     pub fn initialize_with(&mut self, params: Value) -> Value {
@@ -293,7 +222,7 @@ impl Sidecar {
     }
 
     pub fn close_stdin(&mut self) {
-        self.stdin = None;
+        self.conn.close_stdin();
     }
 
     /// Close stdin and wait for the process to exit.
@@ -310,19 +239,6 @@ impl Drop for Sidecar {
     }
 }
 
-pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// The concatenated `text` deltas.
 pub fn text_of(deltas: &[Value]) -> String {
     deltas.iter().filter(|d| d["kind"] == "text").map(|d| d["text"].as_str().unwrap()).collect()
@@ -335,14 +251,6 @@ pub fn kinds_of(deltas: &[Value]) -> Vec<String> {
 /// A user message carrying a scenario directive for the double.
 pub fn directed(text: &str, scenario: Value) -> String {
     format!("[[double:{scenario}]]\n{text}")
-}
-
-pub fn user(text: &str) -> Value {
-    json!({"role": "user", "text": text})
-}
-
-pub fn assistant(text: &str) -> Value {
-    json!({"role": "assistant", "text": text})
 }
 
 pub fn error_kind(response: &Value) -> &str {

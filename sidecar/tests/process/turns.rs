@@ -1,9 +1,8 @@
 //! Chat turns through the real binary against the CLI double: what a client sees.
 
-mod support;
-
 use serde_json::{json, Value};
-use support::*;
+
+use crate::support::*;
 
 fn ready(dir: &TestDir) -> Sidecar {
     let mut s = Sidecar::start(dir);

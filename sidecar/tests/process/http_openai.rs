@@ -2,8 +2,6 @@
 //! official `openai` Python package (tests/http/openai_client.py, installed into a cached venv
 //! under target/py-openai), plus plain HTTP checks from here.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -11,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 /// A running `cursor-bridge serve` on a free loopback port.
 struct Server {
@@ -26,25 +24,12 @@ impl Server {
     }
 
     fn start_with_args(dir: &TestDir, args: &[&str], extra_env: &[(&str, &str)]) -> Server {
-        let mut cmd = Command::new(sidecar_exe());
-        cmd.args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", dir.path().join("home"))
-            .env("CURSOR_BRIDGE_STATE_DIR", dir.path().join("state"))
-            .env("CURSOR_BRIDGE_LOG_DIR", dir.log_dir())
-            .env("CURSOR_BRIDGE_LOG", "debug")
+        let mut cmd = launcher(dir, "debug")
             .env("CURSOR_BRIDGE_CLI_PATH", double_exe())
-            .env("CURSOR_DOUBLE_RECORD", dir.record_file())
-            .env_remove("CURSOR_API_KEY")
             .env_remove("CURSOR_BRIDGE_API_KEY")
-            .env_remove("CURSOR_DOUBLE_SCENARIO");
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
+            .envs(extra_env.iter().copied())
+            .command();
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start cursor-bridge serve");
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let stderr = Arc::new(Mutex::new(String::new()));

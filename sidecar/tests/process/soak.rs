@@ -3,13 +3,12 @@
 //! sidecar's open file descriptors and RSS are back near where they started.
 //! Prints `soak: N turns, N answered, leaked processes = 0, fds a → b, rss a → b KiB`.
 
-mod support;
-
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::*;
+
+use crate::support::*;
 
 const TURNS: usize = 1000;
 const AT_ONCE: usize = 8;

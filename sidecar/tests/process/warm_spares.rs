@@ -2,13 +2,12 @@
 //! done) and waiting for the prompt; the follow-up uses it, anything else does not, and spares
 //! never outlive the sidecar.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::*;
+
+use crate::support::*;
 
 fn turn(id: &str, model: &str, messages: Value) -> Value {
     json!({"turnId": id, "model": model, "mode": "agent", "conversationId": "conv", "messages": messages})

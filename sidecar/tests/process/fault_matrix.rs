@@ -3,12 +3,11 @@
 //! sidecar serving, and leave no CLI process, grandchild or zombie behind (counted through /proc).
 //! Prints `fault matrix: N faults tried, N survived, leaked processes = 0`.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::*;
+
+use crate::support::*;
 
 struct Tally {
     tried: usize,
@@ -165,7 +164,7 @@ fn run_binary_case(name: &str, cli: Option<&str>, make: impl FnOnce(&TestDir) ->
 
 #[test]
 fn fault_matrix() {
-    let cases: Value = serde_json::from_str(include_str!("fixtures/faults.json")).unwrap();
+    let cases: Value = serde_json::from_str(include_str!("../fixtures/faults.json")).unwrap();
     let mut tally = Tally::new();
     for case in cases["cases"].as_array().unwrap() {
         run_case(case, &mut tally);

@@ -1,9 +1,8 @@
 //! Conversations resume instead of starting over; when they cannot, context is replayed.
 
-mod support;
-
 use serde_json::{json, Value};
-use support::*;
+
+use crate::support::*;
 
 fn argv(record: &Value) -> Vec<String> {
     serde_json::from_value(record["argv"].clone()).unwrap()

@@ -2,12 +2,11 @@
 //! (or ignored, for notifications), and a sentinel request right after it is answered: the sidecar
 //! never crashes or wedges. Prints `protocol abuse: N frames sent, N survived`.
 
-mod support;
-
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::*;
+
+use crate::support::*;
 
 /// What the sidecar must answer to an abusive input.
 #[derive(Debug, Clone, Copy)]

@@ -1,0 +1,15 @@
+//! The integration tests that drive the real `cursor-bridge` binary over its pipes (and its HTTP
+//! server), against the CLI test double: one test binary, one module per group. Rerun a group
+//! alone by its name, e.g. `cargo nextest run -p cursor-bridge --test process fault_matrix`.
+
+mod support;
+
+mod failures;
+mod fault_matrix;
+mod http_openai;
+mod protocol_abuse;
+mod protocol_doc;
+mod sessions;
+mod soak;
+mod turns;
+mod warm_spares;
