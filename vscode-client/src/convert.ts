@@ -1,7 +1,8 @@
 // VS Code request messages → protocol messages. The sidecar needs text: each message's text parts
 // joined, tool calls and results (from turns another model answered with VS Code's tools) as short
 // lines so the history stays readable, and our `stateful_marker` for the session id. Other data
-// parts (images, cache hints) and thinking parts carry nothing the CLI can use.
+// parts (images, cache hints) and thinking parts carry nothing the CLI can use; images are counted,
+// so the answer can say that they were not sent.
 
 import * as vscode from 'vscode';
 import { MARKER_MIME, parseMarker } from './marker';
@@ -47,6 +48,15 @@ export function classifyPart(part: unknown): Part {
     return { type: 'text', value: part.value };
   }
   return { type: 'other' };
+}
+
+/**
+ * The mime type of an image part: a `LanguageModelDataPart` with an `image/*` type, or a part of
+ * that shape from another copy of the API (whatever its `data` arrived as); else undefined.
+ */
+export function imageMimeOf(part: unknown): string | undefined {
+  const mime = isRecord(part) ? part.mimeType : undefined;
+  return typeof mime === 'string' && /^image\//i.test(mime) ? mime : undefined;
 }
 
 // VS Code's role numbers (System = 3 is proposed API, so not in the stable enum).
@@ -103,14 +113,22 @@ export interface Conversation {
   systemText: string;
   /** The session id in the newest marker of ours, if the history has one. */
   sessionId?: string;
+  /**
+   * Image parts in the new request (the user messages after the last assistant message), which
+   * the sidecar cannot take. Images earlier in the history were already pointed out in their turn.
+   */
+  newImages: number;
 }
 
 export function convertMessages(messages: readonly vscode.LanguageModelChatRequestMessage[]): Conversation {
   const out: ChatMessage[] = [];
   const toolNames = new Map<string, string>();
   let sessionId: string | undefined;
+  let newImages = 0;
   for (const message of messages) {
     const role = roleOf(message.role as number);
+    if (role === 'assistant') newImages = 0;
+    else if (role === 'user') newImages += message.content.filter((p) => imageMimeOf(p) !== undefined).length;
     const pieces: string[] = [];
     // Text parts of one message are fragments of one text; tool lines stand on their own.
     let text = '';
@@ -148,7 +166,7 @@ export function convertMessages(messages: readonly vscode.LanguageModelChatReque
     .filter((m) => m.role === 'system')
     .map((m) => m.text)
     .join('\n');
-  return { messages: out, systemText, sessionId };
+  return { messages: out, systemText, sessionId, newImages };
 }
 
 /**

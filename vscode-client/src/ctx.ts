@@ -14,6 +14,22 @@ export interface DisposableLike {
   dispose(): void;
 }
 
+/**
+ * Runs a callback nobody awaits (an event handler, a notification, a timer): whatever it throws or
+ * its promise rejects with goes to the log instead of becoming an unhandled rejection.
+ */
+export function detached(log: Pick<Logger, 'error'>, what: string, run: () => unknown): void {
+  const failed = (e: unknown) => log.error(`${what} failed: ${toBridgeError(e).message}`);
+  try {
+    const result = run();
+    if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+      Promise.resolve(result).catch(failed);
+    }
+  } catch (e) {
+    failed(e);
+  }
+}
+
 /** What the provider and commands need from the sidecar; tests substitute a fake. */
 export interface Bridge {
   request<M extends Method>(method: M, params: Requests[M]['params'], token?: CancellationLike): Promise<Requests[M]['result']>;
@@ -66,8 +82,8 @@ export interface SidecarManagerOptions {
   log: Logger;
   /** Read fresh at every start; throws a `sidecarNotFound` BridgeError when there is no binary. */
   launchConfig(): Promise<LaunchConfig>;
-  /** The crash limit was reached; nothing restarts until `restart()` is called. */
-  onGaveUp(crashes: number): void;
+  /** The crash limit was reached; nothing restarts until `restart()` is called. May be async (a rejection is logged). */
+  onGaveUp(crashes: number): unknown;
   onReady?(result: InitializeResult): void;
   /** The sidecar found a changed model list on its own (`models/changed`). */
   onModelsChanged?(models: ModelInfo[]): void;
@@ -86,7 +102,8 @@ export class SidecarManager implements Bridge {
   private gaveUp = false;
   private disposed = false;
   private inFlight = 0;
-  private restartWhenIdle = false;
+  /** Why to restart once nothing is in flight, if a restart waits for that. */
+  private restartWhenIdle: string | undefined;
   /** A restart that has not read its launch configuration yet. */
   private pendingRestart: Promise<void> | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -113,9 +130,10 @@ export class SidecarManager implements Bridge {
       return await proc.request(method, params, token);
     } finally {
       this.inFlight--;
-      if (this.inFlight === 0 && this.restartWhenIdle) {
-        this.restartWhenIdle = false;
-        void this.restart('settings changed').catch(() => undefined);
+      if (this.inFlight === 0 && this.restartWhenIdle !== undefined) {
+        const reason = this.restartWhenIdle;
+        this.restartWhenIdle = undefined;
+        this.restartSoon(reason);
       }
     }
   }
@@ -175,7 +193,8 @@ export class SidecarManager implements Bridge {
       void this.restart(reason).catch((e: unknown) => this.o.log.warn(`restart failed: ${toBridgeError(e).message}`));
     } else {
       this.o.log.info(`will restart the sidecar when idle: ${reason}`);
-      this.restartWhenIdle = true;
+      const waiting = this.restartWhenIdle;
+      this.restartWhenIdle = waiting === undefined || waiting === reason ? reason : `${waiting}; ${reason}`;
     }
   }
 
@@ -252,7 +271,8 @@ export class SidecarManager implements Bridge {
     if (this.crashes.record(Date.now())) {
       this.gaveUp = true;
       this.o.log.error(`the sidecar crashed ${this.crashes.recent} times within ${Math.round(this.crashes.windowMs / 60_000)} minutes; not restarting it`);
-      this.o.onGaveUp(this.crashes.recent);
+      const crashes = this.crashes.recent;
+      detached(this.o.log, 'reporting the crashed sidecar', () => this.o.onGaveUp(crashes));
       return;
     }
     // Restart in the background so the model list and the next turn find it running.
@@ -280,7 +300,7 @@ export interface WorkspaceEvents {
  * `initialize`), so each change means a restart; `restartSoon` lets a running answer finish first.
  */
 export function restartOnChanges(
-  manager: SidecarManager,
+  manager: Pick<SidecarManager, 'restartSoon'>,
   workspace: WorkspaceEvents,
   secrets: { onDidChange: EventLike<{ key: string }> },
   apiKeySecret: string,

@@ -114,6 +114,13 @@ export class TurnRenderer {
     this.closeToolLine();
   }
 
+  /** A note about the request (notices in errors.ts), as a quote line of its own. */
+  note(text: string): void {
+    this.finish();
+    this.paragraph();
+    this.emit(`> ℹ️ ${text}\n\n`);
+  }
+
   /** Markdown that ends the turn (an explanation of a failure), set apart from what came before. */
   markdown(text: string): void {
     this.finish();

@@ -183,3 +183,15 @@ export function plainMessage(kind: FailureKind): string {
   const entry = FAILURES[kind] ?? FAILURES.unknown;
   return `Cursor Bridge: ${entry.what} ${entry.action}`.replace(/\*\*|`/g, '');
 }
+
+/**
+ * Notes the answer carries about the request itself (not failures): one short Markdown line each,
+ * reported before the answer, at most once per response.
+ */
+export const NOTICES = {
+  /** The request had image parts; the sidecar takes text only, so only the text was sent. */
+  imagesNotSent: (count: number): string =>
+    count === 1
+      ? 'Cursor Bridge sends text only: the attached image was not sent to the model.'
+      : `Cursor Bridge sends text only: the ${count} attached images were not sent to the model.`,
+} as const;

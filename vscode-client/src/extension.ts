@@ -6,8 +6,9 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { locateSidecar } from './bootstrap';
 import { API_KEY_SECRET, Command, registerCommands } from './commands';
-import { restartOnChanges, SidecarManager, type LaunchConfig } from './ctx';
+import { detached, restartOnChanges, SidecarManager, type LaunchConfig } from './ctx';
 import { plainMessage, toBridgeError, type BridgeError, type FailureKind } from './errors';
+import { turnWorkspace } from './folders';
 import { ModelCatalog } from './models';
 import { PROTOCOL_VERSION, Request } from './protocol';
 import { CursorChatProvider } from './provider';
@@ -28,7 +29,25 @@ function settings(): Settings {
   return readSettings(vscode.workspace.getConfiguration(SECTION));
 }
 
-async function launchConfig(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<LaunchConfig> {
+/** The workspace's local folders: all of them go to `initialize`, one to each `chat/send`. */
+function localFolders(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+}
+
+/** This turn's folder: the one holding the active editor's file, else the first. */
+function currentFolder(): string | undefined {
+  const uri = vscode.window.activeTextEditor?.document.uri;
+  return turnWorkspace(localFolders(), uri?.scheme === 'file' ? uri.fsPath : undefined);
+}
+
+/**
+ * What the sidecar is started with, read fresh at every start (settings, trust, folders, API key);
+ * the events that change any of it restart the sidecar (`restartOnChanges`).
+ */
+export async function launchConfig(
+  context: Pick<vscode.ExtensionContext, 'extensionPath' | 'extensionMode' | 'secrets'>,
+  log: Pick<vscode.LogOutputChannel, 'debug' | 'info' | 'warn' | 'error' | 'trace'>,
+): Promise<LaunchConfig> {
   const s = settings();
   const home = os.homedir();
   const binary = locateSidecar(
@@ -47,7 +66,7 @@ async function launchConfig(context: vscode.ExtensionContext, log: vscode.LogOut
     initialize: {
       protocolVersion: PROTOCOL_VERSION,
       clientInfo: { name: vscode.env.appName, version: vscode.version },
-      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+      workspaceFolders: localFolders(),
       ...(cliPath ? { cliPath } : {}),
       ...(apiKey ? { apiKey } : {}),
       options: sidecarOptions(s, vscode.workspace.isTrusted),
@@ -101,12 +120,12 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
       } catch (e) {
         const err = toBridgeError(e);
         log.warn(`models/list failed: ${err.kind}: ${err.message}${err.hint ? ` | hint: ${err.hint}` : ''}`);
-        void announce(err);
+        detached(log, 'announcing a set-up problem', () => announce(err));
         throw err;
       }
     },
     () => modelsChanged.fire(),
-    context.globalState,
+    { store: context.globalState, log },
   );
 
   const provider = new CursorChatProvider({
@@ -116,6 +135,7 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
     tokens: new TokenCounter(),
     settings,
     trusted: () => vscode.workspace.isTrusted,
+    workspace: currentFolder,
     log,
     thinkingPart: thinkingPartCtor,
     dataPart: dataPartCtor,

@@ -4,6 +4,7 @@
 // is asked in the background, firing the change event when the list really changed.
 
 import type * as vscode from 'vscode';
+import type { Logger } from './client';
 import type { ModelInfo } from './protocol';
 
 /** The sidecar gives unknown families this conservative window (protocol.md, models/list). */
@@ -52,22 +53,34 @@ const STORE_KEY = 'cursorBridge.models.v1';
 
 export type ModelFetcher = (refresh: boolean) => Promise<ModelInfo[]>;
 
+export interface CatalogOptions {
+  store?: ModelStore;
+  /** Where a failure to store the list is reported (nobody awaits the store). */
+  log?: Pick<Logger, 'warn'>;
+  /** A failed background load is not retried sooner than this (the picker asks constantly). */
+  retryAfterMs?: number;
+  now?: () => number;
+}
+
 export class ModelCatalog {
   private models: ModelInfo[] | undefined;
   /** Fetched from the sidecar in this session (the stored list may be stale). */
   private loaded = false;
   private loading: Promise<ModelInfo[]> | undefined;
   private lastFailure = 0;
+  private readonly store: ModelStore | undefined;
+  private readonly retryAfterMs: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly fetch: ModelFetcher,
     private readonly onChanged: () => void,
-    private readonly store?: ModelStore,
-    /** A failed background load is not retried sooner than this (the picker asks constantly). */
-    private readonly retryAfterMs = 30_000,
-    private readonly now: () => number = Date.now,
+    private readonly o: CatalogOptions = {},
   ) {
-    const stored = store?.get<ModelInfo[]>(STORE_KEY);
+    this.store = o.store;
+    this.retryAfterMs = o.retryAfterMs ?? 30_000;
+    this.now = o.now ?? Date.now;
+    const stored = this.store?.get<ModelInfo[]>(STORE_KEY);
     if (Array.isArray(stored) && stored.length > 0) this.models = stored;
   }
 
@@ -121,7 +134,12 @@ export class ModelCatalog {
   private set(models: ModelInfo[]): void {
     if (JSON.stringify(models) === JSON.stringify(this.models)) return;
     this.models = models;
-    void this.store?.update(STORE_KEY, models);
+    if (this.store) {
+      // Only a cache for the next start: a failure costs nothing but that, and is logged.
+      Promise.resolve(this.store.update(STORE_KEY, models)).catch((e: unknown) =>
+        this.o.log?.warn(`could not store the model list: ${e instanceof Error ? e.message : String(e)}`),
+      );
+    }
     this.onChanged();
   }
 }

@@ -86,6 +86,11 @@ export interface Options {
   sendSystemMessages?: boolean;
   spares?: number;
   spareIdleSeconds?: number;
+  /**
+   * VS Code's `workspace.isTrusted`; absent means trusted. `false`: the sidecar never runs agent
+   * mode, never passes `--force`, and runs the CLI in a private scratch folder, not the user's.
+   */
+  workspaceTrusted?: boolean;
 }
 
 export interface InitializeParams {
@@ -150,6 +155,7 @@ export interface ChatSendParams {
   turnId: string;
   model: string;
   mode: Mode;
+  /** The folder the CLI works in: one of `initialize.workspaceFolders` (or inside one); default the first. */
   workspace?: string;
   conversationId?: string;
   sessionId?: string;

@@ -7,7 +7,7 @@ import type { Logger } from './client';
 import { conversationIdOf, convertMessages, isUtilityRequest, toolNamesOf, type RequestOptions } from './convert';
 import type { Bridge } from './ctx';
 import { TurnRenderer } from './deltas';
-import { renderFailure, toBridgeError } from './errors';
+import { NOTICES, renderFailure, toBridgeError } from './errors';
 import { encodeMarker, MARKER_MIME } from './marker';
 import { inferMode, type ModeDecision } from './mode';
 import { toChatInformation, type ModelCatalog } from './models';
@@ -24,6 +24,8 @@ export interface ProviderDeps {
   tokens: TokenCounter;
   settings(): Settings;
   trusted(): boolean;
+  /** The folder this turn runs in (folders.ts); undefined: the sidecar's default. */
+  workspace(): string | undefined;
   log: Logger;
   thinkingPart(): ThinkingPartCtor | undefined;
   /** Undefined on hosts older than 1.106: no marker, no usage part. */
@@ -36,6 +38,8 @@ export interface TurnPlan {
   params: ChatSendParams;
   mode: ModeDecision;
   utility: boolean;
+  /** Image parts of the new request that cannot be sent (0 for utility requests: a note would become the chat's title). */
+  imagesNotSent: number;
 }
 
 export function planTurn(
@@ -45,6 +49,7 @@ export function planTurn(
   settings: Pick<Settings, 'mode' | 'utilityModel'>,
   trusted: boolean,
   turnId: string,
+  workspace?: string,
 ): TurnPlan {
   const conversation = convertMessages(messages);
   const utility = isUtilityRequest(options);
@@ -59,12 +64,13 @@ export function planTurn(
     mode: mode.mode,
     messages: conversation.messages,
   };
+  if (workspace) params.workspace = workspace;
   if (utility) params.utility = true;
   else {
     if (conversationId) params.conversationId = conversationId;
     if (conversation.sessionId) params.sessionId = conversation.sessionId;
   }
-  return { params, mode, utility };
+  return { params, mode, utility, imagesNotSent: utility ? 0 : conversation.newImages };
 }
 
 /** `usage` data parts are read by Copilot Chat in OpenAI's shape (context window display). */
@@ -118,11 +124,21 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     if (token.isCancellationRequested) return;
     const settings = this.deps.settings();
     const turnId = this.deps.newTurnId?.() ?? `vsc-${randomUUID()}`;
-    const { params, mode, utility } = planTurn(model, messages, options, settings, this.deps.trusted(), turnId);
+    const { params, mode, utility, imagesNotSent } = planTurn(
+      model,
+      messages,
+      options,
+      settings,
+      this.deps.trusted(),
+      turnId,
+      this.deps.workspace(),
+    );
     this.deps.log.info(
       `turn ${turnId}: model ${params.model}, mode ${params.mode} (${mode.reason})` +
+        `${params.workspace ? `, in ${params.workspace}` : ''}` +
         `${params.conversationId ? `, conversation ${params.conversationId}` : ''}` +
-        `${params.sessionId ? `, session ${params.sessionId}` : ''}${utility ? ', utility' : ''}, ${params.messages.length} messages`,
+        `${params.sessionId ? `, session ${params.sessionId}` : ''}${utility ? ', utility' : ''}, ${params.messages.length} messages` +
+        `${imagesNotSent ? `, ${imagesNotSent} image(s) not sent` : ''}`,
     );
 
     // Nothing is reported after a cancel: the Chat view has moved on.
@@ -134,6 +150,8 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
       thinkingPart: this.deps.thinkingPart(),
       utility,
     });
+    // Said before the answer, so it is seen while waiting; the text goes to the sidecar regardless.
+    if (imagesNotSent > 0) renderer.note(NOTICES.imagesNotSent(imagesNotSent));
     const subscription = this.deps.bridge.onDelta(turnId, (d) => renderer.handle(d));
     let result: ChatSendResult | undefined;
     try {

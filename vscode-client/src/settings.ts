@@ -59,6 +59,21 @@ export const RESTART_KEYS: readonly (keyof Settings)[] = [
 /** The part of `vscode.WorkspaceConfiguration` used here. */
 export interface ConfigReader {
   get<T>(key: string): T | undefined;
+  inspect<T>(key: string): { defaultValue?: T; globalValue?: T; workspaceValue?: T; workspaceFolderValue?: T } | undefined;
+}
+
+/**
+ * Settings a repository must not choose: the programs the extension runs, and unattended agent
+ * mode. package.json scopes them to the machine or the application, so VS Code does not apply a
+ * workspace's value; they are read here without `workspaceValue` and `workspaceFolderValue` as
+ * well, in case a VS Code version or a remote set-up still surfaces one through `get()`.
+ */
+export const USER_ONLY_KEYS = ['cliPath', 'sidecarPath', 'allowUnattended'] as const satisfies readonly (keyof Settings)[];
+
+/** The user's (or the remote machine's) value, else the default; workspace values never count. */
+function userValue(config: ConfigReader, key: (typeof USER_ONLY_KEYS)[number]): unknown {
+  const i = config.inspect<unknown>(key);
+  return i?.globalValue ?? i?.defaultValue;
 }
 
 function str(v: unknown, fallback: string): string {
@@ -77,8 +92,8 @@ function oneOf<T extends string>(v: unknown, allowed: readonly T[], fallback: T)
 export function readSettings(config: ConfigReader): Settings {
   const d = DEFAULTS;
   return {
-    cliPath: str(config.get('cliPath'), d.cliPath),
-    sidecarPath: str(config.get('sidecarPath'), d.sidecarPath),
+    cliPath: str(userValue(config, 'cliPath'), d.cliPath),
+    sidecarPath: str(userValue(config, 'sidecarPath'), d.sidecarPath),
     mode: oneOf<ModeSetting>(config.get('mode'), ['auto', 'agent', 'ask', 'plan'], d.mode),
     sessionTtlMinutes: int(config.get('sessionTtlMinutes'), d.sessionTtlMinutes, 1, 7 * 24 * 60),
     maxSessions: int(config.get('maxSessions'), d.maxSessions, 1, 10_000),
@@ -86,14 +101,17 @@ export function readSettings(config: ConfigReader): Settings {
     idleTimeoutSeconds: int(config.get('idleTimeoutSeconds'), d.idleTimeoutSeconds, 5, 24 * 3600),
     maxConcurrent: int(config.get('maxConcurrent'), d.maxConcurrent, 1, 64),
     warmSpares: int(config.get('warmSpares'), d.warmSpares, 0, 4),
-    allowUnattended: config.get('allowUnattended') === true,
+    allowUnattended: userValue(config, 'allowUnattended') === true,
     showToolActivity: config.get('showToolActivity') !== false,
     utilityModel: str(config.get('utilityModel'), d.utilityModel),
     logLevel: oneOf(config.get('logLevel'), LOG_LEVELS, d.logLevel),
   };
 }
 
-/** `initialize.options`. Unattended agent runs need a trusted workspace as well as the setting. */
+/**
+ * `initialize.options`. Unattended agent runs need a trusted workspace as well as the setting; the
+ * trust itself goes along too, so the sidecar enforces it as well (ask mode, a scratch folder).
+ */
 export function sidecarOptions(s: Settings, trusted: boolean): Options {
   return {
     requestTimeoutSeconds: s.requestTimeoutSeconds,
@@ -103,6 +121,7 @@ export function sidecarOptions(s: Settings, trusted: boolean): Options {
     maxSessions: s.maxSessions,
     spares: s.warmSpares,
     force: s.allowUnattended && trusted,
+    workspaceTrusted: trusted,
   };
 }
 

@@ -10,29 +10,8 @@ import type * as vscode from 'vscode';
 import { API_KEY_SECRET, Command } from '../src/commands';
 import { activate, deactivate, type CursorBridgeApi } from '../src/extension';
 import type { CursorChatProvider } from '../src/provider';
-import { alive, binariesOrSkip, directed, DOUBLE_BIN, loadRequest, model, SIDECAR_BIN, until } from './helpers';
+import { alive, binariesOrSkip, channelLines, directed, DOUBLE_BIN, fakeContext, loadRequest, model, secrets, SIDECAR_BIN, until } from './helpers';
 import * as stub from './vscode-stub';
-
-function memento() {
-  const data = new Map<string, unknown>();
-  return {
-    get: <T>(k: string) => data.get(k) as T | undefined,
-    update: (k: string, v: unknown) => (data.set(k, v), Promise.resolve()),
-    keys: () => [...data.keys()],
-  };
-}
-
-function secrets() {
-  const data = new Map<string, string>();
-  const changed = new stub.EventEmitter<{ key: string }>();
-  return {
-    data,
-    get: (k: string) => Promise.resolve(data.get(k)),
-    store: (k: string, v: string) => (data.set(k, v), changed.fire({ key: k }), Promise.resolve()),
-    delete: (k: string) => (data.delete(k), changed.fire({ key: k }), Promise.resolve()),
-    onDidChange: changed.event,
-  };
-}
 
 describe('the extension, activated against the real sidecar', { skip: binariesOrSkip() }, () => {
   let dir: string;
@@ -53,15 +32,7 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
     delete process.env.CURSOR_BRIDGE_CLI_PATH;
     stub.stubState.workspaceFolders = [{ uri: { fsPath: path.join(dir, 'ws'), scheme: 'file' } }];
     stub.stubState.config = { 'cursorBridge.sidecarPath': SIDECAR_BIN, 'cursorBridge.cliPath': DOUBLE_BIN, 'cursorBridge.logLevel': 'debug' };
-    const context = {
-      subscriptions: [] as { dispose(): unknown }[],
-      extensionPath: path.join(dir, 'extension'),
-      extensionMode: stub.ExtensionMode.Production,
-      globalState: memento(),
-      secrets: store,
-      extension: { packageJSON: { version: '0.1.0' } },
-    };
-    api = activate(context as unknown as vscode.ExtensionContext);
+    api = activate(fakeContext(path.join(dir, 'extension'), store) as unknown as vscode.ExtensionContext);
     provider = stub.stubState.providers.get('cursor') as CursorChatProvider;
   });
 
@@ -70,7 +41,7 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const logLines = () => stub.stubState.channels.find((c) => c.name === 'Cursor Bridge')?.lines ?? [];
+  const logLines = () => channelLines();
 
   it('registers the cursor vendor and the commands at once, and warms up in the background', async () => {
     assert.ok(provider, 'provider registered');
@@ -160,6 +131,14 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
     stub.fireConfigurationChange(['cursorBridge.showToolActivity']);
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(api.sidecarPid, now, 'a client-side setting does not restart it');
+  });
+
+  it('restarts when the workspace is granted trust, so the sidecar learns of it', async () => {
+    await until('a running sidecar', () => api.sidecarPid !== undefined);
+    const before = api.sidecarPid;
+    stub.grantWorkspaceTrust();
+    await until('a new sidecar', () => api.sidecarPid !== undefined && api.sidecarPid !== before);
+    assert.ok(logLines().some((l) => l.includes('restarting the sidecar: workspace trusted')), logLines().join('\n'));
   });
 
   it('stops the sidecar on deactivate', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classifyPart, convertMessages, isUtilityRequest, renderToolCall, renderToolResult } from '../src/convert';
+import { classifyPart, convertMessages, imageMimeOf, isUtilityRequest, renderToolCall, renderToolResult } from '../src/convert';
 import { planTurn } from '../src/provider';
 import { loadRequest, requestFixtures } from './helpers';
 import * as stub from './vscode-stub';
@@ -47,6 +47,20 @@ describe('planTurn', () => {
     assert.equal(plan.params.mode, 'ask');
     assert.equal(plan.params.sessionId, 'cb-4f1e0c2a9b7d3e15', 'the session is still found');
   });
+  it('names the turn’s folder as chat/send.workspace when given one', () => {
+    const r = loadRequest('ask-mode');
+    assert.equal(planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't', '/home/dev/web').params.workspace, '/home/dev/web');
+    assert.ok(!('workspace' in planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't').params));
+  });
+  it('counts the new request’s images, except in utility requests (the note would become the title)', () => {
+    const png = new stub.LanguageModelDataPart(new Uint8Array([0x89, 0x50]), 'image/png');
+    const main = loadRequest('ask-mode');
+    (main.messages.at(-1)!.content as unknown[]).push(png);
+    assert.equal(planTurn(main.model, main.messages, main.options, { mode: 'auto', utilityModel: '' }, true, 't').imagesNotSent, 1);
+    const title = loadRequest('utility-title');
+    (title.messages.at(-1)!.content as unknown[]).push(png);
+    assert.equal(planTurn(title.model, title.messages, title.options, { mode: 'auto', utilityModel: '' }, true, 't').imagesNotSent, 0);
+  });
   it('passes the turn id through', () => {
     const r = loadRequest('ask-mode');
     assert.equal(planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 'vsc-42').params.turnId, 'vsc-42');
@@ -88,6 +102,39 @@ describe('classifyPart', () => {
     assert.equal(classifyPart({ value: 'thinking…', id: 't1' }).type, 'other');
     assert.equal(classifyPart('a string').type, 'other');
     assert.equal(classifyPart(null).type, 'other');
+  });
+});
+
+describe('image parts', () => {
+  const bytes = new Uint8Array([0x89, 0x50, 0x4e, 0x47]);
+  const user = (...content: unknown[]) => ({ role: 1, name: undefined, content });
+  const assistant = (...content: unknown[]) => ({ role: 2, name: undefined, content });
+
+  it('recognises LanguageModelDataPart images and image parts of other shapes, nothing else', () => {
+    assert.equal(imageMimeOf(new stub.LanguageModelDataPart(bytes, 'image/png')), 'image/png');
+    assert.equal(imageMimeOf({ mimeType: 'image/jpeg', data: bytes }), 'image/jpeg', 'a part from another copy of the API');
+    assert.equal(imageMimeOf({ mimeType: 'IMAGE/WEBP', data: { buffer: [1, 2] } }), 'IMAGE/WEBP', 'whatever its data arrived as');
+    assert.equal(imageMimeOf(new stub.LanguageModelDataPart(bytes, 'stateful_marker')), undefined);
+    assert.equal(imageMimeOf(stub.LanguageModelDataPart.text('x')), undefined);
+    assert.equal(imageMimeOf(new stub.LanguageModelTextPart('image/png')), undefined);
+    assert.equal(imageMimeOf(null), undefined);
+  });
+  it('keeps the text of a message with images, and counts the new request’s images', () => {
+    const c = convertMessages([
+      user(new stub.LanguageModelTextPart('What is in '), new stub.LanguageModelDataPart(bytes, 'image/png'), new stub.LanguageModelTextPart('this picture?')),
+      user({ mimeType: 'image/jpeg', data: bytes }),
+    ] as never);
+    assert.deepEqual(c.messages, [{ role: 'user', text: 'What is in this picture?' }]);
+    assert.equal(c.newImages, 2);
+  });
+  it('does not count images earlier in the history (they were pointed out in their own turn)', () => {
+    const c = convertMessages([
+      user(new stub.LanguageModelTextPart('Look:'), new stub.LanguageModelDataPart(bytes, 'image/png')),
+      assistant(new stub.LanguageModelTextPart('I cannot see it.')),
+      user(new stub.LanguageModelTextPart('Fine, in words then.')),
+    ] as never);
+    assert.equal(c.newImages, 0);
+    assert.equal(c.messages.length, 3);
   });
 });
 

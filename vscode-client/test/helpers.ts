@@ -114,6 +114,63 @@ export function requestFixtures(): string[] {
     .sort();
 }
 
+/** `ExtensionContext.globalState`, in memory. */
+export function memento() {
+  const data = new Map<string, unknown>();
+  return {
+    get: <T>(k: string) => data.get(k) as T | undefined,
+    update: (k: string, v: unknown) => (data.set(k, v), Promise.resolve()),
+    keys: () => [...data.keys()],
+  };
+}
+
+/** `ExtensionContext.secrets`, in memory, firing `onDidChange` like the real one. */
+export function secrets() {
+  const data = new Map<string, string>();
+  const changed = new stub.EventEmitter<{ key: string }>();
+  return {
+    data,
+    get: (k: string) => Promise.resolve(data.get(k)),
+    store: (k: string, v: string) => (data.set(k, v), changed.fire({ key: k }), Promise.resolve()),
+    delete: (k: string) => (data.delete(k), changed.fire({ key: k }), Promise.resolve()),
+    onDidChange: changed.event,
+  };
+}
+
+/** The parts of `vscode.ExtensionContext` that `activate` uses. */
+export function fakeContext(extensionPath: string, store = secrets()) {
+  return {
+    subscriptions: [] as { dispose(): unknown }[],
+    extensionPath,
+    extensionMode: stub.ExtensionMode.Production,
+    globalState: memento(),
+    secrets: store,
+    extension: { packageJSON: { version: '0.1.0' } },
+  };
+}
+
+/** What was logged to the output channel `name` (the stub's channels). */
+export function channelLines(name = 'Cursor Bridge'): string[] {
+  return stub.stubState.channels.find((c) => c.name === name)?.lines ?? [];
+}
+
+/**
+ * Runs `work`, then waits a moment: the unhandled rejections seen meanwhile (Node's
+ * `unhandledRejection` event, which would otherwise crash the extension host's error reporting).
+ */
+export async function unhandledRejectionsDuring(work: () => Promise<unknown>, settleMs = 100): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  const listener = (reason: unknown) => void seen.push(reason);
+  process.on('unhandledRejection', listener);
+  try {
+    await work();
+    await new Promise((r) => setTimeout(r, settleMs));
+  } finally {
+    process.off('unhandledRejection', listener);
+  }
+  return seen;
+}
+
 /** A silent logger that remembers what was logged. */
 export function memoryLog() {
   const lines: string[] = [];

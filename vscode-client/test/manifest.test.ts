@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { Command } from '../src/commands';
 import { VENDOR } from '../src/extension';
-import { DEFAULTS, LOG_LEVELS, RESTART_KEYS, SECTION } from '../src/settings';
+import { DEFAULTS, LOG_LEVELS, RESTART_KEYS, SECTION, USER_ONLY_KEYS } from '../src/settings';
 import { PACKAGE_ROOT } from './helpers';
 
 interface Manifest {
@@ -19,7 +19,9 @@ interface Manifest {
   contributes: {
     languageModelChatProviders: { vendor: string; displayName: string }[];
     commands: { command: string; title: string }[];
-    configuration: { properties: Record<string, { type: string; default: unknown; enum?: string[]; description?: string; markdownDescription?: string }> };
+    configuration: {
+      properties: Record<string, { type: string; default: unknown; scope?: string; enum?: string[]; description?: string; markdownDescription?: string }>;
+    };
   };
   devDependencies: Record<string, string>;
 }
@@ -55,6 +57,15 @@ describe('package.json', () => {
     assert.deepEqual(props['cursorBridge.mode'].enum, ['auto', 'agent', 'ask', 'plan']);
     assert.deepEqual(props['cursorBridge.logLevel'].enum, [...LOG_LEVELS]);
     for (const k of RESTART_KEYS) assert.ok(`${SECTION}.${k}` in props, k);
+  });
+  it('lets no workspace choose the programs run or turn on unattended mode (setting scopes)', () => {
+    const props = manifest.contributes.configuration.properties;
+    assert.equal(props['cursorBridge.cliPath'].scope, 'machine');
+    assert.equal(props['cursorBridge.sidecarPath'].scope, 'machine');
+    // Application, like chat.tools.autoApprove: not even a dev container's machine settings.
+    assert.equal(props['cursorBridge.allowUnattended'].scope, 'application');
+    assert.match(props['cursorBridge.allowUnattended'].markdownDescription ?? '', /application scope/);
+    for (const k of USER_ONLY_KEYS) assert.ok(['machine', 'application'].includes(props[`${SECTION}.${k}`].scope ?? ''), k);
   });
   it('supports untrusted workspaces in a limited way, restricting the executable paths', () => {
     assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');

@@ -88,7 +88,7 @@ describe('ModelCatalog', () => {
 
   it('starts from the stored list and stores new ones', async () => {
     const store = memoryStore({ 'cursorBridge.models.v1': [model({ id: 'stored' })] });
-    const catalog = new ModelCatalog(() => Promise.resolve([model({ id: 'fresh' })]), () => undefined, store);
+    const catalog = new ModelCatalog(() => Promise.resolve([model({ id: 'fresh' })]), () => undefined, { store });
     assert.equal(catalog.peek()[0].id, 'stored', 'available before the sidecar answers');
     await tick();
     assert.equal(catalog.peek()[0].id, 'fresh');
@@ -101,9 +101,7 @@ describe('ModelCatalog', () => {
     const catalog = new ModelCatalog(
       () => (fetches++, Promise.reject(new Error('not logged in'))),
       () => undefined,
-      undefined,
-      30_000,
-      () => now,
+      { retryAfterMs: 30_000, now: () => now },
     );
     catalog.peek();
     await tick();

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type * as vscode from 'vscode';
 import type { CancellationLike } from '../src/client';
 import type { Bridge } from '../src/ctx';
-import { BridgeError } from '../src/errors';
+import { BridgeError, NOTICES } from '../src/errors';
 import { ModelCatalog } from '../src/models';
 import type { ChatDelta, ChatSendParams, ChatSendResult, DeltaBody, Method, ModelInfo, Requests } from '../src/protocol';
 import { CursorChatProvider, usagePayload, type ProviderDeps } from '../src/provider';
@@ -59,6 +59,7 @@ function setup(over: Omit<Partial<ProviderDeps>, 'settings'> & { settings?: Part
     tokens: new TokenCounter(),
     settings: () => ({ ...DEFAULTS, ...settings }),
     trusted: () => true,
+    workspace: () => undefined,
     log,
     thinkingPart: () => stub.LanguageModelThinkingPart,
     dataPart: () => stub.LanguageModelDataPart,
@@ -199,6 +200,41 @@ describe('provideLanguageModelChatResponse', () => {
     };
     const out = await respond(provider, 'agent-first-turn');
     assert.equal(out.parts.length, 0);
+  });
+
+  it('says once, before the answer, that attached images were not sent, and sends the text', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async (_p, emit) => (emit({ kind: 'text', text: 'A cat.' }), {});
+    const r = loadRequest('ask-mode');
+    const png = new stub.LanguageModelDataPart(new Uint8Array([0x89, 0x50]), 'image/png');
+    const jpeg = { mimeType: 'image/jpeg', data: new Uint8Array([0xff, 0xd8]) };
+    (r.messages.at(-1)!.content as unknown[]).push(png, jpeg);
+    const out = collector();
+    const token = new stub.CancellationTokenSource().token as vscode.CancellationToken;
+    await provider.provideLanguageModelChatResponse(r.model, r.messages, r.options, out.progress, token);
+    const text = out.text();
+    assert.equal(text, `> ℹ️ ${NOTICES.imagesNotSent(2)}\n\nA cat.`);
+    assert.equal(text.split('sends text only').length, 2, 'once per response');
+    assert.equal(NOTICES.imagesNotSent(1), 'Cursor Bridge sends text only: the attached image was not sent to the model.');
+    const params = bridge.calls[0].params as ChatSendParams;
+    assert.match(params.messages.at(-1)?.text ?? '', /How is the total computed\?/);
+  });
+
+  it('says nothing about images when there are none, or in utility requests', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async (_p, emit) => (emit({ kind: 'text', text: 'Title' }), { sessionId: null });
+    assert.doesNotMatch((await respond(provider, 'ask-mode')).text(), /text only/);
+    const r = loadRequest('utility-title');
+    (r.messages.at(-1)!.content as unknown[]).push(new stub.LanguageModelDataPart(new Uint8Array([1]), 'image/png'));
+    const out = collector();
+    await provider.provideLanguageModelChatResponse(r.model, r.messages, r.options, out.progress, new stub.CancellationTokenSource().token as vscode.CancellationToken);
+    assert.equal(out.text(), 'Title');
+  });
+
+  it('runs the turn in the folder the extension chose', async () => {
+    const { bridge, provider } = setup({ workspace: () => '/home/dev/web' });
+    await respond(provider, 'ask-mode');
+    assert.equal((bridge.calls[0].params as ChatSendParams).workspace, '/home/dev/web');
   });
 
   it('never explains in Markdown for utility requests (it would become the title)', async () => {

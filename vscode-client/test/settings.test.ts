@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULTS, expandHome, readSettings, sidecarOptions } from '../src/settings';
+import { DEFAULTS, expandHome, readSettings, sidecarOptions, USER_ONLY_KEYS } from '../src/settings';
 
-const reader = (values: Record<string, unknown>) => ({ get: <T>(key: string) => values[key] as T | undefined });
+/** User settings `user`, and settings of the workspace (or a folder) that VS Code's `get()` would let win. */
+const reader = (user: Record<string, unknown>, workspace: Record<string, unknown> = {}, folder: Record<string, unknown> = {}) => ({
+  get: <T>(key: string) => (key in folder ? folder[key] : key in workspace ? workspace[key] : user[key]) as T | undefined,
+  inspect: <T>(key: string) => ({
+    defaultValue: (DEFAULTS as unknown as Record<string, unknown>)[key] as T | undefined,
+    globalValue: user[key] as T | undefined,
+    workspaceValue: workspace[key] as T | undefined,
+    workspaceFolderValue: folder[key] as T | undefined,
+  }),
+});
 
 describe('settings', () => {
   it('defaults when nothing is set', () => {
@@ -23,7 +32,16 @@ describe('settings', () => {
   });
   it('builds initialize.options with only keys the sidecar knows', () => {
     const opts = sidecarOptions(readSettings(reader({ allowUnattended: true })), true);
-    assert.deepEqual(Object.keys(opts).sort(), ['force', 'idleTimeoutSeconds', 'maxConcurrent', 'maxSessions', 'requestTimeoutSeconds', 'sessionTtlMinutes', 'spares']);
+    assert.deepEqual(Object.keys(opts).sort(), [
+      'force',
+      'idleTimeoutSeconds',
+      'maxConcurrent',
+      'maxSessions',
+      'requestTimeoutSeconds',
+      'sessionTtlMinutes',
+      'spares',
+      'workspaceTrusted',
+    ]);
     assert.equal(opts.force, true);
     assert.equal(opts.spares, 1, 'warm spares are on by default, one');
   });
@@ -34,6 +52,33 @@ describe('settings', () => {
   it('never forces in an untrusted workspace', () => {
     assert.equal(sidecarOptions(readSettings(reader({ allowUnattended: true })), false).force, false);
     assert.equal(sidecarOptions(readSettings(reader({})), true).force, false);
+  });
+  it('tells the sidecar whether the workspace is trusted (it enforces ask mode and a scratch folder too)', () => {
+    const s = readSettings(reader({ allowUnattended: true }));
+    assert.equal(sidecarOptions(s, true).workspaceTrusted, true);
+    const untrusted = sidecarOptions(s, false);
+    assert.equal(untrusted.workspaceTrusted, false);
+    assert.equal(untrusted.force, false);
+  });
+  it('ignores workspace and folder values of the paths and of unattended mode', () => {
+    const evil = { cliPath: '/repo/evil-agent', sidecarPath: '/repo/evil-bridge', allowUnattended: true };
+    assert.deepEqual([...USER_ONLY_KEYS].sort(), Object.keys(evil).sort());
+    for (const s of [readSettings(reader({}, evil)), readSettings(reader({}, {}, evil)), readSettings(reader({}, evil, evil))]) {
+      assert.equal(s.cliPath, '');
+      assert.equal(s.sidecarPath, '');
+      assert.equal(s.allowUnattended, false);
+    }
+    const user = { cliPath: '/opt/cursor/agent', sidecarPath: '/opt/cursor-bridge', allowUnattended: false };
+    const s = readSettings(reader(user, evil, evil));
+    assert.equal(s.cliPath, '/opt/cursor/agent', 'the user value stands, whatever the workspace says');
+    assert.equal(s.sidecarPath, '/opt/cursor-bridge');
+    assert.equal(s.allowUnattended, false);
+    assert.equal(readSettings(reader({ allowUnattended: true }, { allowUnattended: false })).allowUnattended, true);
+  });
+  it('still takes workspace values of the other settings', () => {
+    const s = readSettings(reader({ maxConcurrent: 2 }, { maxConcurrent: 8, mode: 'ask' }));
+    assert.equal(s.maxConcurrent, 8);
+    assert.equal(s.mode, 'ask');
   });
   it('expands ~', () => {
     assert.equal(expandHome('~/bin/agent', '/home/dev'), '/home/dev/bin/agent');

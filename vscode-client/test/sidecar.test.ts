@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseStderrLine } from '../src/client';
-import { CrashTracker, SidecarManager, type SidecarManagerOptions } from '../src/ctx';
+import { CrashTracker, restartOnChanges, SidecarManager, type SidecarManagerOptions } from '../src/ctx';
 import { BridgeError, toBridgeError } from '../src/errors';
 import type { ChatDelta, ChatSendParams } from '../src/protocol';
 import { alive, binariesOrSkip, directed, DOUBLE_BIN, memoryLog, SIDECAR_BIN, until } from './helpers';
@@ -39,6 +39,41 @@ describe('CrashTracker', () => {
     assert.equal(t.record(204_000), true);
     t.reset();
     assert.equal(t.recent, 0);
+  });
+});
+
+describe('restartOnChanges', () => {
+  function wired() {
+    const reasons: string[] = [];
+    const config = new stub.EventEmitter<{ affectsConfiguration(section: string): boolean }>();
+    const trust = new stub.EventEmitter<void>();
+    const folders = new stub.EventEmitter<unknown>();
+    const secret = new stub.EventEmitter<{ key: string }>();
+    const subs = restartOnChanges(
+      { restartSoon: (reason: string) => void reasons.push(reason) },
+      { onDidChangeConfiguration: config.event, onDidGrantWorkspaceTrust: trust.event, onDidChangeWorkspaceFolders: folders.event },
+      { onDidChange: secret.event },
+      'the-key',
+    );
+    return { reasons, config, trust, folders, secret, subs };
+  }
+
+  it('restarts when the workspace is granted trust (initialize.options.workspaceTrusted is read at start)', () => {
+    const w = wired();
+    w.trust.fire();
+    assert.deepEqual(w.reasons, ['workspace trusted']);
+  });
+  it('restarts for folders, the API key and settings that reach the sidecar, not for others', () => {
+    const w = wired();
+    w.folders.fire({});
+    w.secret.fire({ key: 'other' });
+    w.secret.fire({ key: 'the-key' });
+    w.config.fire({ affectsConfiguration: (s) => s === 'cursorBridge.showToolActivity' });
+    w.config.fire({ affectsConfiguration: (s) => s === 'cursorBridge.allowUnattended' || s === 'cursorBridge' });
+    assert.deepEqual(w.reasons, ['workspace folders changed', 'API key changed', 'settings changed: allowUnattended']);
+    for (const d of w.subs) d.dispose();
+    w.trust.fire();
+    assert.equal(w.reasons.length, 3, 'disposed listeners do nothing');
   });
 });
 

@@ -134,7 +134,12 @@ type CommandHandler = (...args: unknown[]) => unknown;
 export const stubState = {
   isTrusted: true,
   workspaceFolders: [] as { uri: { fsPath: string; scheme: string } }[],
+  /** User settings, by full key (`cursorBridge.cliPath`). */
   config: {} as Record<string, unknown>,
+  /** Workspace settings, by full key: `get()` prefers them, as VS Code's merged view does. */
+  workspaceConfig: {} as Record<string, unknown>,
+  /** The active text editor's document (`window.activeTextEditor`); undefined: none. */
+  activeDocument: undefined as { fsPath: string; scheme: string } | undefined,
   messages: [] as { level: string; text: string }[],
   /** What the next showInputBox resolves to. */
   inputBoxAnswer: undefined as string | undefined,
@@ -147,6 +152,12 @@ export const stubState = {
 const configChanged = new EventEmitter<{ affectsConfiguration(section: string): boolean }>();
 const trustGranted = new EventEmitter<void>();
 const foldersChanged = new EventEmitter<unknown>();
+
+/** Test hook: the person trusts the workspace (VS Code then fires `onDidGrantWorkspaceTrust`). */
+export function grantWorkspaceTrust(): void {
+  stubState.isTrusted = true;
+  trustGranted.fire();
+}
 
 /** Test hook: tell listeners these settings changed. */
 export function fireConfigurationChange(keys: string[]): void {
@@ -161,10 +172,20 @@ export const workspace = {
     return stubState.workspaceFolders;
   },
   getConfiguration(section?: string) {
+    const full = (key: string) => (section ? `${section}.${key}` : key);
     return {
       get<T>(key: string, fallback?: T): T | undefined {
-        const full = section ? `${section}.${key}` : key;
-        return (full in stubState.config ? stubState.config[full] : fallback) as T | undefined;
+        const k = full(key);
+        if (k in stubState.workspaceConfig) return stubState.workspaceConfig[k] as T;
+        return (k in stubState.config ? stubState.config[k] : fallback) as T | undefined;
+      },
+      inspect<T>(key: string) {
+        const k = full(key);
+        return {
+          key: k,
+          globalValue: stubState.config[k] as T | undefined,
+          workspaceValue: stubState.workspaceConfig[k] as T | undefined,
+        };
       },
     };
   },
@@ -199,6 +220,10 @@ function logChannel(name: string) {
 }
 
 export const window = {
+  get activeTextEditor() {
+    const uri = stubState.activeDocument;
+    return uri ? { document: { uri } } : undefined;
+  },
   showErrorMessage: message('error'),
   showWarningMessage: message('warning'),
   showInformationMessage: message('info'),
