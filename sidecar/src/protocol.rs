@@ -190,9 +190,11 @@ pub struct ClientInfo {
     pub version: Option<String>,
 }
 
-/// `initialize.options`. Every field has a default, so `{}` is valid.
+/// `initialize.options`. Every field has a default, so `{}` is valid. Keys this sidecar does not
+/// know (a newer client's) are kept aside in `unknown`: logged, reported in `capabilities`, and
+/// otherwise ignored, so a newer client can start an older sidecar.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Options {
     /// Overall limit for one turn.
     pub request_timeout_seconds: u64,
@@ -220,6 +222,18 @@ pub struct Options {
     /// The client trusts the workspace (VS Code's Restricted Mode is `false`). Untrusted: ask
     /// mode only, no `--force`, and the CLI runs in a private scratch folder, never the user's.
     pub workspace_trusted: bool,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+impl Options {
+    /// The option names this sidecar understands, as on the wire.
+    pub fn known_names() -> Vec<String> {
+        match serde_json::to_value(Options::default()) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 impl Default for Options {
@@ -228,7 +242,7 @@ impl Default for Options {
             request_timeout_seconds: 300,
             idle_timeout_seconds: 60,
             max_concurrent: 4,
-            session_ttl_minutes: 30,
+            session_ttl_minutes: 7 * 24 * 60,
             max_sessions: 50,
             force: false,
             replay_max_chars: 100_000,
@@ -237,6 +251,7 @@ impl Default for Options {
             spares: 1,
             spare_idle_seconds: 300,
             workspace_trusted: true,
+            unknown: Default::default(),
         }
     }
 }
@@ -266,6 +281,12 @@ pub struct Capabilities {
     pub sessions: bool,
     /// The CLI found at initialize time, if any (found lazily again on each turn).
     pub cli: CliInfo,
+    /// The `initialize.options` keys this sidecar understands.
+    #[serde(default)]
+    pub options: Vec<String>,
+    /// Keys of `initialize.options` that were not understood and are ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_options: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -110,6 +110,10 @@ export interface InitializeResult {
     cancel: boolean;
     sessions: boolean;
     cli: { found: boolean; path?: string };
+    /** The `initialize.options` keys the sidecar understands. */
+    options?: string[];
+    /** Keys it was sent and ignored (an older sidecar than this extension). */
+    ignoredOptions?: string[];
   };
 }
 

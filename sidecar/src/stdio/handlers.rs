@@ -75,6 +75,11 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
         return Err(BridgeError::invalid_params("`initialize` was already called").into());
     }
     let client = params.client_info.as_ref().map(|c| c.name.clone()).unwrap_or_default();
+    let ignored: Vec<String> = params.options.unknown.keys().cloned().collect();
+    if !ignored.is_empty() {
+        // A newer client: it still works, without what this sidecar does not know.
+        tracing::warn!(options = ?ignored, "ignoring initialize options this sidecar does not know");
+    }
     let folders: Vec<PathBuf> = params.workspace_folders.iter().map(PathBuf::from).collect();
     let config = Config::new(params.options.clone(), folders, conn.paths.state_dir.clone())?;
     let api_key = params.api_key.clone().filter(|k| !k.expose().is_empty());
@@ -102,6 +107,8 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
             cancel: true,
             sessions: true,
             cli: CliInfo { found: cli.is_some(), path: cli.map(|c| c.path) },
+            options: Options::known_names(),
+            ignored_options: ignored,
         },
     })
 }

@@ -203,3 +203,18 @@ async fn shutdown_stops_running_turns_and_exit_ends_the_loop() {
     assert_eq!(c.finish().await, 0);
     assert_eq!(backend.running.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn options_a_newer_client_sends_are_ignored_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::start(Scripted::new(), None);
+    let params = json!({"protocolVersion": 1, "workspaceFolders": [dir.path()], "options": {"maxConcurrent": 2, "fromTheFuture": {"x": 1}}});
+    let init = c.request("initialize", params).await;
+    let caps = &init["result"]["capabilities"];
+    assert_eq!(caps["ignoredOptions"], json!(["fromTheFuture"]), "{init}");
+    let understood: Vec<&str> = caps["options"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    assert!(understood.contains(&"maxConcurrent") && understood.contains(&"workspaceTrusted"), "{understood:?}");
+    let r = c.request("chat/send", chat("t", "still works")).await;
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(c.finish().await, 0);
+}

@@ -267,10 +267,18 @@ def check_failure_mid_stream():
 
 
 def check_mode():
+    # The server's --mode (ask here) is a ceiling: a request may ask for less, never more.
     marker = unique("plan this")
-    client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], extra_body={"mode": "plan"})
+    e = expect(
+        openai.PermissionDeniedError,
+        lambda: client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], extra_body={"mode": "plan"}),
+    )
+    assert e.status_code == 403 and e.code == "mode_not_allowed" and "at most `ask`" in e.message, (e.status_code, e.code, e.message)
+    assert all(marker not in (r["prompt"] or "") for r in print_runs()), "a refused request never reaches the CLI"
+    marker = unique("explicit ask")
+    client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], extra_body={"mode": "ask"})
     argv = run_with(marker)["argv"]
-    assert argv[argv.index("--mode") + 1] == "plan", argv
+    assert argv[argv.index("--mode") + 1] == "ask", argv
     marker = unique("default mode")
     client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], user="someone")
     argv = run_with(marker)["argv"]

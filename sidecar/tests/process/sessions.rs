@@ -77,10 +77,11 @@ fn history_matching_needs_the_same_mode() {
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({}));
-    s.chat(turn("t1", "ask", json!([user("q1")]), json!({})));
-    let (_, r) = s.chat(turn("t2", "plan", json!([user("q1"), assistant("a"), user("q2")]), json!({})));
+    let (deltas, _) = s.chat(turn("t1", "ask", json!([user("q1")]), json!({})));
+    let a = text_of(&deltas);
+    let (_, r) = s.chat(turn("t2", "plan", json!([user("q1"), assistant(&a), user("q2")]), json!({})));
     assert_eq!(r["result"]["resumed"], false, "another mode is another conversation: {r}");
-    let (_, r) = s.chat(turn("t3", "ask", json!([user("q1"), assistant("a"), user("q2")]), json!({})));
+    let (_, r) = s.chat(turn("t3", "ask", json!([user("q1"), assistant(&a), user("q2")]), json!({})));
     assert_eq!(r["result"]["resumed"], true, "{r}");
 }
 
