@@ -21,6 +21,9 @@ pub struct Config {
     /// Private folders for turns that must not run in a user's folder (an untrusted workspace,
     /// a window without folders): `<state>/scratch`, else a temporary folder.
     scratch: Scratch,
+    /// Every conversation gets a private folder of its own below this one (`serve` without
+    /// `--workspace`), so two clients never share a folder or a chat.
+    pub conversation_folders: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -40,6 +43,8 @@ pub struct Placement {
     pub unattended: bool,
     /// The folder is a private scratch folder, not the user's.
     pub scratch: bool,
+    /// `folder` is the root of per-conversation folders; the session decides which one.
+    pub per_conversation: bool,
 }
 
 impl Config {
@@ -60,7 +65,7 @@ impl Config {
                     .map_err(|e| BridgeError::internal(format!("cannot create a scratch folder: {e}")))?,
             )),
         };
-        Ok(Config { options, workspaces, state_dir, scratch })
+        Ok(Config { options, workspaces, state_dir, scratch, conversation_folders: None })
     }
 
     /// Where a turn for `requested` (a folder, or the default) runs, in which mode. A trusted
@@ -70,6 +75,10 @@ impl Config {
     pub fn placement(&self, requested: Option<&str>, mode: Mode) -> Result<Placement> {
         let trusted = self.options.workspace_trusted;
         let asked = requested.filter(|w| !w.is_empty());
+        if let (None, Some(root)) = (asked, &self.conversation_folders) {
+            let unattended = trusted && self.options.force && mode == Mode::Agent;
+            return Ok(Placement { folder: root.clone(), mode, unattended, scratch: false, per_conversation: true });
+        }
         let (folder, scratch) = if asked.is_none() && self.workspaces.is_empty() {
             (self.scratch_folder("empty-window")?, true)
         } else if !trusted {
@@ -80,7 +89,14 @@ impl Config {
         };
         let mode = if !trusted && mode == Mode::Agent { Mode::Ask } else { mode };
         let unattended = trusted && self.options.force && mode == Mode::Agent;
-        Ok(Placement { folder, mode, unattended, scratch })
+        Ok(Placement { folder, mode, unattended, scratch, per_conversation: false })
+    }
+
+    /// A new private folder for a new conversation below `conversation_folders`.
+    pub fn new_conversation_folder(&self) -> Result<PathBuf> {
+        let root = self.conversation_folders.as_ref().ok_or_else(|| BridgeError::internal("no conversation folders"))?;
+        private_dir(&root.join(format!("c-{:016x}", crate::util::ids::random_u64())))
+            .map_err(|e| BridgeError::internal(format!("cannot create a conversation folder: {e}")))
     }
 
     fn scratch_folder(&self, key: &str) -> Result<PathBuf> {

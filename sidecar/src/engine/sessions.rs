@@ -126,10 +126,23 @@ pub struct Lookup<'a> {
     pub session_id: Option<&'a str>,
     pub mode: Mode,
     pub workspace: &'a str,
+    /// `workspace` is a root of per-conversation folders: a session in any folder below it
+    /// matches (each conversation has a folder of its own there).
+    pub under: bool,
     /// Hashes of the user requests before the new one.
     pub history: &'a [u64],
     /// [`answer_hash`]es of the assistant messages before the new request.
     pub answers: &'a [u64],
+}
+
+impl Lookup<'_> {
+    fn place_matches(&self, workspace: &str) -> bool {
+        if self.under {
+            std::path::Path::new(workspace).parent() == Some(std::path::Path::new(self.workspace))
+        } else {
+            workspace == self.workspace
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -259,7 +272,7 @@ impl SessionStore {
             .and_then(|c| {
                 self.sessions
                     .iter()
-                    .filter(|s| s.conversation_id.as_deref() == Some(c) && s.workspace == q.workspace)
+                    .filter(|s| s.conversation_id.as_deref() == Some(c) && q.place_matches(&s.workspace))
                     .max_by_key(|s| s.last_used_ms)
             })
             .or_else(|| q.session_id.and_then(|id| self.sessions.iter().find(|s| s.id == id)));
@@ -277,7 +290,7 @@ impl SessionStore {
         // must be the ones this chat gave (two chats that began alike differ from there).
         self.sessions
             .iter()
-            .filter(|s| s.mode == q.mode && s.workspace == q.workspace)
+            .filter(|s| s.mode == q.mode && q.place_matches(&s.workspace))
             .filter(|s| s.conversation_id.is_none() || s.conversation_id.as_deref() == q.conversation_id)
             .filter(|s| s.resume_failures < MAX_RESUME_FAILURES && q.answers.starts_with(&s.answers))
             .filter_map(|s| s.missing_from(q.history).map(|missing| (s, missing)))
@@ -418,7 +431,7 @@ mod tests {
     }
 
     fn lookup<'a>(conv: Option<&'a str>, sid: Option<&'a str>, mode: Mode, history: &'a [u64]) -> Lookup<'a> {
-        Lookup { conversation_id: conv, session_id: sid, mode, workspace: "/w", history, answers: &[] }
+        Lookup { conversation_id: conv, session_id: sid, mode, workspace: "/w", under: false, history, answers: &[] }
     }
 
     fn answers(reqs: &[&str]) -> Vec<u64> {

@@ -75,7 +75,6 @@ impl Engine {
         if place.scratch {
             tracing::info!(turn = %req.turn_id, trusted = self.config.options.workspace_trusted, "the turn runs in a private scratch folder");
         }
-        let workspace = place.folder.clone();
         let conversation = Conversation::parse(&req.messages)?;
         // A missing agent is said before anything else happens.
         self.backend.locate().await?;
@@ -88,16 +87,22 @@ impl Engine {
             Some(c) => Some(self.lanes.enter(&format!("conversation:{c}")).await),
             None => None,
         };
-        let mut plan = self.plan(&req, &conversation, &place);
+        let mut plan = self.plan(&req, &conversation, &place)?;
         let _session_lane = match (&req.conversation_id, &plan.session) {
             (None, Some(session)) if plan.resumed || plan.replayed => {
                 let lane = self.lanes.enter(&format!("session:{}", session.id)).await;
                 if lane.waited {
-                    plan = self.plan(&req, &conversation, &place);
+                    plan = self.plan(&req, &conversation, &place)?;
                 }
                 Some(lane)
             }
             _ => None,
+        };
+        // Per-conversation folders: the session's own (made again if something removed it).
+        let workspace = match &plan.session {
+            Some(session) if place.per_conversation => crate::util::fs::private_dir(Path::new(&session.workspace))
+                .map_err(|e| BridgeError::internal(format!("cannot create the conversation's folder: {e}")))?,
+            _ => place.folder.clone(),
         };
         tracing::info!(
             turn = %req.turn_id, backend = self.backend.name(), model = %plan.model, mode = plan.mode.as_str(),
@@ -172,10 +177,10 @@ impl Engine {
         conversation.new_chat_prompt(o.replay_max_chars, o.send_system_messages)
     }
 
-    fn plan(&self, req: &TurnRequest, conversation: &Conversation<'_>, place: &Placement) -> Plan {
+    fn plan(&self, req: &TurnRequest, conversation: &Conversation<'_>, place: &Placement) -> Result<Plan> {
         if req.utility {
             // Titles and progress messages: one shot, ask mode, no session touched.
-            return Plan {
+            return Ok(Plan {
                 session: None,
                 chat: Chat::OneShot,
                 resumed: false,
@@ -184,7 +189,7 @@ impl Engine {
                 mode: Mode::Ask,
                 model: self.config.options.utility_model.clone().unwrap_or_else(|| req.model.clone()),
                 unattended: false,
-            };
+            });
         }
         let workspace = place.folder.to_string_lossy().into_owned();
         let history = conversation.history_hashes();
@@ -195,6 +200,7 @@ impl Engine {
             session_id: req.session_id.as_deref(),
             mode: place.mode,
             workspace: &workspace,
+            under: place.per_conversation,
             history: &history,
             answers: &answers,
         });
@@ -212,7 +218,7 @@ impl Engine {
                 }
                 let chat = Chat::Resume(session.chat_id.clone());
                 let prompt = conversation.resume_prompt_with(missing);
-                Plan { session: Some(session), chat, resumed: true, replayed: false, prompt, mode, model, unattended }
+                Ok(Plan { session: Some(session), chat, resumed: true, replayed: false, prompt, mode, model, unattended })
             }
             found => {
                 let session = match found {
@@ -223,7 +229,11 @@ impl Engine {
                         conversation_id: req.conversation_id.clone(),
                         mode,
                         model: model.clone(),
-                        workspace,
+                        workspace: if place.per_conversation {
+                            self.config.new_conversation_folder()?.to_string_lossy().into_owned()
+                        } else {
+                            workspace
+                        },
                         requests: Vec::new(),
                         answers: Vec::new(),
                         attempted: Vec::new(),
@@ -235,7 +245,7 @@ impl Engine {
                 };
                 let replayed = conversation.has_history();
                 let prompt = self.new_chat_prompt(conversation);
-                Plan { session: Some(session), chat: Chat::New, resumed: false, replayed, prompt, mode, model, unattended }
+                Ok(Plan { session: Some(session), chat: Chat::New, resumed: false, replayed, prompt, mode, model, unattended })
             }
         }
     }

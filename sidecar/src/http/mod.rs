@@ -268,13 +268,17 @@ async fn serve(
         send_system_messages: true,
         ..Options::default()
     };
-    let config = match Config::new(options.clone(), workspaces.roots(), paths.state_dir.clone()) {
+    let mut config = match Config::new(options.clone(), workspaces.roots(), paths.state_dir.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("cursor-bridge serve: {e}");
             return 1;
         }
     };
+    if let Workspaces::Private { root, .. } = &workspaces {
+        // A folder per conversation, chosen by the engine with the conversation's session.
+        config.conversation_folders = Some(root.clone());
+    }
     // The CLI inherits CURSOR_API_KEY anyway; passing it makes `status` and the logs say so.
     let api_key = std::env::var("CURSOR_API_KEY").ok().filter(|k| !k.is_empty()).map(Secret::new);
     let engine = Engine::new(config, select::backend(select::Settings::new(args.cli_path.clone(), api_key, &options)));

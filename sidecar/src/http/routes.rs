@@ -30,7 +30,7 @@ use super::openai::{
 use super::{json_body, HttpState, RequestId, MAX_BODY};
 use crate::engine::{Event as TurnEvent, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
-use crate::protocol::{Mode, Role};
+use crate::protocol::Mode;
 
 /// Deltas buffered between the engine and the HTTP writer; a slow client slows the turn.
 const DELTA_BUFFER: usize = 256;
@@ -157,19 +157,14 @@ async fn chat(
     let checked = request.check()?;
     check_model(&state, &checked.model).await?;
 
-    // `check` made sure there is one.
-    let first_user = checked.messages.iter().find(|m| m.role == Role::User).map(|m| m.text.trim()).unwrap_or("");
-    let workspace = state
-        .workspaces
-        .for_conversation(first_user)
-        .map_err(|e| ApiError::internal(format!("Could not create the conversation's workspace folder: {e}")))?;
     let Checked { model, messages, stream, include_usage, mode } = checked;
     let mode = allowed_mode(mode, state.default_mode)?;
     let params = TurnRequest {
         turn_id: format!("http-{request_id}"),
         model: model.clone(),
         mode,
-        workspace: workspace.map(|w| w.to_string_lossy().into_owned()),
+        // A fixed `--workspace` is the engine's folder; without one, each conversation's own.
+        workspace: None,
         // OpenAI requests carry no conversation id: the history identifies the conversation.
         conversation_id: None,
         session_id: None,

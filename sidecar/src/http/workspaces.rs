@@ -1,13 +1,12 @@
 //! Where an HTTP turn runs. A request never chooses a folder: with `--workspace` every turn runs
-//! there; without it each conversation gets a private folder of its own, so a client of the API
-//! cannot make the CLI (which reads, writes and runs commands in its workspace) touch the
-//! server's files. The folder is named by a hash of the conversation's first user message: every
-//! request of a conversation re-sends that message, so they all land in the same folder, which is
-//! what lets the session store match them (sessions are per workspace) and resume the CLI chat.
+//! there; without it each conversation gets a private, empty folder of its own under one root
+//! (the engine makes it with the conversation's session and finds it again with the session),
+//! so two clients never share a folder, and a client's CLI starts in a folder with nothing of
+//! the server's in it. (The CLI's own tools can still reach anything this user can outside that
+//! folder; use `--mode ask`, the default, for clients you do not trust.)
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::sessions::request_hash;
 
 pub enum Workspaces {
     /// `--workspace DIR`: every turn runs there (the engine's default folder).
@@ -46,34 +45,6 @@ impl Workspaces {
             Workspaces::Private { root, .. } => vec![root.clone()],
         }
     }
-
-    /// The folder for a conversation whose first user message is `first_user_message`; `None`:
-    /// the engine's default (the fixed workspace).
-    pub fn for_conversation(&self, first_user_message: &str) -> std::io::Result<Option<PathBuf>> {
-        match self {
-            Workspaces::Fixed(_) => Ok(None),
-            Workspaces::Private { root, .. } => {
-                let dir = root.join(format!("c-{:016x}", request_hash(first_user_message)));
-                match create_private(&dir) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(e),
-                }
-                Ok(Some(dir))
-            }
-        }
-    }
-}
-
-#[cfg(unix)]
-fn create_private(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().mode(0o700).create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir(dir)
 }
 
 #[cfg(unix)]
@@ -92,27 +63,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_private_folder_per_conversation() {
+    fn the_private_root_is_for_this_user_only() {
         let state = tempfile::tempdir().unwrap();
         let w = Workspaces::private(Some(state.path())).unwrap();
-        let a = w.for_conversation("hello").unwrap().unwrap();
-        let again = w.for_conversation("hello").unwrap().unwrap();
-        let b = w.for_conversation("something else").unwrap().unwrap();
-        assert_eq!(a, again);
-        assert_ne!(a, b);
-        assert!(a.is_dir() && a.starts_with(&w.roots()[0]));
+        let root = w.roots()[0].clone();
+        assert!(root.is_dir() && root.starts_with(state.path().canonicalize().unwrap()));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o700);
-            assert_eq!(std::fs::metadata(&w.roots()[0]).unwrap().permissions().mode() & 0o777, 0o700);
+            assert_eq!(std::fs::metadata(&root).unwrap().permissions().mode() & 0o777, 0o700);
         }
     }
 
     #[test]
     fn a_fixed_workspace_is_the_engine_default() {
         let w = Workspaces::Fixed(PathBuf::from("/somewhere"));
-        assert_eq!(w.for_conversation("x").unwrap(), None);
         assert_eq!(w.roots(), vec![PathBuf::from("/somewhere")]);
     }
 

@@ -304,3 +304,31 @@ fn the_key_file_wins_over_the_environment() {
     let (status, _, body) = server.request("GET", "/health", &[("Authorization", "Bearer from-the-file")], "");
     assert_eq!(status, 200, "{body}");
 }
+
+#[test]
+fn two_clients_that_open_alike_get_their_own_folder_and_chat_and_never_the_client_key() {
+    let dir = TestDir::new();
+    let server = Server::start(&dir, &[("CURSOR_BRIDGE_API_KEY", "client-key-never-for-the-cli")]);
+    let auth = [("Content-Type", "application/json"), ("Authorization", "Bearer client-key-never-for-the-cli")];
+    let hi = r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#;
+    let (a, _, body_a) = server.request("POST", "/v1/chat/completions", &auth, hi);
+    let (b, _, _) = server.request("POST", "/v1/chat/completions", &auth, hi);
+    assert_eq!((a, b), (200, 200), "{body_a}");
+    let turns = dir.turns();
+    assert_eq!(turns.len(), 2);
+    assert_ne!(turns[0]["cwd"], turns[1]["cwd"], "two conversations, two private folders");
+    assert_ne!(turns[0]["sessionId"], turns[1]["sessionId"], "and two chats");
+    for t in &turns {
+        assert_eq!(t["bridgeEnv"], serde_json::json!([]), "the CLI saw {}", t["bridgeEnv"]);
+    }
+    // A follow-up continues one of them, in its folder.
+    let answer: serde_json::Value = serde_json::from_str(&body_a).unwrap();
+    let answer = answer["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+    let follow = serde_json::json!({"model": "auto", "messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": answer}, {"role": "user", "content": "more"}]});
+    let (status, headers, _) = server.request("POST", "/v1/chat/completions", &auth, &follow.to_string());
+    assert_eq!(status, 200);
+    assert_eq!(header(&headers, "x-cursor-bridge-resumed"), Some("true"));
+    let third = &dir.turns()[2];
+    assert!(third["cwd"] == turns[0]["cwd"] || third["cwd"] == turns[1]["cwd"], "{third}");
+}

@@ -1,0 +1,119 @@
+//! Trust boundaries and chat identity, seen from the CLI's side (the double's record: argv, cwd,
+//! environment) through the real binary: what an untrusted workspace, an empty window, the
+//! bridge's own secrets and a lost chat turn into.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn arg_after<'a>(record: &'a Value, flag: &str) -> Option<&'a str> {
+    let argv = record["argv"].as_array()?;
+    let i = argv.iter().position(|a| a == flag)?;
+    argv.get(i + 1)?.as_str()
+}
+
+fn has_arg(record: &Value, flag: &str) -> bool {
+    record["argv"].as_array().is_some_and(|a| a.iter().any(|x| x == flag))
+}
+
+fn chat(turn: &str, mode: &str, messages: Value, extra: Value) -> Value {
+    let mut p = json!({"turnId": turn, "model": "auto", "mode": mode, "messages": messages});
+    p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    p
+}
+
+#[test]
+fn an_untrusted_workspace_only_asks_and_the_cli_never_works_in_it() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({"workspaceTrusted": false, "force": true}));
+    let (_, r) = s.chat(chat("t1", "agent", json!([user("rm -rf everything")]), json!({})));
+    assert!(r.get("result").is_some(), "{r}");
+    let turn = &dir.turns()[0];
+    assert_eq!(arg_after(turn, "--mode"), Some("ask"), "never agent mode: {turn}");
+    assert!(!has_arg(turn, "--force"), "never --force: {turn}");
+    let folder = arg_after(turn, "--workspace").unwrap();
+    let user_folder = dir.workspace();
+    assert!(!PathBuf::from(folder).starts_with(&user_folder), "--workspace {folder} is the user's folder");
+    assert_eq!(turn["cwd"].as_str(), Some(folder), "and so is its cwd");
+    assert!(folder.contains("/scratch/"), "{folder}");
+}
+
+#[test]
+fn a_window_without_folders_runs_turns_in_a_scratch_folder() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize_with(json!({"protocolVersion": 1, "cliPath": double_exe()}));
+    let (_, r) = s.chat(chat("t1", "ask", json!([user("hello")]), json!({})));
+    assert!(r.get("result").is_some(), "{r}");
+    let cwd = dir.turns()[0]["cwd"].as_str().unwrap().to_string();
+    assert_ne!(PathBuf::from(&cwd), std::env::current_dir().unwrap());
+    assert!(cwd.contains("/scratch/"), "{cwd}");
+}
+
+#[test]
+fn the_bridges_own_variables_never_reach_the_cli() {
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("CURSOR_BRIDGE_API_KEY", "client-key-must-stay").start();
+    s.initialize(&dir, json!({}));
+    s.chat(chat("t1", "ask", json!([user("hi")]), json!({})));
+    for record in dir.records() {
+        assert_eq!(record["bridgeEnv"], json!([]), "{} saw {}", record["subcommand"], record["bridgeEnv"]);
+    }
+    assert!(!dir.records().is_empty());
+}
+
+/// The double's chat folders for this test (`$HOME/.cursor/chats/<md5>/<chat id>/`).
+fn chats_root(dir: &TestDir) -> PathBuf {
+    dir.path().join("home/.cursor/chats")
+}
+
+fn remove_chat(dir: &TestDir, chat_id: &str) {
+    for ws in std::fs::read_dir(chats_root(dir)).unwrap().flatten() {
+        let folder = ws.path().join(chat_id);
+        if folder.exists() {
+            std::fs::remove_dir_all(folder).unwrap();
+            return;
+        }
+    }
+    panic!("no chat folder for {chat_id} under {}", chats_root(dir).display());
+}
+
+fn lost_chat_is_replayed(dir: &TestDir, mut s: Sidecar, lose: impl FnOnce(&TestDir, &str)) {
+    let (_, r1) = s.chat(chat("t1", "ask", json!([user("Remember 42.")]), json!({"conversationId": "c"})));
+    assert!(r1.get("result").is_some(), "{r1}");
+    let first_chat = dir.turns()[0]["sessionId"].as_str().unwrap().to_string();
+    lose(dir, &first_chat);
+    let history = json!([user("Remember 42."), assistant("Noted."), user("Which number?")]);
+    let (deltas, r2) = s.chat(chat("t2", "ask", history, json!({"conversationId": "c"})));
+    assert_eq!(r2["result"]["resumed"], false, "{r2}");
+    let last_session = deltas.iter().filter(|d| d["kind"] == "session").last().unwrap();
+    assert_eq!(last_session["replayed"], true, "the client is told the history was replayed: {deltas:?}");
+    let turns = dir.turns();
+    let answered = turns.last().unwrap();
+    assert_ne!(answered["sessionId"].as_str(), Some(first_chat.as_str()), "a new chat, not the lost one");
+    let prompt = answered["prompt"].as_str().unwrap();
+    assert!(prompt.contains("Remember 42.") && prompt.ends_with("Which number?"), "{prompt}");
+}
+
+#[test]
+fn a_chat_gone_from_the_cli_store_is_replayed_into_a_new_chat() {
+    // The double (like, possibly, the real CLI) accepts --resume of a chat it no longer has and
+    // carries on with an empty history: the missing chat folder is what gives it away.
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    lost_chat_is_replayed(&dir, s, remove_chat);
+    assert_eq!(dir.turns().len(), 2, "the lost chat was not even tried");
+}
+
+#[test]
+fn a_cli_that_silently_starts_a_fresh_chat_is_caught_before_it_answers() {
+    // Without a chat store to look at, the init event is the evidence: it names another chat.
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_UNKNOWN_RESUME", "fresh").start();
+    s.initialize(&dir, json!({}));
+    lost_chat_is_replayed(&dir, s, |dir, _| std::fs::remove_dir_all(chats_root(dir)).unwrap());
+}
