@@ -93,6 +93,33 @@ impl Engine {
         cleared
     }
 
+    /// Remove per-conversation folders (`serve` without `--workspace`) that no session points to
+    /// any more (expired, cleared, or never recorded) and that nothing touched for `idle`: a
+    /// conversation's folder lives as long as its session. Returns how many went.
+    pub fn sweep_conversation_folders(&self, idle: std::time::Duration) -> usize {
+        let Some(root) = self.config.conversation_folders.clone() else { return 0 };
+        let kept: std::collections::HashSet<std::path::PathBuf> =
+            lock(&self.sessions).workspaces().into_iter().map(std::path::PathBuf::from).collect();
+        let Ok(entries) = std::fs::read_dir(&root) else { return 0 };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let idle_long = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= idle);
+            if path.is_dir() && idle_long && !kept.contains(&path) && std::fs::remove_dir_all(&path).is_ok() {
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            tracing::info!(removed, "removed conversation folders no session uses");
+        }
+        removed
+    }
+
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::SeqCst)
     }

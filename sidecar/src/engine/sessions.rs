@@ -342,6 +342,13 @@ impl SessionStore {
         self.sessions.len()
     }
 
+    /// The folder of every session, after taking in other processes' changes.
+    pub fn workspaces(&mut self) -> Vec<String> {
+        self.refresh();
+        self.prune();
+        self.sessions.iter().map(|s| s.workspace.clone()).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.sessions.is_empty()
     }

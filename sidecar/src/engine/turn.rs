@@ -21,6 +21,13 @@ use crate::error::{BridgeError, Result};
 use crate::protocol::{ChatMessage, ErrorKind, Mode, Usage};
 use crate::util::sync::{lock, OnDrop};
 
+const TIMEOUT_HINT_IDLE: &str = "The model or the network may be stuck. Try again, or raise the idle timeout \
+     (VS Code: `cursorBridge.idleTimeoutSeconds`; `serve --idle-timeout`; `idleTimeoutSeconds`).";
+const TIMEOUT_HINT_TURN: &str = "Split the task, or raise the turn timeout \
+     (VS Code: `cursorBridge.requestTimeoutSeconds`; `serve --request-timeout`; `requestTimeoutSeconds`).";
+const TIMEOUT_HINT_CONCURRENT: &str = "Wait for running turns to finish, or allow more at once \
+     (VS Code: `cursorBridge.maxConcurrent`; `serve --max-concurrent`; `maxConcurrent`).";
+
 /// A turn as a front door asks for it.
 #[derive(Debug, Clone)]
 pub struct TurnRequest {
@@ -138,7 +145,14 @@ impl Engine {
             Ok(end) => end,
             Err(failed) => {
                 let e = failed.error;
-                tracing::warn!(turn = %req.turn_id, kind = %e.kind, error = %e.message, "turn failed");
+                // A CLI failure's message may quote what the CLI printed (a failed answer's
+                // text): that is content, logged only when asked for by name.
+                if e.kind == ErrorKind::CliFailed {
+                    tracing::warn!(turn = %req.turn_id, kind = %e.kind, "turn failed");
+                    tracing::debug!(target: "cursor_bridge::content", turn = %req.turn_id, error = %e.message);
+                } else {
+                    tracing::warn!(turn = %req.turn_id, kind = %e.kind, error = %e.message, "turn failed");
+                }
                 return Err(e);
             }
         };
@@ -260,8 +274,19 @@ impl Engine {
         sink: &mut EventSink,
         activity: &Activity,
     ) -> std::result::Result<TurnEnd, TurnFailure> {
-        let _slot = self.pool.slot(&req.turn_id).await?;
         let options = &self.config.options;
+        // Waiting for a slot is bounded like the turn itself.
+        let _slot = match tokio::time::timeout(self.config.turn_limit(), self.pool.slot(&req.turn_id)).await {
+            Ok(slot) => slot?,
+            Err(_) => {
+                return Err(BridgeError::new(
+                    ErrorKind::Timeout,
+                    format!("No free slot for {} s: {} turns are running", options.request_timeout_seconds, options.max_concurrent),
+                )
+                .hint(TIMEOUT_HINT_CONCURRENT)
+                .into())
+            }
+        };
         let spec = TurnSpec {
             model: plan.model.clone(),
             mode: plan.mode,
@@ -278,11 +303,11 @@ impl Engine {
             () = silent_for(activity, self.config.idle()) => Err(BridgeError::new(
                 ErrorKind::Timeout,
                 format!("The Cursor CLI produced no output for {} s", options.idle_timeout_seconds),
-            ).hint("The model or the network may be stuck. Try again, or raise `idleTimeoutSeconds` (cursorBridge.idleTimeoutSeconds).").into()),
+            ).hint(TIMEOUT_HINT_IDLE).into()),
             () = tokio::time::sleep_until(deadline) => Err(BridgeError::new(
                 ErrorKind::Timeout,
                 format!("The turn took longer than {} s", options.request_timeout_seconds),
-            ).hint("Split the task, or raise `requestTimeoutSeconds` (cursorBridge.requestTimeoutSeconds).").into()),
+            ).hint(TIMEOUT_HINT_TURN).into()),
         }
     }
 

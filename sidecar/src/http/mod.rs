@@ -36,6 +36,8 @@ use crate::startup::{self, Paths};
 pub use workspaces::Workspaces;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9997";
+/// A conversation folder no session points to is kept this long (a turn may be creating it).
+const FOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3600);
 /// Largest request body. Whole conversations are re-sent with every request, so this is generous;
 /// the stdio transport allows about the same per frame.
 pub const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -52,7 +54,11 @@ Options:
   --cli-path PATH        the Cursor CLI to run (else CURSOR_BRIDGE_CLI_PATH, then PATH)
   --api-key-file FILE    client key clients must send as `Authorization: Bearer <key>`
                          (else CURSOR_BRIDGE_API_KEY; none: no key needed)
-  --mode agent|ask|plan  mode of requests that do not name one (default ask)
+  --mode agent|ask|plan  the most a request may do, and the mode of those that name none
+                         (default ask; a request asking for more is refused with 403)
+  --request-timeout SECS longest a turn may take (default 300)
+  --idle-timeout SECS    a turn whose CLI is silent this long fails (default 60)
+  --max-concurrent N     CLI processes at once; more requests queue (default 4)
 
 Environment: CURSOR_BRIDGE_API_KEY (client key), CURSOR_API_KEY (the Cursor key the CLI uses),
 and the CURSOR_BRIDGE_* variables of `cursor-bridge --help`.
@@ -66,6 +72,9 @@ pub struct ServeArgs {
     pub cli_path: Option<String>,
     pub api_key_file: Option<PathBuf>,
     pub mode: Mode,
+    pub request_timeout: Option<u64>,
+    pub idle_timeout: Option<u64>,
+    pub max_concurrent: Option<usize>,
 }
 
 impl ServeArgs {
@@ -76,6 +85,9 @@ impl ServeArgs {
             cli_path: None,
             api_key_file: None,
             mode: Mode::Ask,
+            request_timeout: None,
+            idle_timeout: None,
+            max_concurrent: None,
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -97,11 +109,18 @@ impl ServeArgs {
                         other => return Err(format!("--mode must be agent, ask or plan, not `{other}`")),
                     }
                 }
+                "--request-timeout" => out.request_timeout = Some(positive(name, &value()?)?),
+                "--idle-timeout" => out.idle_timeout = Some(positive(name, &value()?)?),
+                "--max-concurrent" => out.max_concurrent = Some(positive(name, &value()?)? as usize),
                 other => return Err(format!("unknown option `{other}`")),
             }
         }
         Ok(out)
     }
+}
+
+fn positive(name: &str, value: &str) -> Result<u64, String> {
+    value.parse::<u64>().ok().filter(|n| *n > 0).ok_or(format!("{name} needs a whole number above 0, not `{value}`"))
 }
 
 /// `localhost:PORT` or an IP socket address. Names other than localhost are not resolved: what
@@ -266,6 +285,9 @@ async fn serve(
         // An API client's system message is part of what it asks (unlike Copilot's, which
         // describes tools the CLI does not have).
         send_system_messages: true,
+        request_timeout_seconds: args.request_timeout.unwrap_or(Options::default().request_timeout_seconds),
+        idle_timeout_seconds: args.idle_timeout.unwrap_or(Options::default().idle_timeout_seconds),
+        max_concurrent: args.max_concurrent.unwrap_or(Options::default().max_concurrent),
         ..Options::default()
     };
     let mut config = match Config::new(options.clone(), workspaces.roots(), paths.state_dir.clone()) {
@@ -288,6 +310,19 @@ async fn serve(
         Workspaces::Fixed(dir) => vec![dir.clone()],
         Workspaces::Private { .. } => Vec::new(),
     };
+    // Conversation folders live as long as their sessions: swept now and every hour.
+    let sweeper = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+            loop {
+                tick.tick().await;
+                let engine = engine.clone();
+                let _ = tokio::task::spawn_blocking(move || engine.sweep_conversation_folders(FOLDER_GRACE)).await;
+            }
+        })
+    };
+    let _sweeper = crate::util::sync::AbortOnDrop(sweeper.abort_handle());
     match engine.warm_up(&warm).await {
         Ok(_) => {
             // Every completion checks its model against the list: have it (and a disk cache
@@ -377,6 +412,10 @@ mod tests {
         assert_eq!(a.workspace, Some(PathBuf::from("/w")));
         assert_eq!(a.api_key_file, Some(PathBuf::from("/k")));
         assert!(parse(&["--mode", "yolo"]).is_err());
+        let a = parse(&["--request-timeout", "900", "--idle-timeout=120", "--max-concurrent", "8"]).unwrap();
+        assert_eq!((a.request_timeout, a.idle_timeout, a.max_concurrent), (Some(900), Some(120), Some(8)));
+        assert!(parse(&["--idle-timeout", "0"]).is_err());
+        assert!(parse(&["--max-concurrent", "lots"]).is_err());
         assert!(parse(&["--listen"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
     }

@@ -68,3 +68,24 @@ async fn a_queued_turn_that_is_cancelled_never_reaches_the_backend() {
     assert!(b.is_err());
     assert_eq!(h.backend.turn_count(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn waiting_for_a_slot_is_bounded_and_says_why() {
+    let h = Harness::new(Options { max_concurrent: 1, request_timeout_seconds: 10, ..Options::default() });
+    let turn = |i: u64| {
+        let h = &h;
+        async move {
+            tokio::time::sleep(Duration::from_millis(i)).await;
+            h.send(request(vec![user(&format!("[[busy:8|text:turn {i}]]"))])).await.1
+        }
+    };
+    let started = tokio::time::Instant::now();
+    let (a, b, c) = tokio::join!(turn(0), turn(1), turn(2));
+    assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
+    let e = c.unwrap_err();
+    assert_eq!(e.kind, crate::protocol::ErrorKind::Timeout);
+    assert!(e.message.starts_with("No free slot for 10 s"), "{}", e.message);
+    assert!(e.hint.unwrap().contains("maxConcurrent"));
+    assert_eq!(h.backend.turn_count(), 2, "the third never ran");
+    assert_eq!(started.elapsed().as_secs(), 16);
+}

@@ -266,6 +266,14 @@ async fn each_conversation_gets_a_private_folder_of_its_own_when_asked() {
     let r = send_to(&engine, request(vec![user("hi"), assistant("Echo: hi"), user("again")])).await.1.unwrap();
     assert!(r.resumed);
     assert!([&a, &b].contains(&&backend.turn(2).workspace), "a follow-up runs in its conversation's folder");
+    // Folders go with their sessions.
+    let stray = root.join("c-stray");
+    std::fs::create_dir_all(&stray).unwrap();
+    assert_eq!(engine.sweep_conversation_folders(std::time::Duration::ZERO), 1);
+    assert!(!stray.exists() && a.exists() && b.exists());
+    engine.clear_sessions(None);
+    assert_eq!(engine.sweep_conversation_folders(std::time::Duration::ZERO), 2);
+    assert!(!a.exists());
 }
 
 use crate::engine::Config;
