@@ -356,6 +356,13 @@ async fn serve(
         health_cache: Mutex::new(None),
     });
     tracing::info!(addr = %bound, key = state.client_key.is_some(), mode = args.mode.as_str(), "listening");
+    if state.client_key.is_none() {
+        eprintln!(
+            "cursor-bridge serve: no client key: any local user or program that can reach {bound} can use your Cursor \
+             account through it. On a machine others use, set {} or pass --api-key-file.",
+            auth::ENV_API_KEY
+        );
+    }
     // Tests and scripts read this line to learn the port (`--listen 127.0.0.1:0`).
     eprintln!("cursor-bridge serve: listening on http://{bound}/v1");
     let server = axum::serve(listener, router(state));
