@@ -93,6 +93,9 @@ function untilCancelled<T>(work: Promise<T>, token: vscode.CancellationToken): P
 }
 
 export class CursorChatProvider implements vscode.LanguageModelChatProvider {
+  /** The folder each conversation began in (bounded; a forgotten one just follows the editor). */
+  private readonly folderOf = new Map<string, string>();
+
   readonly onDidChangeLanguageModelChatInformation: vscode.Event<void>;
 
   constructor(private readonly deps: ProviderDeps) {
@@ -133,6 +136,13 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
       turnId,
       this.deps.workspace(),
     );
+    // A conversation stays in the folder it began in: Cursor's chats belong to a folder, so
+    // following the active editor to another one would start over (with a replay) each time.
+    if (params.conversationId) {
+      const first = this.folderOf.get(params.conversationId);
+      if (first !== undefined) params.workspace = first;
+      else if (params.workspace) rememberBounded(this.folderOf, params.conversationId, params.workspace);
+    }
     this.deps.log.info(
       `turn ${turnId}: model ${params.model}, mode ${params.mode} (${mode.reason})` +
         `${params.workspace ? `, in ${params.workspace}` : ''}` +
@@ -208,5 +218,15 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
   ): void {
     const DataPart = this.deps.dataPart();
     if (DataPart) report(asResponsePart(new DataPart(encodeMarker(model.id, sessionId), MARKER_MIME)));
+  }
+}
+
+/** Remember `key → value`, forgetting the oldest entries past `limit`. */
+export function rememberBounded(map: Map<string, string>, key: string, value: string, limit = 500): void {
+  map.set(key, value);
+  while (map.size > limit) {
+    const oldest = map.keys().next().value;
+    if (oldest === undefined) break;
+    map.delete(oldest);
   }
 }

@@ -237,6 +237,15 @@ describe('provideLanguageModelChatResponse', () => {
     assert.equal((bridge.calls[0].params as ChatSendParams).workspace, '/home/dev/web');
   });
 
+  it('keeps a conversation in the folder it began in when the active editor moves', async () => {
+    const folders = ['/home/dev/web', '/home/dev/api'];
+    const { bridge, provider } = setup({ workspace: () => folders.shift() });
+    await respond(provider, 'agent-first-turn');
+    await respond(provider, 'agent-second-turn');
+    const used = bridge.calls.map((c) => (c.params as ChatSendParams).workspace);
+    assert.deepEqual(used, ['/home/dev/web', '/home/dev/web']);
+  });
+
   it('never explains in Markdown for utility requests (it would become the title)', async () => {
     const { bridge, provider } = setup();
     bridge.turn = async () => {
