@@ -79,6 +79,24 @@ pub enum Warm {
     FollowUp { model: String, mode: Mode, workspace: PathBuf, chat_id: String, unattended: bool, fresh: bool },
 }
 
+/// What every backend may need from the front door's set-up.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The agent program's path setting (else discovery).
+    pub cli_path: Option<String>,
+    /// The Cursor API key, only ever for the agent's environment.
+    pub api_key: Option<crate::protocol::Secret>,
+    /// Warm spares kept at most (0: none) and how long an unused one lives.
+    pub spares: usize,
+    pub spare_idle: Duration,
+}
+
+impl Settings {
+    pub fn new(cli_path: Option<String>, api_key: Option<crate::protocol::Secret>, options: &crate::protocol::Options) -> Self {
+        Settings { cli_path, api_key, spares: options.spares, spare_idle: Duration::from_secs(options.spare_idle_seconds) }
+    }
+}
+
 /// Where the agent program is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Located {

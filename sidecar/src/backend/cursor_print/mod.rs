@@ -31,24 +31,12 @@ use spares::Spares;
 
 use crate::backend::events::EventSink;
 use crate::backend::process::{self, SpawnSpec};
-use crate::backend::seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::backend::seam::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::error::BridgeError;
 use crate::protocol::{CliStatus, Mode, ModelInfo, Secret};
 
 /// How often idle spares are looked at.
 const SPARE_SWEEP: Duration = Duration::from_secs(5);
-
-/// What print mode is configured with.
-#[derive(Debug, Clone, Default)]
-pub struct Config {
-    /// The CLI path setting (`initialize.cliPath`, `serve --cli-path`); else discovery.
-    pub cli_path: Option<String>,
-    /// The Cursor API key, for the CLI's environment only.
-    pub api_key: Option<Secret>,
-    /// Warm spares kept at most (0: none).
-    pub spares: usize,
-    pub spare_idle: Duration,
-}
 
 pub struct CursorPrint {
     /// Itself, for work that outlives the call that starts it (warming up).
@@ -60,7 +48,7 @@ pub struct CursorPrint {
 }
 
 impl CursorPrint {
-    pub fn new(config: Config) -> Arc<CursorPrint> {
+    pub fn new(config: Settings) -> Arc<CursorPrint> {
         let backend = Arc::new_cyclic(|me| CursorPrint {
             me: me.clone(),
             api_key: config.api_key.filter(|k| !k.expose().is_empty()),

@@ -15,7 +15,7 @@
 //!   activity); `imageInput` is always false (the bridge cannot forward images yet).
 
 use crate::protocol::{ModelCapabilities, ModelInfo};
-use crate::util::text::contains_ignore_case;
+use crate::util::text::{contains_ignore_case, one_line};
 use crate::util::text::strip_ansi;
 
 /// One line of the model list.
@@ -167,23 +167,8 @@ fn split_markers(mut name: &str) -> (&str, bool, bool) {
 
 /// The first few non-blank lines, joined by ` | `, at most 200 characters.
 fn excerpt(text: &str) -> String {
-    let joined = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" | ");
-    let mut out: String = joined
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(EXCERPT_MAX_CHARS)
-        .collect();
-    if joined.chars().count() > EXCERPT_MAX_CHARS {
-        out.pop();
-        out.push('…');
-    }
-    out
+    let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).take(3).collect::<Vec<_>>().join(" | ");
+    one_line(&joined, EXCERPT_MAX_CHARS)
 }
 
 
