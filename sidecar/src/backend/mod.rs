@@ -3,6 +3,7 @@
 //! folder (`cursor_print/`: the Cursor CLI in print mode). Nothing here imports `engine/` or a
 //! front door.
 
+pub mod acp;
 pub mod cursor_print;
 pub mod events;
 pub mod process;

@@ -1,0 +1,184 @@
+//! `session/update` notifications as the events every front door knows: answer text, thinking
+//! (closed when the answer or a tool starts), tool activity with one-line summaries. Updates of
+//! kinds we do not use (plans, commands, mode and config changes, usage without token counts)
+//! and kinds added after this was written are skipped (docs/cursor-acp.md §7).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::backend::events::Event;
+use crate::util::text::one_line;
+
+const SUMMARY_MAX_CHARS: usize = 120;
+
+/// One turn's updates, in order. Tool calls are merged by id, as the protocol says: an update
+/// carries only what changed.
+#[derive(Default)]
+pub struct Updates {
+    thinking_open: bool,
+    tools: HashMap<String, Tool>,
+}
+
+#[derive(Default)]
+struct Tool {
+    kind: String,
+    title: String,
+    done: bool,
+}
+
+impl Updates {
+    /// The events of one `session/update`'s `update` object.
+    pub fn events(&mut self, update: &Value) -> Vec<Event> {
+        let mut out = Vec::new();
+        let text = || update.pointer("/content/text").and_then(Value::as_str).filter(|t| !t.is_empty());
+        match update.get("sessionUpdate").and_then(Value::as_str).unwrap_or("") {
+            "agent_message_chunk" => {
+                if let Some(t) = text() {
+                    self.close_thinking(&mut out);
+                    out.push(Event::Text(t.to_string()));
+                }
+            }
+            "agent_thought_chunk" => {
+                if let Some(t) = text() {
+                    self.thinking_open = true;
+                    out.push(Event::Thinking(t.to_string()));
+                }
+            }
+            kind @ ("tool_call" | "tool_call_update") => {
+                let Some(id) = update.get("toolCallId").and_then(Value::as_str) else { return out };
+                let str_of = |k: &str| update.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+                let new = !self.tools.contains_key(id);
+                let tool = self.tools.entry(id.to_string()).or_default();
+                if let Some(k) = str_of("kind") {
+                    tool.kind = k.to_string();
+                }
+                if let Some(t) = str_of("title") {
+                    tool.title = t.to_string();
+                }
+                let (tool_name, summary) = (name_of(&tool.kind), one_line(&tool.title, SUMMARY_MAX_CHARS));
+                if new || kind == "tool_call" && !tool.done {
+                    if new {
+                        self.close_thinking(&mut out);
+                        out.push(Event::ToolStarted { call_id: id.to_string(), tool: tool_name.clone(), summary: summary.clone() });
+                    }
+                }
+                let tool = self.tools.get_mut(id).expect("inserted above");
+                match str_of("status") {
+                    Some(status @ ("completed" | "failed")) if !tool.done => {
+                        tool.done = true;
+                        let ok = status == "completed";
+                        let detail = (!ok).then(|| failure_detail(update)).flatten();
+                        out.push(Event::ToolCompleted { call_id: id.to_string(), tool: tool_name, summary, ok, detail });
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// The turn ended: a thinking block still open is closed.
+    pub fn finish(&mut self) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.close_thinking(&mut out);
+        out
+    }
+
+    fn close_thinking(&mut self, out: &mut Vec<Event>) {
+        if std::mem::take(&mut self.thinking_open) {
+            out.push(Event::ThinkingDone);
+        }
+    }
+}
+
+/// ACP tool kinds (`read`, `edit`, `execute`, …) as tool names; none given: `tool`.
+fn name_of(kind: &str) -> String {
+    if kind.is_empty() { "tool".into() } else { kind.to_string() }
+}
+
+/// The first text a failed tool call carries, on one line.
+fn failure_detail(update: &Value) -> Option<String> {
+    update.get("content")?.as_array()?.iter().find_map(|c| {
+        c.pointer("/content/text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()).map(|t| one_line(t, SUMMARY_MAX_CHARS))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn run(updates: &[Value]) -> Vec<Event> {
+        let mut u = Updates::default();
+        let mut out: Vec<Event> = updates.iter().flat_map(|x| u.events(x)).collect();
+        out.extend(u.finish());
+        out
+    }
+
+    #[test]
+    fn a_turn_as_cursor_streams_it() {
+        // The update sequence of docs/cursor-acp.md §7.
+        let events = run(&[
+            json!({"sessionUpdate": "available_commands_update", "availableCommands": []}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Looking at foo.rs"}}),
+            json!({"sessionUpdate": "tool_call", "toolCallId": "call-1", "title": "Read foo.rs", "kind": "read", "status": "pending"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "in_progress"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed"}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "foo.rs defines "}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "one function."}}),
+            json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200000}),
+            json!({"sessionUpdate": "some_kind_from_the_future", "x": 1}),
+        ]);
+        let read = |ok| Event::ToolCompleted { call_id: "call-1".into(), tool: "read".into(), summary: "Read foo.rs".into(), ok, detail: None };
+        assert_eq!(
+            events,
+            vec![
+                Event::Thinking("Looking at foo.rs".into()),
+                Event::ThinkingDone,
+                Event::ToolStarted { call_id: "call-1".into(), tool: "read".into(), summary: "Read foo.rs".into() },
+                read(true),
+                Event::Text("foo.rs defines ".into()),
+                Event::Text("one function.".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_updates_merge_by_id_and_complete_once() {
+        let events = run(&[
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "kind": "execute"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": "`npm test`"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "failed",
+                   "content": [{"type": "content", "content": {"type": "text", "text": "exit code 1\nmore"}}]}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"}),
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                Event::ToolStarted { call_id: "t".into(), tool: "execute".into(), summary: String::new() },
+                Event::ToolCompleted {
+                    call_id: "t".into(),
+                    tool: "execute".into(),
+                    summary: "`npm test`".into(),
+                    ok: false,
+                    detail: Some("exit code 1 more".into())
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_updates_are_skipped() {
+        let events = run(&[
+            json!({"sessionUpdate": "agent_message_chunk"}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "…"}}),
+            json!({"sessionUpdate": "tool_call", "title": "no id"}),
+            json!("not an object"),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "unfinished"}}),
+        ]);
+        assert_eq!(events, vec![Event::Thinking("unfinished".into()), Event::ThinkingDone]);
+    }
+}
