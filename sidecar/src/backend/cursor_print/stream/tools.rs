@@ -2,8 +2,8 @@
 
 use std::borrow::Cow;
 
+use super::event::ToolOutcome;
 use super::wire::{OutcomeBody, ToolArgsWire, ToolCallWire};
-use super::ToolOutcome;
 
 /// A tool summary is at most this many characters (one line in the editor's tool list).
 pub(super) const SUMMARY_MAX_CHARS: usize = 200;

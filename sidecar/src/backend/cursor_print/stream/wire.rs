@@ -9,8 +9,8 @@ use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::event::ToolOutcome;
 use super::tools::{outcome_from_entry, outcome_from_word};
-use super::ToolOutcome;
 use crate::protocol::Usage;
 
 /// Any JSON value, keeping only scalars.
