@@ -12,8 +12,7 @@ pub enum StreamEvent {
         model: Option<String>,
     },
     /// New answer text only, never cumulative. May start with an inserted paragraph break
-    /// (`"\n\n"` or `"\n"`) when it follows tool calls, see
-    /// [`StreamParser`](super::StreamParser).
+    /// (`"\n\n"` or `"\n"`) when it follows tool calls, see `StreamParser`.
     Text(String),
     /// New reasoning text only (§5.4).
     Thinking(String),

@@ -27,6 +27,7 @@
 //! [`StreamParser::finish`] returns the same value after EOF for callers that prefer that.
 
 mod event;
+mod lenient;
 mod surrogates;
 mod tools;
 mod wire;
@@ -37,9 +38,10 @@ use std::collections::HashMap;
 use crate::protocol::Usage;
 
 pub use event::{StreamEvent, ToolOutcome, TurnResult};
+use lenient::Lenient;
 use surrogates::{combine_surrogates, repair_lone_surrogates, Edges};
-use tools::{describe_tool, outcome_from_word, summarize, tool_display_name};
-use wire::{EventWire, Obj, ToolCallWire};
+use tools::{describe_tool, outcome_from_word, summarize, tool_display_name, tool_outcome};
+use wire::{EventKind, EventWire, ToolCallWire};
 
 /// What a partial-mode flush adds to the streamed text (see `reconcile_flush`).
 #[derive(Debug, PartialEq)]
@@ -130,9 +132,9 @@ impl StreamParser {
         if line.is_empty() {
             return;
         }
-        match serde_json::from_str::<Obj<EventWire>>(line) {
-            Ok(Obj(Some(event))) => self.dispatch(event, Edges::default(), out),
-            Ok(Obj(None)) => self.malformed += 1,
+        match serde_json::from_str::<Lenient<EventWire>>(line) {
+            Ok(Lenient(Some(event))) => self.dispatch(event, Edges::default(), out),
+            Ok(Lenient(None)) => self.malformed += 1,
             Err(_) => self.push_repaired(line, out),
         }
     }
@@ -186,7 +188,8 @@ impl StreamParser {
             self.malformed += 1;
             return;
         };
-        let Ok(Obj(Some(event))) = serde_json::from_str::<Obj<EventWire>>(&repaired.line) else {
+        let Ok(Lenient(Some(event))) = serde_json::from_str::<Lenient<EventWire>>(&repaired.line)
+        else {
             self.malformed += 1;
             return;
         };
@@ -200,38 +203,36 @@ impl StreamParser {
             self.malformed += 1;
             return;
         };
-        match serde_json::from_str::<Obj<EventWire>>(&plain.line) {
-            Ok(Obj(Some(event))) => self.dispatch(event, Edges::default(), out),
+        match serde_json::from_str::<Lenient<EventWire>>(&plain.line) {
+            Ok(Lenient(Some(event))) => self.dispatch(event, Edges::default(), out),
             _ => self.malformed += 1,
         }
     }
 
     fn dispatch(&mut self, event: EventWire<'_>, edges: Edges, out: &mut Vec<StreamEvent>) {
-        let kind = event.kind.as_deref().unwrap_or("");
-        let subtype = event.subtype.as_deref().unwrap_or("");
         if !event.carries_stream_text() {
             self.flush_pending_surrogate(out);
         }
-        match (kind, subtype) {
-            ("system", "init") => self.on_init(event, out),
-            ("assistant", _) => self.on_assistant(event, edges, out),
-            ("thinking", "delta") => {
+        match event.kind() {
+            EventKind::Init => self.on_init(event, out),
+            EventKind::Assistant => self.on_assistant(event, edges, out),
+            EventKind::ThinkingDelta => {
                 if let Some(text) = event.text {
                     self.emit(Channel::Thinking, &text, edges, out);
                 }
             }
-            ("thinking", "completed") => self.close_thinking(out),
-            ("tool_call", "started") => self.on_tool_started(event, out),
-            ("tool_call", "completed") => self.on_tool_completed(event, out),
-            ("interaction_query", "request") => self.on_permission_query(event, out),
-            ("result", _) => self.on_result(event, out),
-            ("error", _) => {
+            EventKind::ThinkingCompleted => self.close_thinking(out),
+            EventKind::ToolStarted => self.on_tool_started(event, out),
+            EventKind::ToolCompleted => self.on_tool_completed(event, out),
+            EventKind::PermissionRequest => self.on_permission_query(event, out),
+            EventKind::Result => self.on_result(event, out),
+            EventKind::Error => {
                 let message = event.message.and_then(|m| m.text).or(event.error);
                 out.push(StreamEvent::ErrorEnvelope {
                     message: message.map(Cow::into_owned).unwrap_or_default(),
                 });
             }
-            _ => self.ignored += 1,
+            EventKind::Other => self.ignored += 1,
         }
     }
 
@@ -351,9 +352,7 @@ impl StreamParser {
             (None, None) => ("unknown".into(), String::new()),
         };
         // A top-level `"result":"rejected"` string is one of the liberal forms of §5.7.
-        let outcome = call
-            .body
-            .outcome()
+        let outcome = tool_outcome(&call.body)
             .or_else(|| event.result.as_deref().and_then(outcome_from_word))
             .unwrap_or(ToolOutcome::Success);
         out.push(StreamEvent::ToolCompleted {
