@@ -141,6 +141,12 @@ pub(super) trait Fallback<'de>: Sized {
     }
 }
 
+impl<'de, T: Fallback<'de>> Fallback<'de> for Box<T> {
+    fn from_other(value: Loose<'de>) -> Option<Self> {
+        T::from_other(value).map(Box::new)
+    }
+}
+
 /// `T` if the value is an object (or something [`Fallback::from_other`] accepts), else `None`.
 pub(super) struct Lenient<T>(pub(super) Option<T>);
 

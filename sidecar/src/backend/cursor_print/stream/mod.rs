@@ -364,7 +364,7 @@ impl StreamParser {
     }
 
     fn on_permission_query(&mut self, event: EventWire<'_>, out: &mut Vec<StreamEvent>) {
-        let query = event.query.unwrap_or_default();
+        let query = *event.query.unwrap_or_default();
         let query_type = event
             .query_type
             .or(query.kind)

@@ -49,12 +49,13 @@ pub(super) struct EventWire<'a> {
     pub(super) error: Option<Cow<'a, str>>,
     #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) call_id: Option<Cow<'a, str>>,
+    /// Boxed, like `query`: large, and on few lines (a line's `EventWire` is moved several times).
     #[serde(borrow, deserialize_with = "lenient::object")]
-    pub(super) tool_call: Option<ToolCallWire<'a>>,
+    pub(super) tool_call: Option<Box<ToolCallWire<'a>>>,
     #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) query_type: Option<Cow<'a, str>>,
     #[serde(borrow, deserialize_with = "lenient::object")]
-    pub(super) query: Option<QueryWire<'a>>,
+    pub(super) query: Option<Box<QueryWire<'a>>>,
     /// `result.result` (a string on `result` events; a liberal outcome word on `tool_call`).
     #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) result: Option<Cow<'a, str>>,
