@@ -26,6 +26,8 @@
 //! any fallback text, so the caller can stop reading at once (the child may linger, §5.8).
 //! [`StreamParser::finish`] returns the same value after EOF for callers that prefer that.
 
+mod event;
+mod lenient;
 mod surrogates;
 mod tools;
 mod wire;
@@ -35,93 +37,11 @@ use std::collections::HashMap;
 
 use crate::protocol::Usage;
 
+pub use event::{StreamEvent, ToolOutcome, TurnResult};
+use lenient::Lenient;
 use surrogates::{combine_surrogates, repair_lone_surrogates, Edges};
-use tools::{describe_tool, outcome_from_word, summarize, tool_display_name};
-use wire::{EventWire, Obj, ToolCallWire};
-
-/// Something the editor can show, in stream order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StreamEvent {
-    /// `system/init` (§5.2). `model` is a display name ("Claude 4 Sonnet"), not the requested id.
-    Init {
-        session_id: String,
-        model: Option<String>,
-    },
-    /// New answer text only, never cumulative. May start with an inserted paragraph break
-    /// (`"\n\n"` or `"\n"`) when it follows tool calls, see [`StreamParser`].
-    Text(String),
-    /// New reasoning text only (§5.4).
-    Thinking(String),
-    /// The open thinking block is complete: a `thinking/completed` event, or implied because text,
-    /// a tool call, the result or EOF came while thinking text was open.
-    ThinkingDone,
-    /// `tool_call/started` (§5.7). `tool` is a short human name ("shell", "read", …), `summary` one
-    /// line (command, path, pattern, url …; may be empty).
-    ToolStarted {
-        call_id: String,
-        tool: String,
-        summary: String,
-    },
-    /// `tool_call/completed`; may arrive without a `ToolStarted` (denials, §5.7).
-    ToolCompleted {
-        call_id: String,
-        tool: String,
-        summary: String,
-        outcome: ToolOutcome,
-    },
-    /// `interaction_query/request` (§5.9): the CLI asks permission (non-`--force` runs). With stdin
-    /// closed it is auto-rejected and the tool completes as [`ToolOutcome::Rejected`].
-    PermissionRequested { query_type: String, summary: String },
-    /// `{"type":"error","message":..}` on the stream (§5.9); the caller classifies it with
-    /// `errors::classify`.
-    ErrorEnvelope { message: String },
-    /// The terminal `result` event (§5.8), once per turn and always the last event of a turn that
-    /// has one; its fallback text (if any) was emitted as `Text` just before.
-    Result(TurnResult),
-}
-
-/// How a tool call ended (`result` one-key union of §5.7).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolOutcome {
-    /// `success`, or a completed event with no recognisable outcome at all.
-    Success,
-    /// `failure`, e.g. a shell command's non-zero exit (`detail`: "exit code 1").
-    Failure { detail: Option<String> },
-    /// `rejected` (permission denied, auto-rejected query).
-    Rejected { reason: Option<String> },
-    /// `error` (the tool itself could not run, e.g. unreadable file).
-    Error { message: Option<String> },
-}
-
-impl ToolOutcome {
-    pub fn is_success(&self) -> bool {
-        matches!(self, ToolOutcome::Success)
-    }
-
-    /// The detail/reason/message, whichever this outcome carries.
-    pub fn detail(&self) -> Option<&str> {
-        match self {
-            ToolOutcome::Success => None,
-            ToolOutcome::Failure { detail } => detail.as_deref(),
-            ToolOutcome::Rejected { reason } => reason.as_deref(),
-            ToolOutcome::Error { message } => message.as_deref(),
-        }
-    }
-}
-
-/// The terminal `result` event (§5.8).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnResult {
-    /// `subtype == "success" && !is_error`. The caller must still check the exit status (§6).
-    pub success: bool,
-    /// `result.result`: all segments glued with no separator (§4.2).
-    pub text: String,
-    pub session_id: Option<String>,
-    pub request_id: Option<String>,
-    pub duration_ms: Option<u64>,
-    /// `usage` (camelCase on the wire; missing counters are 0); `None` when absent (pre-2026.07).
-    pub usage: Option<Usage>,
-}
+use tools::{describe_tool, outcome_from_word, summarize, tool_display_name, tool_outcome};
+use wire::{EventKind, EventWire, ToolCallWire};
 
 /// What a partial-mode flush adds to the streamed text (see `reconcile_flush`).
 #[derive(Debug, PartialEq)]
@@ -212,9 +132,9 @@ impl StreamParser {
         if line.is_empty() {
             return;
         }
-        match serde_json::from_str::<Obj<EventWire>>(line) {
-            Ok(Obj(Some(event))) => self.dispatch(event, Edges::default(), out),
-            Ok(Obj(None)) => self.malformed += 1,
+        match serde_json::from_str::<Lenient<EventWire>>(line) {
+            Ok(Lenient(Some(event))) => self.dispatch(event, Edges::default(), out),
+            Ok(Lenient(None)) => self.malformed += 1,
             Err(_) => self.push_repaired(line, out),
         }
     }
@@ -268,7 +188,8 @@ impl StreamParser {
             self.malformed += 1;
             return;
         };
-        let Ok(Obj(Some(event))) = serde_json::from_str::<Obj<EventWire>>(&repaired.line) else {
+        let Ok(Lenient(Some(event))) = serde_json::from_str::<Lenient<EventWire>>(&repaired.line)
+        else {
             self.malformed += 1;
             return;
         };
@@ -282,38 +203,36 @@ impl StreamParser {
             self.malformed += 1;
             return;
         };
-        match serde_json::from_str::<Obj<EventWire>>(&plain.line) {
-            Ok(Obj(Some(event))) => self.dispatch(event, Edges::default(), out),
+        match serde_json::from_str::<Lenient<EventWire>>(&plain.line) {
+            Ok(Lenient(Some(event))) => self.dispatch(event, Edges::default(), out),
             _ => self.malformed += 1,
         }
     }
 
     fn dispatch(&mut self, event: EventWire<'_>, edges: Edges, out: &mut Vec<StreamEvent>) {
-        let kind = event.kind.as_deref().unwrap_or("");
-        let subtype = event.subtype.as_deref().unwrap_or("");
         if !event.carries_stream_text() {
             self.flush_pending_surrogate(out);
         }
-        match (kind, subtype) {
-            ("system", "init") => self.on_init(event, out),
-            ("assistant", _) => self.on_assistant(event, edges, out),
-            ("thinking", "delta") => {
+        match event.kind() {
+            EventKind::Init => self.on_init(event, out),
+            EventKind::Assistant => self.on_assistant(event, edges, out),
+            EventKind::ThinkingDelta => {
                 if let Some(text) = event.text {
                     self.emit(Channel::Thinking, &text, edges, out);
                 }
             }
-            ("thinking", "completed") => self.close_thinking(out),
-            ("tool_call", "started") => self.on_tool_started(event, out),
-            ("tool_call", "completed") => self.on_tool_completed(event, out),
-            ("interaction_query", "request") => self.on_permission_query(event, out),
-            ("result", _) => self.on_result(event, out),
-            ("error", _) => {
+            EventKind::ThinkingCompleted => self.close_thinking(out),
+            EventKind::ToolStarted => self.on_tool_started(event, out),
+            EventKind::ToolCompleted => self.on_tool_completed(event, out),
+            EventKind::PermissionRequest => self.on_permission_query(event, out),
+            EventKind::Result => self.on_result(event, out),
+            EventKind::Error => {
                 let message = event.message.and_then(|m| m.text).or(event.error);
                 out.push(StreamEvent::ErrorEnvelope {
                     message: message.map(Cow::into_owned).unwrap_or_default(),
                 });
             }
-            _ => self.ignored += 1,
+            EventKind::Other => self.ignored += 1,
         }
     }
 
@@ -433,9 +352,7 @@ impl StreamParser {
             (None, None) => ("unknown".into(), String::new()),
         };
         // A top-level `"result":"rejected"` string is one of the liberal forms of §5.7.
-        let outcome = call
-            .body
-            .outcome()
+        let outcome = tool_outcome(&call.body)
             .or_else(|| event.result.as_deref().and_then(outcome_from_word))
             .unwrap_or(ToolOutcome::Success);
         out.push(StreamEvent::ToolCompleted {
@@ -447,7 +364,7 @@ impl StreamParser {
     }
 
     fn on_permission_query(&mut self, event: EventWire<'_>, out: &mut Vec<StreamEvent>) {
-        let query = event.query.unwrap_or_default();
+        let query = *event.query.unwrap_or_default();
         let query_type = event
             .query_type
             .or(query.kind)

@@ -1467,3 +1467,145 @@ fn fuzz_regression_finish_after_split_surrogates() {
         assert_eq!(added, ["\n\n\u{fffd}"], "partial={partial}: events {:?}", &events[from..]);
     }
 }
+
+#[test]
+fn lenient_scalars() {
+    // `duration_ms`: an unsigned integer, also as an integral float or a decimal string.
+    let cases: &[(&str, Option<u64>)] = &[
+        ("12", Some(12)),
+        ("\"12\"", Some(12)),
+        ("\" 7 \"", Some(7)),
+        ("2.0", Some(2)),
+        ("2.5", None),
+        ("-1", None),
+        ("\"x\"", None),
+        ("null", None),
+        ("[12]", None),
+        ("18446744073709551615", Some(u64::MAX)),
+    ];
+    for (value, expected) in cases {
+        let line =
+            format!(r#"{{"type":"result","subtype":"success","result":"","duration_ms":{value}}}"#);
+        let run = run_lines(false, &[line]);
+        assert_eq!(run.result.and_then(|r| r.duration_ms), *expected, "{value}");
+    }
+    // `timestamp_ms` / `model_call_id` count when present and neither `null` nor `""`: a delta
+    // has the first and not the second (a non-partial parser switches to partial on one).
+    let cases: &[(&str, &str, bool)] = &[
+        ("1", "null", true),
+        ("0", "\"\"", true),
+        ("{}", "null", true),
+        ("\"\"", "null", false),
+        ("null", "null", false),
+        ("1", "\"r-0\"", false),
+        ("1", "false", false),
+    ];
+    for (timestamp, model_call_id, is_delta) in cases {
+        let line = format!(
+            r#"{{"type":"assistant","message":{{"content":"x"}},"timestamp_ms":{timestamp},"model_call_id":{model_call_id}}}"#
+        );
+        let run = run_lines(false, &[line]);
+        assert_eq!(
+            run.parser.is_partial(),
+            *is_delta,
+            "{timestamp} / {model_call_id}"
+        );
+        assert_eq!(run.text(), "x");
+    }
+}
+
+#[test]
+fn repeated_keys() {
+    // Both spellings of a key in one object: camelCase wins, the line is not lost.
+    let line = r#"{"type":"result","subtype":"success","result":"","usage":{"inputTokens":5,"input_tokens":9,"output_tokens":2}}"#;
+    let usage = run_lines(false, &[line]).result.and_then(|r| r.usage);
+    assert_eq!(
+        usage,
+        Some(Usage {
+            input_tokens: 5,
+            output_tokens: 2,
+            ..Usage::default()
+        })
+    );
+    assert_eq!(
+        completed_with(
+            json!({"shellToolCall":{"result":{"failure":{"exitCode":1,"exit_code":2}}}})
+        )
+        .2,
+        ToolOutcome::Failure {
+            detail: Some("exit code 1".into())
+        }
+    );
+
+    // Objects keyed by data keep their rules: the first tool kind, the first outcome entry that
+    // counts (not `null`, not `false` unless `"success": false`), the first query; the last
+    // `toolCallId`.
+    let line = r#"{"type":"tool_call","subtype":"started","tool_call":{"toolCallId":"a","readToolCall":{"args":{"path":"p"}},"toolCallId":"b","shellToolCall":{"args":{"command":"c"}}}}"#;
+    assert_eq!(
+        run_lines(false, &[line]).events,
+        vec![started_event("b", "read", "p")]
+    );
+    let line = r#"{"type":"tool_call","subtype":"started","call_id":"c","tool_call":{"shellToolCall":{"args":{"command":"one"}},"shellToolCall":{"args":{"command":"two"}}}}"#;
+    assert_eq!(run_lines(false, &[line]).started(), vec![("shell", "one")]);
+    let outcome_of = |body: &str| {
+        let line = format!(
+            r#"{{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{{"shellToolCall":{body}}}}}"#
+        );
+        match run_lines(false, &[line]).events.as_slice() {
+            [StreamEvent::ToolCompleted { outcome, .. }] => outcome.clone(),
+            other => panic!("{body}: {other:?}"),
+        }
+    };
+    let cases: &[(&str, ToolOutcome)] = &[
+        (
+            r#"{"result":{"error":null,"rejected":false,"failure":{"exitCode":3},"success":{}}}"#,
+            ToolOutcome::Failure {
+                detail: Some("exit code 3".into()),
+            },
+        ),
+        (
+            r#"{"result":{"success":false,"failure":{"exitCode":3}}}"#,
+            ToolOutcome::Failure { detail: None },
+        ),
+        (
+            r#"{"result":{"rejected":{"reason":"first"},"rejected":{"reason":"second"}}}"#,
+            ToolOutcome::Rejected {
+                reason: Some("first".into()),
+            },
+        ),
+        (
+            r#"{"error":false,"rejected":{"reason":"direct"},"failure":{}}"#,
+            ToolOutcome::Rejected {
+                reason: Some("direct".into()),
+            },
+        ),
+        // `result` (the last one) wins over outcome keys in the body.
+        (
+            r#"{"success":{},"result":"failed","result":"rejected"}"#,
+            ToolOutcome::Rejected { reason: None },
+        ),
+        (
+            r#"{"rejected":{},"result":"no idea"}"#,
+            ToolOutcome::Rejected { reason: None },
+        ),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(&outcome_of(body), expected, "{body}");
+    }
+    let line = r#"{"type":"interaction_query","subtype":"request","query":{"id":1,"shellRequestQuery":"no body","shellRequestQuery":{"args":{"command":"a"}},"webFetchRequestQuery":{"args":{"url":"u"}}}}"#;
+    assert_eq!(
+        run_lines(false, &[line]).permissions(),
+        vec![("shellRequestQuery", "a")]
+    );
+
+    // A key repeated in a derived object fails the line (serde rejects a duplicate field; the
+    // CLI's JSON.stringify never writes one); the parser goes on.
+    let input = [
+        r#"{"type":"assistant","message":{"content":"a"},"session_id":"s","session_id":"t"}"#,
+        r#"{"type":"assistant","message":{"content":[{"type":"text","text":"b","text":"c"}]}}"#,
+        r#"{"type":"assistant","message":{"content":"d"}}"#,
+    ];
+    let run = run_lines(false, &input);
+    assert_eq!(run.text(), "d");
+    assert_eq!(run.parser.malformed_lines(), 2);
+}

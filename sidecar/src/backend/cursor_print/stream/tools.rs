@@ -2,8 +2,10 @@
 
 use std::borrow::Cow;
 
-use super::wire::{OutcomeBody, ToolArgsWire, ToolCallWire};
-use super::ToolOutcome;
+use super::event::ToolOutcome;
+use super::wire::{
+    OutcomeEntry, OutcomeKind, ResultWire, ToolArgsWire, ToolBodyWire, ToolCallWire,
+};
 
 /// A tool summary is at most this many characters (one line in the editor's tool list).
 pub(super) const SUMMARY_MAX_CHARS: usize = 200;
@@ -118,22 +120,31 @@ pub(super) fn outcome_from_word(word: &str) -> Option<ToolOutcome> {
     }
 }
 
-/// One entry of the outcome union: `key` is `success|failure|error|rejected`, `body` its value
-/// (`None` for `null`). `"success": false` counts as a failure; `"error": false` etc. as nothing.
-pub(super) fn outcome_from_entry(key: &str, body: Option<OutcomeBody<'_>>) -> Option<ToolOutcome> {
-    let body = body?;
+/// The outcome a tool body reports: its `result`, else an outcome key directly in the body.
+pub(super) fn tool_outcome(body: &ToolBodyWire<'_>) -> Option<ToolOutcome> {
+    let from_result = body.result.as_ref().and_then(|result| match result {
+        ResultWire::Union(entry) => entry.as_ref().map(entry_outcome),
+        ResultWire::Word(word) => outcome_from_word(word),
+        ResultWire::Bool(true) => Some(ToolOutcome::Success),
+        ResultWire::Bool(false) => Some(ToolOutcome::Failure { detail: None }),
+    });
+    from_result.or_else(|| body.direct.as_ref().map(entry_outcome))
+}
+
+/// One entry of the outcome union. `"success": false` counts as a failure.
+fn entry_outcome(entry: &OutcomeEntry<'_>) -> ToolOutcome {
+    let body = &entry.body;
     let detail = |s: &Option<Cow<'_, str>>| {
         s.as_deref()
             .map(|s| one_line(s, DETAIL_MAX_CHARS))
             .filter(|s| !s.is_empty())
     };
-    match key {
-        "success" if body.is_false => Some(ToolOutcome::Failure { detail: None }),
-        "success" => Some(ToolOutcome::Success),
-        _ if body.is_false => None,
-        "failure" => {
+    match entry.kind {
+        OutcomeKind::Success if body.is_false => ToolOutcome::Failure { detail: None },
+        OutcomeKind::Success => ToolOutcome::Success,
+        OutcomeKind::Failure => {
             let mut parts = Vec::new();
-            if let Some(code) = body.exit_code {
+            if let Some(code) = body.exit_code() {
                 parts.push(format!("exit code {code}"));
             }
             if let Some(signal) = body.signal.as_deref().filter(|s| !s.is_empty()) {
@@ -146,16 +157,15 @@ pub(super) fn outcome_from_entry(key: &str, body: Option<OutcomeBody<'_>>) -> Op
                 parts.extend(detail(&body.message).or_else(|| detail(&body.error)));
             }
             let joined = parts.join(", ");
-            Some(ToolOutcome::Failure {
+            ToolOutcome::Failure {
                 detail: (!joined.is_empty()).then(|| one_line(&joined, DETAIL_MAX_CHARS)),
-            })
+            }
         }
-        "error" => Some(ToolOutcome::Error {
+        OutcomeKind::Error => ToolOutcome::Error {
             message: detail(&body.message).or_else(|| detail(&body.error)),
-        }),
-        "rejected" => Some(ToolOutcome::Rejected {
+        },
+        OutcomeKind::Rejected => ToolOutcome::Rejected {
             reason: detail(&body.reason).or_else(|| detail(&body.message)),
-        }),
-        _ => None,
+        },
     }
 }

@@ -1,406 +1,193 @@
-//! Wire types. Everything is optional and loosely typed: a field of an unexpected type is treated
-//! as absent instead of failing the line (§4.3: fields are added over time). Strings borrow from
-//! the line when they have no escapes; subtrees this parser does not need (file contents inside
-//! tool results, diffs …) are skipped without allocating.
+//! Wire types of the stream's events (§5): derived, borrowing, lenient. Everything is optional and
+//! loosely typed: a field of an unexpected type counts as absent instead of failing the line, by
+//! the rules of the [`lenient`] helpers each field names. Strings borrow from the line when they
+//! have no escapes; keys this parser does not read (file contents inside tool results, diffs …)
+//! are skipped without allocating.
+//!
+//! Written by hand, because their keys are data: [`ToolCallWire`] (keyed by tool kind),
+//! [`ToolBodyWire`] and [`ResultWire`] (the outcome union, keyed by outcome) and [`QueryWire`]
+//! (keyed by query type); and the content-block list, which comes in several shapes.
+//!
+//! Where an object may carry a key in two spellings, each spelling is a field of its own, so that
+//! an object with both does not fail as a duplicate; camelCase wins. A key repeated verbatim fails
+//! the line in a derived object (Node's `JSON.stringify` never writes one).
+//!
+//! Imports only [`lenient`]; turning these into events is the other modules' business.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{MapAccess, SeqAccess};
+use serde::{Deserialize, Deserializer};
 
-use super::tools::{outcome_from_entry, outcome_from_word};
-use super::ToolOutcome;
+use super::lenient::{self, skip, Entries, Fallback, Lenient, Loose, Shape};
 use crate::protocol::Usage;
 
-/// Any JSON value, keeping only scalars.
-#[derive(Debug)]
-enum Loose<'a> {
-    Str(Cow<'a, str>),
-    Bool(bool),
-    Int(i64),
-    UInt(u64),
-    Float(f64),
-    Null,
-    Nested,
-}
-
-impl<'a> Loose<'a> {
-    fn into_str(self) -> Option<Cow<'a, str>> {
-        match self {
-            Loose::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn as_i64(&self) -> Option<i64> {
-        match self {
-            Loose::Int(n) => Some(*n),
-            Loose::UInt(n) => i64::try_from(*n).ok(),
-            Loose::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Some(*f as i64),
-            Loose::Str(s) => s.trim().parse().ok(),
-            _ => None,
-        }
-    }
-
-    fn as_u64(&self) -> Option<u64> {
-        match self {
-            Loose::UInt(n) => Some(*n),
-            other => other.as_i64().and_then(|n| u64::try_from(n).ok()),
-        }
-    }
-
-    /// Present and meaningful: not `null`, not `""`.
-    fn is_present(&self) -> bool {
-        match self {
-            Loose::Null => false,
-            Loose::Str(s) => !s.is_empty(),
-            _ => true,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Loose<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(LooseVisitor)
-    }
-}
-
-/// Implements every `visit_*` of a `deserialize_any` visitor except `visit_map` (and, where
-/// the visitor needs it, `visit_seq`) by handing the value, as a [`Loose`], to `self.other`.
-/// Serde's defaults would reject these types and with them the whole line.
-macro_rules! visit_other_as_loose {
-    () => {
-        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::Bool(v)))
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::Int(v)))
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::UInt(v)))
-        }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::Float(v)))
-        }
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::Str(Cow::Borrowed(v))))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::Str(Cow::Owned(v.to_owned()))))
-        }
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::Str(Cow::Owned(v))))
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::Null))
-        }
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(self.other(Loose::Null))
-        }
-    };
-}
-
-/// Drains a JSON array without allocating.
-fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-struct LooseVisitor;
-
-impl LooseVisitor {
-    fn other(self, value: Loose<'_>) -> Loose<'_> {
-        value
-    }
-}
-
-impl<'de> Visitor<'de> for LooseVisitor {
-    type Value = Loose<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    visit_other_as_loose!();
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        Loose::deserialize(deserializer)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        drain_seq(seq).map(|()| Loose::Nested)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Loose::Nested)
-    }
-}
-
-/// A map key, borrowed when it has no escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
-/// A JSON object read field by field. `field` must consume the value of every key it is given.
-trait Fields<'de>: Default {
-    fn field<A: MapAccess<'de>>(&mut self, key: Cow<'de, str>, map: &mut A)
-        -> Result<(), A::Error>;
-
-    /// Where an object was expected but something else came; `None` = treat as absent.
-    fn from_other(_value: Loose<'de>) -> Option<Self> {
-        None
-    }
-}
-
-/// `T` if the value was an object (or something `T::from_other` accepts), else `None`.
-pub(super) struct Obj<T>(pub(super) Option<T>);
-
-impl<'de, T: Fields<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ObjVisitor(PhantomData))
-    }
-}
-
-struct ObjVisitor<T>(PhantomData<T>);
-
-impl<'de, T: Fields<'de>> ObjVisitor<T> {
-    fn other(self, value: Loose<'de>) -> Obj<T> {
-        Obj(T::from_other(value))
-    }
-}
-
-impl<'de, T: Fields<'de>> Visitor<'de> for ObjVisitor<T> {
-    type Value = Obj<T>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    visit_other_as_loose!();
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        Obj::deserialize(deserializer)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        drain_seq(seq).map(|()| self.other(Loose::Nested))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut value = T::default();
-        while let Some(Key(key)) = map.next_key()? {
-            value.field(key, &mut map)?;
-        }
-        Ok(Obj(Some(value)))
-    }
-}
-
-fn skip<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
-    map.next_value::<IgnoredAny>().map(drop)
-}
-
-fn next_str<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, str>>, A::Error> {
-    Ok(map.next_value::<Loose<'de>>()?.into_str())
-}
-
-fn next_obj<'de, A: MapAccess<'de>, T: Fields<'de>>(map: &mut A) -> Result<Option<T>, A::Error> {
-    Ok(map.next_value::<Obj<T>>()?.0)
-}
-
 /// One line of the stream: the union of the fields of every event type this parser reads.
-#[derive(Default)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 pub(super) struct EventWire<'a> {
-    pub(super) kind: Option<Cow<'a, str>>,
+    #[serde(rename = "type", borrow, deserialize_with = "lenient::string")]
+    pub(super) event_type: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) subtype: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) session_id: Option<Cow<'a, str>>,
     /// `system/init` display name.
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) model: Option<Cow<'a, str>>,
+    #[serde(rename = "timestamp_ms", deserialize_with = "lenient::present")]
     pub(super) has_timestamp: bool,
+    #[serde(rename = "model_call_id", deserialize_with = "lenient::present")]
     pub(super) has_model_call_id: bool,
     /// `thinking/delta` text.
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) text: Option<Cow<'a, str>>,
     /// `assistant` content text, or the `error` envelope's message string.
+    #[serde(borrow, deserialize_with = "lenient::object")]
     pub(super) message: Option<MessageWire<'a>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) error: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) call_id: Option<Cow<'a, str>>,
-    pub(super) tool_call: Option<ToolCallWire<'a>>,
+    /// Boxed, like `query`: large, and on few lines (a line's `EventWire` is moved several times).
+    #[serde(borrow, deserialize_with = "lenient::object")]
+    pub(super) tool_call: Option<Box<ToolCallWire<'a>>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) query_type: Option<Cow<'a, str>>,
-    pub(super) query: Option<QueryWire<'a>>,
-    /// `result.result` (a string on `result` events).
+    #[serde(borrow, deserialize_with = "lenient::object")]
+    pub(super) query: Option<Box<QueryWire<'a>>>,
+    /// `result.result` (a string on `result` events; a liberal outcome word on `tool_call`).
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) result: Option<Cow<'a, str>>,
+    #[serde(deserialize_with = "lenient::boolean")]
     pub(super) is_error: Option<bool>,
+    #[serde(deserialize_with = "lenient::uint")]
     pub(super) duration_ms: Option<u64>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) request_id: Option<Cow<'a, str>>,
+    #[serde(deserialize_with = "lenient::object")]
     pub(super) usage: Option<UsageWire>,
 }
 
-impl EventWire<'_> {
-    /// Events whose text may continue a surrogate pair held back from the previous delta.
-    pub(super) fn carries_stream_text(&self) -> bool {
-        match self.kind.as_deref() {
-            Some("assistant") => true,
-            Some("thinking") => self.subtype.as_deref() == Some("delta"),
-            _ => false,
-        }
-    }
+impl Fallback<'_> for EventWire<'_> {}
+
+/// What a line is, by `type` and `subtype` (§5). Everything else is [`EventKind::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum EventKind {
+    /// `system/init`
+    Init,
+    /// `assistant`, any subtype
+    Assistant,
+    ThinkingDelta,
+    ThinkingCompleted,
+    ToolStarted,
+    ToolCompleted,
+    /// `interaction_query/request`
+    PermissionRequest,
+    /// `result`, any subtype
+    Result,
+    /// `error`, any subtype
+    Error,
+    Other,
 }
 
-impl<'de> Fields<'de> for EventWire<'de> {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
-        match &*key {
-            "type" => self.kind = next_str(map)?,
-            "subtype" => self.subtype = next_str(map)?,
-            "session_id" => self.session_id = next_str(map)?,
-            "model" => self.model = next_str(map)?,
-            "timestamp_ms" => self.has_timestamp = map.next_value::<Loose>()?.is_present(),
-            "model_call_id" => self.has_model_call_id = map.next_value::<Loose>()?.is_present(),
-            "text" => self.text = next_str(map)?,
-            "message" => self.message = next_obj(map)?,
-            "error" => self.error = next_str(map)?,
-            "call_id" => self.call_id = next_str(map)?,
-            "tool_call" => self.tool_call = next_obj(map)?,
-            "query_type" => self.query_type = next_str(map)?,
-            "query" => self.query = next_obj(map)?,
-            "result" => self.result = next_str(map)?,
-            "is_error" => {
-                self.is_error = match map.next_value::<Loose>()? {
-                    Loose::Bool(b) => Some(b),
-                    _ => None,
-                }
-            }
-            "duration_ms" => self.duration_ms = map.next_value::<Loose>()?.as_u64(),
-            "request_id" => self.request_id = next_str(map)?,
-            "usage" => self.usage = next_obj(map)?,
-            _ => skip(map)?,
+impl EventWire<'_> {
+    pub(super) fn kind(&self) -> EventKind {
+        let event_type = self.event_type.as_deref().unwrap_or("");
+        let subtype = self.subtype.as_deref().unwrap_or("");
+        match (event_type, subtype) {
+            ("system", "init") => EventKind::Init,
+            ("assistant", _) => EventKind::Assistant,
+            ("thinking", "delta") => EventKind::ThinkingDelta,
+            ("thinking", "completed") => EventKind::ThinkingCompleted,
+            ("tool_call", "started") => EventKind::ToolStarted,
+            ("tool_call", "completed") => EventKind::ToolCompleted,
+            ("interaction_query", "request") => EventKind::PermissionRequest,
+            ("result", _) => EventKind::Result,
+            ("error", _) => EventKind::Error,
+            _ => EventKind::Other,
         }
-        Ok(())
+    }
+
+    /// Events whose text may continue a surrogate pair held back from the previous delta.
+    pub(super) fn carries_stream_text(&self) -> bool {
+        matches!(self.kind(), EventKind::Assistant | EventKind::ThinkingDelta)
     }
 }
 
 /// `message`: `{"role","content":[blocks]}` on `assistant`, a plain string on `error`.
-#[derive(Default)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 pub(super) struct MessageWire<'a> {
+    #[serde(rename = "content", borrow, deserialize_with = "content_text")]
     pub(super) text: Option<Cow<'a, str>>,
 }
 
-impl<'de> Fields<'de> for MessageWire<'de> {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
-        match &*key {
-            "content" => self.text = map.next_value::<ContentText>()?.0,
-            _ => skip(map)?,
-        }
-        Ok(())
-    }
-
+impl<'de> Fallback<'de> for MessageWire<'de> {
     fn from_other(value: Loose<'de>) -> Option<Self> {
-        value
-            .into_str()
-            .map(|text| MessageWire { text: Some(text) })
+        let text = value.into_str()?;
+        Some(MessageWire { text: Some(text) })
     }
 }
 
-/// The concatenated `text` of the `type == "text"` blocks of `content` (§5.5); a bare string or a
-/// single block object is accepted too.
+/// The concatenated `text` of the text blocks of `content` (§5.5); a bare string or a single block
+/// object is accepted too.
+fn content_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    Ok(lenient::any::<D, ContentText>(d)?.0)
+}
+
 struct ContentText<'a>(Option<Cow<'a, str>>);
 
-fn append_text<'a>(acc: &mut Option<Cow<'a, str>>, text: Cow<'a, str>) {
-    match acc {
-        None => *acc = Some(text),
-        Some(existing) => existing.to_mut().push_str(&text),
-    }
-}
-
-impl<'de> Deserialize<'de> for ContentText<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ContentVisitor)
-    }
-}
-
-struct ContentVisitor;
-
-impl ContentVisitor {
-    fn other(self, value: Loose<'_>) -> ContentText<'_> {
+impl<'de> Shape<'de> for ContentText<'de> {
+    fn scalar(value: Loose<'de>) -> Self {
         ContentText(value.into_str())
     }
-}
 
-impl<'de> Visitor<'de> for ContentVisitor {
-    type Value = ContentText<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("message content")
-    }
-    visit_other_as_loose!();
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut text = None;
-        while let Some(Obj(block)) = seq.next_element::<Obj<BlockWire>>()? {
-            if let Some(block_text) = block.and_then(BlockWire::into_text) {
-                append_text(&mut text, block_text);
+    fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut text: Option<Cow<'de, str>> = None;
+        while let Some(Lenient(block)) = seq.next_element::<Lenient<BlockWire>>()? {
+            let Some(block_text) = block.and_then(BlockWire::into_text) else {
+                continue;
+            };
+            match &mut text {
+                Some(text) => text.to_mut().push_str(&block_text),
+                None => text = Some(block_text),
             }
         }
         Ok(ContentText(text))
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        let Obj(block) = ObjVisitor::<BlockWire>(PhantomData).visit_map(map)?;
+
+    fn map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        let Lenient(block) = Lenient::<BlockWire>::map(map)?;
         Ok(ContentText(block.and_then(BlockWire::into_text)))
     }
 }
 
-#[derive(Default)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct BlockWire<'a> {
-    kind: Option<Cow<'a, str>>,
+    #[serde(rename = "type", borrow, deserialize_with = "lenient::string")]
+    block_type: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     text: Option<Cow<'a, str>>,
 }
 
 impl<'a> BlockWire<'a> {
     /// Text of a text block (a block without `type` but with `text` counts as one).
     fn into_text(self) -> Option<Cow<'a, str>> {
-        match self.kind.as_deref() {
+        match self.block_type.as_deref() {
             None | Some("text") => self.text,
             Some(_) => None,
         }
     }
 }
 
-impl<'de> Fields<'de> for BlockWire<'de> {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
-        match &*key {
-            "type" => self.kind = next_str(map)?,
-            "text" => self.text = next_str(map)?,
-            _ => skip(map)?,
-        }
-        Ok(())
-    }
-
+/// A bare string in the block list is a text block.
+impl<'de> Fallback<'de> for BlockWire<'de> {
     fn from_other(value: Loose<'de>) -> Option<Self> {
-        value.into_str().map(|text| BlockWire {
-            kind: None,
+        let text = value.into_str()?;
+        Some(BlockWire {
+            block_type: None,
             text: Some(text),
         })
     }
@@ -417,19 +204,19 @@ pub(super) struct ToolCallWire<'a> {
     pub(super) tool_call_id: Option<Cow<'a, str>>,
 }
 
-impl<'de> Fields<'de> for ToolCallWire<'de> {
-    fn field<A: MapAccess<'de>>(
+impl<'de> Entries<'de> for ToolCallWire<'de> {
+    fn entry<A: MapAccess<'de>>(
         &mut self,
         key: Cow<'de, str>,
         map: &mut A,
     ) -> Result<(), A::Error> {
         if key.ends_with("ToolCall") && self.kind.is_none() {
-            self.body = next_obj(map)?.unwrap_or_default();
+            self.body = map.next_value::<Lenient<_>>()?.0.unwrap_or_default();
             self.kind = Some(key);
         } else if key == "function" && self.legacy.is_none() {
-            self.legacy = next_obj(map)?;
+            self.legacy = map.next_value::<Lenient<_>>()?.0;
         } else if key == "toolCallId" {
-            self.tool_call_id = next_str(map)?;
+            self.tool_call_id = map.next_value::<Loose>()?.into_str();
         } else {
             skip(map)?;
         }
@@ -437,32 +224,27 @@ impl<'de> Fields<'de> for ToolCallWire<'de> {
     }
 }
 
+/// `tool_call.<kind>`: `args`, and the outcome as `result` or as an outcome key of its own.
 #[derive(Default)]
 pub(super) struct ToolBodyWire<'a> {
     pub(super) args: ToolArgsWire<'a>,
-    /// From `result`.
-    result: Option<ToolOutcome>,
-    /// From an outcome key directly in the body (`"success": true`), a liberal form.
-    direct: Option<ToolOutcome>,
+    pub(super) result: Option<ResultWire<'a>>,
+    /// An outcome key directly in the body (`"success": true`), a liberal form; the first that
+    /// counts wins.
+    pub(super) direct: Option<OutcomeEntry<'a>>,
 }
 
-impl ToolBodyWire<'_> {
-    pub(super) fn outcome(&self) -> Option<ToolOutcome> {
-        self.result.clone().or_else(|| self.direct.clone())
-    }
-}
-
-impl<'de> Fields<'de> for ToolBodyWire<'de> {
-    fn field<A: MapAccess<'de>>(
+impl<'de> Entries<'de> for ToolBodyWire<'de> {
+    fn entry<A: MapAccess<'de>>(
         &mut self,
         key: Cow<'de, str>,
         map: &mut A,
     ) -> Result<(), A::Error> {
-        match &*key {
-            "args" => self.args = next_obj(map)?.unwrap_or_default(),
-            "result" => self.result = next_obj::<_, ResultWire>(map)?.and_then(|r| r.outcome),
-            "success" | "failure" | "error" | "rejected" if self.direct.is_none() => {
-                self.direct = outcome_from_entry(&key, next_obj(map)?);
+        match (&*key, OutcomeKind::of(&key)) {
+            ("args", _) => self.args = map.next_value::<Lenient<_>>()?.0.unwrap_or_default(),
+            ("result", _) => self.result = map.next_value::<Lenient<_>>()?.0,
+            (_, Some(kind)) if self.direct.is_none() => {
+                self.direct = OutcomeEntry::read(kind, map)?
             }
             _ => skip(map)?,
         }
@@ -470,162 +252,120 @@ impl<'de> Fields<'de> for ToolBodyWire<'de> {
     }
 }
 
-/// `tool_call.<kind>.args`: only the fields summaries use.
-#[derive(Default, Clone)]
-pub(super) struct ToolArgsWire<'a> {
-    pub(super) command: Option<Cow<'a, str>>,
-    pub(super) path: Option<Cow<'a, str>>,
-    pub(super) pattern: Option<Cow<'a, str>>,
-    pub(super) glob_pattern: Option<Cow<'a, str>>,
-    pub(super) url: Option<Cow<'a, str>>,
-    pub(super) search_term: Option<Cow<'a, str>>,
-    pub(super) query: Option<Cow<'a, str>>,
-    pub(super) name: Option<Cow<'a, str>>,
-    pub(super) tool_name: Option<Cow<'a, str>>,
-    pub(super) provider_identifier: Option<Cow<'a, str>>,
-    pub(super) tool_call_id: Option<Cow<'a, str>>,
+/// `tool_call.<kind>.result`: a one-key union (§5.7), or a bare word or boolean (liberal forms).
+pub(super) enum ResultWire<'a> {
+    /// The first entry of the union that counts, if any.
+    Union(Option<OutcomeEntry<'a>>),
+    Word(Cow<'a, str>),
+    Bool(bool),
 }
 
-impl ToolArgsWire<'_> {
-    fn into_owned(self) -> ToolArgsWire<'static> {
-        let own = |s: Option<Cow<'_, str>>| s.map(|s| Cow::Owned(s.into_owned()));
-        ToolArgsWire {
-            command: own(self.command),
-            path: own(self.path),
-            pattern: own(self.pattern),
-            glob_pattern: own(self.glob_pattern),
-            url: own(self.url),
-            search_term: own(self.search_term),
-            query: own(self.query),
-            name: own(self.name),
-            tool_name: own(self.tool_name),
-            provider_identifier: own(self.provider_identifier),
-            tool_call_id: own(self.tool_call_id),
-        }
+impl Default for ResultWire<'_> {
+    fn default() -> Self {
+        ResultWire::Union(None)
     }
 }
 
-impl<'de> Fields<'de> for ToolArgsWire<'de> {
-    fn field<A: MapAccess<'de>>(
+impl<'de> Entries<'de> for ResultWire<'de> {
+    fn entry<A: MapAccess<'de>>(
         &mut self,
         key: Cow<'de, str>,
         map: &mut A,
     ) -> Result<(), A::Error> {
-        let slot = match &*key {
-            "command" => &mut self.command,
-            "path" => &mut self.path,
-            "pattern" => &mut self.pattern,
-            "globPattern" => &mut self.glob_pattern,
-            "url" => &mut self.url,
-            "searchTerm" => &mut self.search_term,
-            "query" => &mut self.query,
-            "name" => &mut self.name,
-            "toolName" => &mut self.tool_name,
-            "providerIdentifier" => &mut self.provider_identifier,
-            "toolCallId" => &mut self.tool_call_id,
-            _ => return skip(map),
-        };
-        *slot = next_str(map)?;
-        Ok(())
-    }
-
-    /// The legacy shape carries `arguments` as a JSON-encoded string.
-    fn from_other(value: Loose<'de>) -> Option<Self> {
-        let text = value.into_str()?;
-        let Obj(args) = serde_json::from_str::<Obj<ToolArgsWire>>(&text).ok()?;
-        args.map(ToolArgsWire::into_owned)
-    }
-}
-
-/// Legacy `{"function":{"name":..,"arguments":"<json string>"}}` (§5.7).
-#[derive(Default)]
-pub(super) struct LegacyFunctionWire<'a> {
-    pub(super) name: Option<Cow<'a, str>>,
-    pub(super) arguments: ToolArgsWire<'a>,
-}
-
-impl<'de> Fields<'de> for LegacyFunctionWire<'de> {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
-        match &*key {
-            "name" => self.name = next_str(map)?,
-            "arguments" => self.arguments = next_obj(map)?.unwrap_or_default(),
-            _ => skip(map)?,
-        }
-        Ok(())
-    }
-}
-
-/// `tool_call.<kind>.result`: a one-key union, or a bare word/boolean (liberal forms, §5.7).
-#[derive(Default)]
-struct ResultWire {
-    outcome: Option<ToolOutcome>,
-}
-
-impl<'de> Fields<'de> for ResultWire {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
-        match &*key {
-            "success" | "failure" | "error" | "rejected" if self.outcome.is_none() => {
-                self.outcome = outcome_from_entry(&key, next_obj(map)?);
+        match OutcomeKind::of(&key) {
+            Some(kind) if matches!(self, ResultWire::Union(None)) => {
+                *self = ResultWire::Union(OutcomeEntry::read(kind, map)?);
+                Ok(())
             }
-            _ => skip(map)?,
+            _ => skip(map),
         }
-        Ok(())
     }
+}
 
+impl<'de> Fallback<'de> for ResultWire<'de> {
     fn from_other(value: Loose<'de>) -> Option<Self> {
-        let outcome = match value {
-            Loose::Str(word) => outcome_from_word(&word),
-            Loose::Bool(true) => Some(ToolOutcome::Success),
-            Loose::Bool(false) => Some(ToolOutcome::Failure { detail: None }),
+        match value {
+            Loose::Str(word) => Some(ResultWire::Word(word)),
+            Loose::Bool(b) => Some(ResultWire::Bool(b)),
             _ => None,
-        };
-        Some(ResultWire { outcome })
+        }
+    }
+}
+
+/// The keys of the outcome union.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OutcomeKind {
+    Success,
+    Failure,
+    Error,
+    Rejected,
+}
+
+impl OutcomeKind {
+    fn of(key: &str) -> Option<Self> {
+        match key {
+            "success" => Some(OutcomeKind::Success),
+            "failure" => Some(OutcomeKind::Failure),
+            "error" => Some(OutcomeKind::Error),
+            "rejected" => Some(OutcomeKind::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of the outcome union that counts: not `null`, and not `false` unless it is
+/// `"success": false` (a failure).
+pub(super) struct OutcomeEntry<'a> {
+    pub(super) kind: OutcomeKind,
+    pub(super) body: OutcomeBody<'a>,
+}
+
+impl<'de> OutcomeEntry<'de> {
+    /// Reads the value of an outcome key.
+    fn read<A: MapAccess<'de>>(kind: OutcomeKind, map: &mut A) -> Result<Option<Self>, A::Error> {
+        let body = map.next_value::<Lenient<OutcomeBody>>()?.0;
+        Ok(body
+            .filter(|body| kind == OutcomeKind::Success || !body.is_false)
+            .map(|body| OutcomeEntry { kind, body }))
     }
 }
 
 /// The value of one outcome key: `{"exitCode":1,..}`, `{"reason":..}`, `{"message":..}`, a
 /// string (taken as the message) or a boolean.
-#[derive(Default)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 pub(super) struct OutcomeBody<'a> {
-    pub(super) exit_code: Option<i64>,
+    #[serde(rename = "exitCode", deserialize_with = "lenient::int")]
+    exit_code_camel: Option<i64>,
+    #[serde(rename = "exit_code", deserialize_with = "lenient::int")]
+    exit_code_snake: Option<i64>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) signal: Option<Cow<'a, str>>,
+    #[serde(deserialize_with = "lenient::flag")]
     pub(super) aborted: bool,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) message: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
     pub(super) reason: Option<Cow<'a, str>>,
+    /// `{"error":{"message":..}}` or `{"error":"text"}`.
+    #[serde(borrow, deserialize_with = "error_message")]
     pub(super) error: Option<Cow<'a, str>>,
     /// The value was `false`.
+    #[serde(skip)]
     pub(super) is_false: bool,
 }
 
-impl<'de> Fields<'de> for OutcomeBody<'de> {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
-        match &*key {
-            "exitCode" | "exit_code" => self.exit_code = map.next_value::<Loose>()?.as_i64(),
-            "signal" => self.signal = next_str(map)?,
-            "aborted" => self.aborted = matches!(map.next_value::<Loose>()?, Loose::Bool(true)),
-            "message" => self.message = next_str(map)?,
-            "reason" => self.reason = next_str(map)?,
-            // `{"error":{"message":..}}` or `{"error":"text"}`.
-            "error" => {
-                self.error = next_obj::<_, OutcomeBody>(map)?.and_then(|inner| inner.message)
-            }
-            _ => skip(map)?,
-        }
-        Ok(())
+impl OutcomeBody<'_> {
+    pub(super) fn exit_code(&self) -> Option<i64> {
+        self.exit_code_camel.or(self.exit_code_snake)
     }
+}
 
+fn error_message<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    Ok(lenient::object::<D, OutcomeBody>(d)?.and_then(|inner| inner.message))
+}
+
+impl<'de> Fallback<'de> for OutcomeBody<'de> {
     fn from_other(value: Loose<'de>) -> Option<Self> {
         match value {
             Loose::Null => None,
@@ -642,15 +382,78 @@ impl<'de> Fields<'de> for OutcomeBody<'de> {
     }
 }
 
-/// `interaction_query.query`: `{"id":7,"<query_type>":{"args":{..},..}}` (§5.9).
+/// `tool_call.<kind>.args`: only the fields summaries use.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct ToolArgsWire<'a> {
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) command: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) path: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) pattern: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) glob_pattern: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) url: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) search_term: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) query: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) name: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) tool_name: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) provider_identifier: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) tool_call_id: Option<Cow<'a, str>>,
+}
+
+/// The legacy shape carries `arguments` as a JSON-encoded string.
+impl<'de> Fallback<'de> for ToolArgsWire<'de> {
+    fn from_other(value: Loose<'de>) -> Option<Self> {
+        let text = value.into_str()?;
+        let Lenient(args) = serde_json::from_str::<Lenient<ToolArgsWire>>(&text).ok()?;
+        let own = |s: Option<Cow<'_, str>>| s.map(|s| Cow::Owned(s.into_owned()));
+        args.map(|args| ToolArgsWire {
+            command: own(args.command),
+            path: own(args.path),
+            pattern: own(args.pattern),
+            glob_pattern: own(args.glob_pattern),
+            url: own(args.url),
+            search_term: own(args.search_term),
+            query: own(args.query),
+            name: own(args.name),
+            tool_name: own(args.tool_name),
+            provider_identifier: own(args.provider_identifier),
+            tool_call_id: own(args.tool_call_id),
+        })
+    }
+}
+
+/// Legacy `{"function":{"name":..,"arguments":"<json string>"}}` (§5.7).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct LegacyFunctionWire<'a> {
+    #[serde(borrow, deserialize_with = "lenient::string")]
+    pub(super) name: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::object_or_default")]
+    pub(super) arguments: ToolArgsWire<'a>,
+}
+
+impl Fallback<'_> for LegacyFunctionWire<'_> {}
+
+/// `interaction_query.query`: `{"id":7,"<query_type>":{"args":{..},..}}` (§5.9); the first key
+/// other than `id` whose value is an object wins.
 #[derive(Default)]
 pub(super) struct QueryWire<'a> {
     pub(super) kind: Option<Cow<'a, str>>,
     pub(super) args: ToolArgsWire<'a>,
 }
 
-impl<'de> Fields<'de> for QueryWire<'de> {
-    fn field<A: MapAccess<'de>>(
+impl<'de> Entries<'de> for QueryWire<'de> {
+    fn entry<A: MapAccess<'de>>(
         &mut self,
         key: Cow<'de, str>,
         map: &mut A,
@@ -658,7 +461,7 @@ impl<'de> Fields<'de> for QueryWire<'de> {
         if key == "id" || self.kind.is_some() {
             return skip(map);
         }
-        if let Some(body) = next_obj::<_, QueryBodyWire>(map)? {
+        if let Lenient(Some(body)) = map.next_value::<Lenient<QueryBodyWire>>()? {
             self.args = body.args;
             self.kind = Some(key);
         }
@@ -666,59 +469,64 @@ impl<'de> Fields<'de> for QueryWire<'de> {
     }
 }
 
-#[derive(Default)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct QueryBodyWire<'a> {
+    #[serde(borrow, deserialize_with = "lenient::object_or_default")]
     args: ToolArgsWire<'a>,
 }
 
-impl<'de> Fields<'de> for QueryBodyWire<'de> {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
-        match &*key {
-            "args" => self.args = next_obj(map)?.unwrap_or_default(),
-            _ => skip(map)?,
-        }
-        Ok(())
-    }
-}
+impl Fallback<'_> for QueryBodyWire<'_> {}
 
-/// `result.usage` (camelCase in 2026 builds; snake_case accepted too).
-#[derive(Default)]
+/// `result.usage`: camelCase in 2026 builds, snake_case accepted too; a counter that is not a
+/// number counts as 0.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 pub(super) struct UsageWire {
-    input_tokens: u64,
-    output_tokens: u64,
-    cache_read_tokens: u64,
-    cache_write_tokens: u64,
+    #[serde(deserialize_with = "lenient::count")]
+    input_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient::count")]
+    output_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient::count")]
+    cache_read_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient::count")]
+    cache_write_tokens: Option<u64>,
+    #[serde(rename = "input_tokens", deserialize_with = "lenient::count")]
+    input_tokens_snake: Option<u64>,
+    #[serde(rename = "output_tokens", deserialize_with = "lenient::count")]
+    output_tokens_snake: Option<u64>,
+    #[serde(rename = "cache_read_tokens", deserialize_with = "lenient::count")]
+    cache_read_tokens_snake: Option<u64>,
+    #[serde(rename = "cache_write_tokens", deserialize_with = "lenient::count")]
+    cache_write_tokens_snake: Option<u64>,
 }
 
-impl<'de> Fields<'de> for UsageWire {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
-        let slot = match &*key {
-            "inputTokens" | "input_tokens" => &mut self.input_tokens,
-            "outputTokens" | "output_tokens" => &mut self.output_tokens,
-            "cacheReadTokens" | "cache_read_tokens" => &mut self.cache_read_tokens,
-            "cacheWriteTokens" | "cache_write_tokens" => &mut self.cache_write_tokens,
-            _ => return skip(map),
-        };
-        *slot = map.next_value::<Loose>()?.as_u64().unwrap_or(0);
-        Ok(())
-    }
-}
+impl Fallback<'_> for UsageWire {}
 
 impl From<UsageWire> for Usage {
     fn from(wire: UsageWire) -> Self {
+        let pick = |camel: Option<u64>, snake: Option<u64>| camel.or(snake).unwrap_or(0);
         Usage {
-            input_tokens: wire.input_tokens,
-            output_tokens: wire.output_tokens,
-            cache_read_tokens: wire.cache_read_tokens,
-            cache_write_tokens: wire.cache_write_tokens,
+            input_tokens: pick(wire.input_tokens, wire.input_tokens_snake),
+            output_tokens: pick(wire.output_tokens, wire.output_tokens_snake),
+            cache_read_tokens: pick(wire.cache_read_tokens, wire.cache_read_tokens_snake),
+            cache_write_tokens: pick(wire.cache_write_tokens, wire.cache_write_tokens_snake),
         }
     }
 }
+
+// `Deserialize` of the hand-written objects, and their (absent) fallbacks.
+macro_rules! deserialize_entries {
+    ($($ty:ident),*) => {$(
+        impl<'de> Deserialize<'de> for $ty<'de> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                lenient::entries(d)
+            }
+        }
+    )*};
+}
+deserialize_entries!(ToolCallWire, ToolBodyWire, ResultWire, QueryWire);
+
+impl Fallback<'_> for ToolCallWire<'_> {}
+impl Fallback<'_> for ToolBodyWire<'_> {}
+impl Fallback<'_> for QueryWire<'_> {}
