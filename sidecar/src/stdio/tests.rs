@@ -396,3 +396,30 @@ async fn end_of_input_answers_every_request_in_flight() {
     assert_eq!(tokio::time::timeout(Duration::from_secs(10), c.server).await.unwrap().unwrap(), 0);
     assert_eq!(backend.running.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn a_turn_id_already_in_flight_is_refused_and_the_first_turn_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::start(Scripted::new(), None);
+    c.initialize(dir.path()).await;
+    let first = c.send("chat/send", chat("t1", "[[text:start|busy:1|text: done]]")).await;
+    let delta = c.read().await;
+    assert_eq!((delta["method"].as_str(), delta["params"]["turnId"].as_str()), (Some("chat/delta"), Some("t1")));
+    let again = c.send("chat/send", chat("t1", "a second turn with the same id")).await;
+    let (mut deltas, refused) = c.until_response(again).await;
+    deltas.insert(0, delta);
+    let e = &refused["error"];
+    assert_eq!((e["code"].as_i64(), e["data"]["kind"].as_str()), (Some(-32602), Some("invalidParams")), "{refused}");
+    assert!(e["message"].as_str().unwrap().contains("t1"), "the message names the turnId: {refused}");
+    let (rest, done) = c.until_response(first).await;
+    deltas.extend(rest);
+    assert_eq!(done["result"]["turnId"], "t1", "{done}");
+    let seqs: Vec<u64> = deltas.iter().map(|d| d["params"]["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "one numbering: {deltas:?}");
+    let text: String = deltas.iter().filter(|d| d["params"]["kind"] == "text").map(|d| d["params"]["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "start done", "only the first turn's deltas: {deltas:?}");
+    // Once answered, the turnId is free again.
+    let later = c.request("chat/send", chat("t1", "again")).await;
+    assert!(later.get("result").is_some(), "{later}");
+    assert_eq!(c.finish().await, 0);
+}
