@@ -30,7 +30,7 @@ use super::state::Connection;
 use super::transport::{FrameCodec, FrameError};
 use crate::error::BridgeError;
 use crate::protocol::{code, notification, request, ErrorKind};
-use crate::startup::Paths;
+use crate::startup::{termination_signal, Paths};
 use crate::util::sync::lock;
 
 /// The parts of a frame the loop needs to route it. `params` stays raw for the handler, and `id`
@@ -129,8 +129,8 @@ where
     let mut tasks = tokio::task::JoinSet::new();
     let mut frames = FramedRead::new(input, FrameCodec::default());
 
-    // SIGTERM / SIGINT (a service manager, a closing terminal) end the sidecar like end of input:
-    // every child is stopped first, none is orphaned.
+    // SIGTERM / SIGINT / SIGHUP (a service manager, Ctrl-C, a closed terminal) end the sidecar
+    // like end of input: every request is answered, every child stopped first, none orphaned.
     let terminated = termination_signal();
     tokio::pin!(terminated);
     loop {
@@ -415,26 +415,6 @@ async fn handle_notification(method: &str, params: Option<&RawValue>, in_flight:
 pub fn error_kind_of(body: &[u8]) -> Option<ErrorKind> {
     let v: Value = serde_json::from_slice(body).ok()?;
     serde_json::from_value(v.pointer("/error/data/kind")?.clone()).ok()
-}
-
-/// Resolves with the signal's name when SIGTERM or SIGINT arrives (never elsewhere).
-async fn termination_signal() -> &'static str {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-            (Ok(mut term), Ok(mut int)) => tokio::select! {
-                _ = term.recv() => "SIGTERM",
-                _ = int.recv() => "SIGINT",
-            },
-            _ => std::future::pending().await,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
-    }
 }
 
 /// `StreamExt::next` for the one stream we poll, without a futures-util dependency.

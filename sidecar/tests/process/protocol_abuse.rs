@@ -207,3 +207,57 @@ fn a_bogus_huge_length_takes_the_rest_of_the_input_and_end_of_input_still_exits_
     assert_eq!(s.next_message(Duration::from_millis(500)), None);
     assert_eq!(s.finish().code(), Some(0));
 }
+
+/// A closed terminal (SIGHUP) ends the sidecar like SIGTERM: the turn in flight is answered, every
+/// child is stopped, and the exit code is 0.
+#[test]
+fn sighup_mid_turn_answers_the_turn_stops_every_child_and_exits_0() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let turn = s.send_request("chat/send", json!({"turnId": "h", "model": "auto", "mode": "agent", "messages": [user(&directed("go", json!({"hang": "midStream", "grandchild": true})))]}));
+    let rec = wait_for_turn_record(&dir, 1).remove(0);
+    let pid = s.child.id();
+    assert!(eventually(Duration::from_secs(5), || !descendants(pid).is_empty()), "the turn's CLI is running");
+    let everything = descendants(pid);
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+    let status = wait_with_timeout(&mut s.child, TIMEOUT).expect("SIGHUP ends the sidecar");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(eventually(Duration::from_secs(3), || everything.iter().all(|p| !alive(*p as u64))), "children outlived the sidecar");
+    assert!(!alive(rec["grandchildPid"].as_u64().unwrap()));
+    let answer = s.response_within(&json!(turn), Duration::from_secs(5));
+    assert_eq!((answer["error"]["code"].as_i64(), answer["error"]["message"].as_str()), (Some(-32800), Some("the sidecar is shutting down")), "{answer}");
+}
+
+/// Started with SIGHUP ignored (`nohup`), the sidecar keeps it ignored: the person asked for it
+/// to outlive the terminal.
+#[test]
+fn a_sidecar_started_under_nohup_survives_sighup() {
+    use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+    let dir = TestDir::new();
+    let mut cmd = launcher(&dir, "debug").command();
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    // SAFETY: signal(2) is async-signal-safe; this is what `nohup` does before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start cursor-bridge");
+    let mut stdin = child.stdin.take().unwrap();
+    // An answer shows the loop (and whatever signal handling it sets up) is running.
+    stdin.write_all(&framed(r#"{"jsonrpc":"2.0","id":1,"method":"status"}"#)).unwrap();
+    let mut byte = [0u8; 1];
+    child.stdout.as_mut().unwrap().read_exact(&mut byte).expect("an answer");
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    // A sidecar that does stop on it takes over half a second to exit (the runtime's wind-down).
+    let ended = eventually(Duration::from_secs(2), || child.try_wait().unwrap().is_some());
+    assert!(!ended, "a SIGHUP the sidecar was started to ignore ended it");
+    drop(stdin);
+    let status = wait_with_timeout(&mut child, TIMEOUT).expect("end of input ends it");
+    assert_eq!(status.code(), Some(0));
+}
