@@ -172,10 +172,7 @@ where
     // (the client may still be reading), then make sure no process of ours is left.
     app.begin_shutdown();
     stop_all(&in_flight, Stop::ShuttingDown);
-    let _ = tokio::time::timeout(STOP_WAIT, async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
+    let _ = tokio::time::timeout(STOP_WAIT, async { while tasks.join_next().await.is_some() {} }).await;
     app.shutdown_background();
     drop(module);
     drop(app);
@@ -295,7 +292,11 @@ async fn handle_frame(
     let Some(method) = envelope.method.as_deref().filter(|_| envelope.jsonrpc == Some("2.0")) else {
         match id.filter(|id| id_key(id).is_some()) {
             Some(id) => app.outbox.send(protocol_error(id, code::INVALID_REQUEST, "not a JSON-RPC 2.0 request")).await,
-            None => app.outbox.send(protocol_error(RawValue::NULL, code::INVALID_REQUEST, "not a JSON-RPC 2.0 message")).await,
+            None => {
+                app.outbox
+                    .send(protocol_error(RawValue::NULL, code::INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
+                    .await
+            }
         }
         return Flow::Continue;
     };
@@ -343,7 +344,9 @@ async fn handle_frame(
     });
     let (answered_tx, answered) = oneshot::channel::<()>();
     // Only this loop inserts, so the id is still free here.
-    lock(in_flight).insert(key.clone(), Flight { abort: handler.abort_handle(), stopped: None, answered: Some(answered), stoppable: !is_shutdown });
+    let flight =
+        Flight { abort: handler.abort_handle(), stopped: None, answered: Some(answered), stoppable: !is_shutdown };
+    lock(in_flight).insert(key.clone(), flight);
 
     // The supervisor answers exactly once, after the handler task is gone: its response when it
     // finished (even if a stop came too late to matter), -32800 when it was stopped, -32603 when it

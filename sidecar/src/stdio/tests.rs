@@ -317,7 +317,10 @@ async fn any_valid_id_can_be_cancelled_and_is_answered_once() {
     assert_eq!(c.read().await["method"], "chat/delta");
     c.write_raw(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"a\u0062"}}"#).await;
     let body = c.read_answer_raw().await;
-    assert_eq!((raw_id(&body).as_str(), serde_json::from_str::<Value>(&body).unwrap()["error"]["code"].as_i64()), (r#""ab""#, Some(-32800)));
+    assert_eq!(
+        (raw_id(&body).as_str(), serde_json::from_str::<Value>(&body).unwrap()["error"]["code"].as_i64()),
+        (r#""ab""#, Some(-32800))
+    );
     // Exactly one answer each: nothing more for any of them.
     let rest = c.read_to_end_after_exit().await;
     assert!(rest.iter().all(|f| f.get("method").is_some()), "{rest:?}");
@@ -351,7 +354,11 @@ fn answers_to(frames: &[Value], id: i64) -> Vec<&Value> {
 
 fn assert_stopped_by_shutdown(answer: &Value) {
     let e = &answer["error"];
-    assert_eq!((e["code"].as_i64(), e["message"].as_str(), e["data"]["kind"].as_str()), (Some(-32800), Some("the sidecar is shutting down"), Some("cancelled")), "{answer}");
+    assert_eq!(
+        (e["code"].as_i64(), e["message"].as_str(), e["data"]["kind"].as_str()),
+        (Some(-32800), Some("the sidecar is shutting down"), Some("cancelled")),
+        "{answer}"
+    );
 }
 
 #[tokio::test]
@@ -416,7 +423,11 @@ async fn a_turn_id_already_in_flight_is_refused_and_the_first_turn_goes_on() {
     assert_eq!(done["result"]["turnId"], "t1", "{done}");
     let seqs: Vec<u64> = deltas.iter().map(|d| d["params"]["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "one numbering: {deltas:?}");
-    let text: String = deltas.iter().filter(|d| d["params"]["kind"] == "text").map(|d| d["params"]["text"].as_str().unwrap()).collect();
+    let text: String = deltas
+        .iter()
+        .filter(|d| d["params"]["kind"] == "text")
+        .map(|d| d["params"]["text"].as_str().unwrap())
+        .collect();
     assert_eq!(text, "start done", "only the first turn's deltas: {deltas:?}");
     // Once answered, the turnId is free again.
     let later = c.request("chat/send", chat("t1", "again")).await;
