@@ -60,3 +60,87 @@ impl Started {
         code
     }
 }
+
+/// Resolves with the signal's name when the sidecar is asked to stop, for both front doors to end
+/// as at end of input (every child stopped, none orphaned): SIGTERM (a service manager), SIGINT
+/// (Ctrl-C) and SIGHUP (the terminal closed) on Unix; Ctrl-C, or the console closing, logging off
+/// or the system shutting down, on Windows. A SIGHUP ignored when the process started (`nohup`)
+/// stays ignored. A signal that cannot be listened for is logged and left to its default action.
+pub async fn termination_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        fn listen(kind: SignalKind, name: &'static str) -> Option<Signal> {
+            signal(kind).map_err(|e| tracing::warn!(signal = name, error = %e, "cannot listen for a signal")).ok()
+        }
+        async fn next(signal: &mut Option<Signal>) {
+            // `None` from `recv`: the runtime is going away; that is not a signal.
+            let got = match signal {
+                Some(s) => s.recv().await.is_some(),
+                None => false,
+            };
+            if !got {
+                std::future::pending::<()>().await;
+            }
+        }
+        let hangup = if hangup_ignored_at_start() {
+            tracing::info!("SIGHUP was ignored when the sidecar started (nohup); it stays ignored");
+            None
+        } else {
+            listen(SignalKind::hangup(), "SIGHUP")
+        };
+        let (mut term, mut int, mut hup) =
+            (listen(SignalKind::terminate(), "SIGTERM"), listen(SignalKind::interrupt(), "SIGINT"), hangup);
+        tokio::select! {
+            _ = next(&mut term) => "SIGTERM",
+            _ = next(&mut int) => "SIGINT",
+            _ = next(&mut hup) => "SIGHUP",
+        }
+    }
+    #[cfg(windows)]
+    {
+        use tokio::signal::windows;
+        // Each listener type is its own; `recv` is the same on all of them.
+        macro_rules! next {
+            ($listen:expr) => {
+                async {
+                    let got = match $listen {
+                        Ok(mut s) => s.recv().await.is_some(),
+                        Err(_) => false,
+                    };
+                    if !got {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            };
+        }
+        tokio::select! {
+            _ = next!(windows::ctrl_c()) => "Ctrl-C",
+            _ = next!(windows::ctrl_break()) => "Ctrl-Break",
+            _ = next!(windows::ctrl_close()) => "console closed",
+            _ = next!(windows::ctrl_logoff()) => "logoff",
+            _ = next!(windows::ctrl_shutdown()) => "system shutdown",
+        }
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => "Ctrl-C",
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// Whether SIGHUP was ignored when the process started. Read once, before this module's own
+/// handler (installed by the first [`termination_signal`]) replaces the disposition.
+#[cfg(unix)]
+fn hangup_ignored_at_start() -> bool {
+    static IGNORED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *IGNORED.get_or_init(|| {
+        // SAFETY: sigaction(2) with no new action only reads the current one into `old`.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+        }
+    })
+}

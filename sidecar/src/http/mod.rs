@@ -373,32 +373,10 @@ async fn serve(
                 return 1;
             }
         }
-        _ = shutdown_signal() => tracing::info!("stopping on a signal"),
+        signal = startup::termination_signal() => tracing::info!(signal, "stopping on a signal"),
     }
     engine.shutdown();
     0
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! struct from `protocol.rs` (bad params: -32602 with `kind: invalidParams`), calls the engine,
 //! and returns a typed result or a [`BridgeError`] (turned into a JSON-RPC error here).
 
+use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
@@ -16,6 +17,7 @@ use crate::backend::select;
 use crate::engine::{Config, Engine, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
 use crate::protocol::*;
+use crate::util::sync::lock;
 
 /// A [`BridgeError`] at the protocol edge: `code` from its kind, `data: {kind, hint, detail}`.
 pub struct RpcError(pub BridgeError);
@@ -40,12 +42,43 @@ fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, BridgeError> {
     serde_json::from_str(raw).map_err(|e| BridgeError::invalid_params(format!("invalid params: {e}")))
 }
 
+/// The `turnId`s of this connection's turns in flight. Deltas are told apart by `turnId` alone,
+/// so a second turn with one of these ids is refused rather than interleaved with the first.
+#[derive(Clone, Default)]
+struct Turns(Arc<Mutex<HashSet<String>>>);
+
+/// A `turnId` held for one turn; dropped (answered, failed, cancelled) it is free again.
+struct TurnClaim {
+    turns: Turns,
+    id: String,
+}
+
+impl Turns {
+    fn claim(&self, id: &str) -> Result<TurnClaim, BridgeError> {
+        if !lock(&self.0).insert(id.to_owned()) {
+            return Err(BridgeError::invalid_params(format!("turnId {id:?} is already in flight"))
+                .hint("Give every turn its own turnId; a turnId can be reused once its turn is answered."));
+        }
+        Ok(TurnClaim { turns: self.clone(), id: id.to_owned() })
+    }
+}
+
+impl Drop for TurnClaim {
+    fn drop(&mut self) {
+        lock(&self.turns.0).remove(&self.id);
+    }
+}
+
 pub fn module(conn: Arc<Connection>) -> RpcModule<Connection> {
     let mut m = RpcModule::from_arc(conn);
+    let turns = Turns::default();
     let result = (|| -> Result<(), jsonrpsee::core::RegisterMethodError> {
         m.register_async_method(request::INITIALIZE, |p, c, _| async move { initialize(&c, p).await.map_err(ErrorObjectOwned::from) })?;
         m.register_async_method(request::MODELS_LIST, |p, c, _| async move { models_list(&c, p).await.map_err(ErrorObjectOwned::from) })?;
-        m.register_async_method(request::CHAT_SEND, |p, c, _| async move { chat_send(&c, p).await.map_err(ErrorObjectOwned::from) })?;
+        m.register_async_method(request::CHAT_SEND, move |p, c, _| {
+            let turns = turns.clone();
+            async move { chat_send(&c, &turns, p).await.map_err(ErrorObjectOwned::from) }
+        })?;
         m.register_method(request::SESSIONS_LIST, |_, c, _| sessions_list(c).map_err(ErrorObjectOwned::from))?;
         m.register_method(request::SESSIONS_CLEAR, |p, c, _| sessions_clear(c, p).map_err(ErrorObjectOwned::from))?;
         m.register_async_method(request::STATUS, |_, c, _| async move { status(&c).await.map_err(ErrorObjectOwned::from) })?;
@@ -118,9 +151,11 @@ async fn models_list(conn: &Connection, p: Params<'static>) -> RpcResult<ModelsL
     Ok(ModelsListResult { models: conn.engine()?.models(params.refresh).await? })
 }
 
-async fn chat_send(conn: &Connection, p: Params<'static>) -> RpcResult<ChatSendResult> {
+async fn chat_send(conn: &Connection, turns: &Turns, p: Params<'static>) -> RpcResult<ChatSendResult> {
     let params: ChatSendParams = parse(&p)?;
     let engine = conn.engine()?.clone();
+    // Held until the answer is built: the task ends (or is aborted) right after.
+    let _claim = turns.claim(&params.turn_id)?;
     let turn_id = params.turn_id.clone();
     let (tx, rx) = mpsc::channel(deltas::BUFFER);
     let request = TurnRequest {

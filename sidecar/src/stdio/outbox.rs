@@ -2,7 +2,8 @@
 //! touches stdout, so a notification is never interleaved with another frame; the queue is
 //! bounded, so a stalled client slows turns down (back-pressure) instead of growing memory.
 
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::codec::Encoder;
@@ -36,25 +37,36 @@ impl Outbox {
         }
     }
 
-    pub async fn error(&self, id: &Value, e: &BridgeError) {
+    pub async fn error(&self, id: &RawValue, e: &BridgeError) {
         self.send(error_body(id, e)).await
     }
 }
 
-pub fn error_body(id: &Value, e: &BridgeError) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": e.kind.code(), "message": e.message, "data": e.data() },
-    }))
-    .unwrap_or_default()
+/// `{"jsonrpc":"2.0","id":…,"error":{…}}`. The id is the client's JSON text, written back as it
+/// came (a `Value` would round a number past `u64` or a long fraction).
+#[derive(Serialize)]
+struct ErrorReply<'a, D> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    error: ErrorObject<'a, D>,
 }
 
-pub fn protocol_error(id: &Value, code: i32, message: &str) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message },
-    }))
-    .unwrap_or_default()
+#[derive(Serialize)]
+struct ErrorObject<'a, D> {
+    code: i32,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<D>,
+}
+
+pub fn error_body(id: &RawValue, e: &BridgeError) -> Vec<u8> {
+    let error = ErrorObject { code: e.kind.code(), message: &e.message, data: Some(e.data()) };
+    serde_json::to_vec(&ErrorReply { jsonrpc: "2.0", id, error }).unwrap_or_default()
+}
+
+pub fn protocol_error(id: &RawValue, code: i32, message: &str) -> Vec<u8> {
+    let error = ErrorObject::<()> { code, message, data: None };
+    serde_json::to_vec(&ErrorReply { jsonrpc: "2.0", id, error }).unwrap_or_default()
 }
 
 /// The single stdout writer. It writes every frame that is ready, then flushes once: deltas go out

@@ -41,22 +41,47 @@ impl Client {
         self.input.write_all(frame.as_bytes()).await.unwrap();
     }
 
+    /// A body written as is (ids a `Value` cannot hold exactly).
+    async fn write_raw(&mut self, body: &str) {
+        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        self.input.write_all(frame.as_bytes()).await.unwrap();
+    }
+
     async fn read(&mut self) -> Value {
         if !self.pending.is_empty() {
             return self.pending.remove(0);
         }
+        let body = self.read_raw().await.expect("a frame, not the end of output");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    /// The next frame's body as sent; `None` at the end of output.
+    async fn read_raw(&mut self) -> Option<String> {
         let read = async {
             let mut header = Vec::new();
             while !header.ends_with(b"\r\n\r\n") {
-                header.push(self.output.read_u8().await.unwrap());
+                match self.output.read_u8().await {
+                    Ok(b) => header.push(b),
+                    Err(_) if header.is_empty() => return None,
+                    Err(e) => panic!("output ended inside a header: {e}"),
+                }
             }
             let text = String::from_utf8(header).unwrap();
             let len: usize = text.trim().trim_start_matches("Content-Length:").trim().parse().unwrap();
             let mut body = vec![0; len];
             self.output.read_exact(&mut body).await.unwrap();
-            serde_json::from_slice(&body).unwrap()
+            Some(String::from_utf8(body).unwrap())
         };
         tokio::time::timeout(Duration::from_secs(10), read).await.expect("a frame within 10 s")
+    }
+
+    /// Every frame until the sidecar closes its output (after `exit` or end of input).
+    async fn read_to_end(&mut self) -> Vec<Value> {
+        let mut all = std::mem::take(&mut self.pending);
+        while let Some(body) = self.read_raw().await {
+            all.push(serde_json::from_str(&body).unwrap());
+        }
+        all
     }
 
     async fn send(&mut self, method: &str, params: Value) -> i64 {
@@ -216,5 +241,196 @@ async fn options_a_newer_client_sends_are_ignored_and_reported() {
     assert!(understood.contains(&"maxConcurrent") && understood.contains(&"workspaceTrusted"), "{understood:?}");
     let r = c.request("chat/send", chat("t", "still works")).await;
     assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(c.finish().await, 0);
+}
+
+/// The `id` of a response body exactly as written (a `Value` would round a big number).
+fn raw_id(body: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Id<'a> {
+        #[serde(borrow)]
+        id: &'a serde_json::value::RawValue,
+    }
+    serde_json::from_str::<Id<'_>>(body).unwrap().id.get().to_owned()
+}
+
+/// Ids JSON-RPC allows that are easy to get wrong: negative, fractional, past `u64`, exponents,
+/// strings with escapes.
+const ODD_IDS: [&str; 9] = [
+    "-7",
+    "0",
+    "1.5",
+    "-0.25",
+    "1e3",
+    "18446744073709551616",
+    "123456789012345678901234567890",
+    r#""abc""#,
+    r#""a \"quoted\" é id""#,
+];
+
+#[tokio::test]
+async fn any_valid_id_is_echoed_back_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::start(Scripted::new(), None);
+    c.initialize(dir.path()).await;
+    for id in ODD_IDS {
+        c.write_raw(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"sessions/list"}}"#)).await;
+        let body = c.read_raw().await.unwrap();
+        assert_eq!(raw_id(&body), id, "{body}");
+        assert!(serde_json::from_str::<Value>(&body).unwrap().get("result").is_some(), "{body}");
+        // Errors too: jsonrpsee's own (method not found) and the sidecar's.
+        c.write_raw(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"no/such"}}"#)).await;
+        let body = c.read_raw().await.unwrap();
+        assert_eq!(raw_id(&body), id, "{body}");
+        c.write_raw(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"chat/send","params":{{"turnId":1}}}}"#)).await;
+        let body = c.read_raw().await.unwrap();
+        assert_eq!(raw_id(&body), id, "{body}");
+    }
+    assert_eq!(c.finish().await, 0);
+}
+
+#[tokio::test]
+async fn any_valid_id_can_be_cancelled_and_is_answered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Scripted::new();
+    let mut c = Client::start(backend.clone(), None);
+    c.initialize(dir.path()).await;
+    for (i, id) in ODD_IDS.iter().enumerate() {
+        let params = chat(&format!("t{i}"), "[[text:start|busy:100]]");
+        c.write_raw(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"chat/send","params":{params}}}"#)).await;
+        let first = c.read().await;
+        assert_eq!(first["method"], "chat/delta", "{first}");
+        // While it runs, the same id again is a duplicate.
+        c.write_raw(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"sessions/list"}}"#)).await;
+        c.write_raw(&format!(r#"{{"jsonrpc":"2.0","method":"$/cancelRequest","params":{{"id":{id}}}}}"#)).await;
+        let mut answers = Vec::new();
+        while answers.len() < 2 {
+            let body = c.read_answer_raw().await;
+            assert_eq!(raw_id(&body), *id, "{body}");
+            answers.push(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"].as_i64());
+        }
+        assert_eq!(answers, [Some(-32600), Some(-32800)], "duplicate refused, then the turn cancelled ({id})");
+    }
+    // A string id is found by its value, however the cancel spells it.
+    let params = chat("esc", "[[text:start|busy:100]]");
+    c.write_raw(&format!(r#"{{"jsonrpc":"2.0","id":"ab","method":"chat/send","params":{params}}}"#)).await;
+    assert_eq!(c.read().await["method"], "chat/delta");
+    c.write_raw(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"a\u0062"}}"#).await;
+    let body = c.read_answer_raw().await;
+    assert_eq!(
+        (raw_id(&body).as_str(), serde_json::from_str::<Value>(&body).unwrap()["error"]["code"].as_i64()),
+        (r#""ab""#, Some(-32800))
+    );
+    // Exactly one answer each: nothing more for any of them.
+    let rest = c.read_to_end_after_exit().await;
+    assert!(rest.iter().all(|f| f.get("method").is_some()), "{rest:?}");
+    assert_eq!(backend.dropped.load(std::sync::atomic::Ordering::SeqCst), ODD_IDS.len() + 1);
+}
+
+impl Client {
+    /// The next answer (not a notification) as sent.
+    async fn read_answer_raw(&mut self) -> String {
+        loop {
+            let body = self.read_raw().await.expect("an answer, not the end of output");
+            if serde_json::from_str::<Value>(&body).unwrap().get("method").is_none() {
+                return body;
+            }
+        }
+    }
+
+    /// Send `exit`, then every frame until the output closes; the loop must have returned 0.
+    async fn read_to_end_after_exit(&mut self) -> Vec<Value> {
+        self.write(json!({"jsonrpc": "2.0", "method": "exit"})).await;
+        let frames = self.read_to_end().await;
+        assert_eq!(tokio::time::timeout(Duration::from_secs(10), &mut self.server).await.unwrap().unwrap(), 0);
+        frames
+    }
+}
+
+/// The answers (not notifications) among `frames` whose id is `id`.
+fn answers_to(frames: &[Value], id: i64) -> Vec<&Value> {
+    frames.iter().filter(|f| f.get("method").is_none() && f["id"] == id).collect()
+}
+
+fn assert_stopped_by_shutdown(answer: &Value) {
+    let e = &answer["error"];
+    assert_eq!(
+        (e["code"].as_i64(), e["message"].as_str(), e["data"]["kind"].as_str()),
+        (Some(-32800), Some("the sidecar is shutting down"), Some("cancelled")),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_answers_every_request_it_stops_before_its_own_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Scripted::new();
+    let mut c = Client::start(backend.clone(), None);
+    c.initialize(dir.path()).await;
+    let turn = c.send("chat/send", chat("t1", "[[text:start|busy:100]]")).await;
+    let queued = c.send("chat/send", chat("t2", "[[busy:100]]")).await;
+    assert_eq!(c.read().await["method"], "chat/delta", "t1 is running");
+    let down = c.send("shutdown", json!(null)).await;
+    let (before, result) = c.until_response(down).await;
+    assert_eq!(result["result"], Value::Null, "{result}");
+    assert!(result.get("error").is_none(), "{result}");
+    for id in [turn, queued] {
+        let answers = answers_to(&before, id);
+        assert_eq!(answers.len(), 1, "request {id} is answered once, before `shutdown`'s result: {before:?}");
+        assert_stopped_by_shutdown(answers[0]);
+    }
+    let rest = c.read_to_end_after_exit().await;
+    assert!(answers_to(&rest, turn).is_empty() && answers_to(&rest, queued).is_empty(), "{rest:?}");
+    assert_eq!(backend.running.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn end_of_input_answers_every_request_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Scripted::new();
+    let mut c = Client::start(backend.clone(), None);
+    c.initialize(dir.path()).await;
+    let turn = c.send("chat/send", chat("t1", "[[text:start|busy:100]]")).await;
+    assert_eq!(c.read().await["method"], "chat/delta", "t1 is running");
+    let status = c.send("chat/send", chat("t2", "[[busy:100]]")).await;
+    c.input.shutdown().await.unwrap();
+    let frames = c.read_to_end().await;
+    for id in [turn, status] {
+        let answers = answers_to(&frames, id);
+        assert_eq!(answers.len(), 1, "request {id}: {frames:?}");
+        assert_stopped_by_shutdown(answers[0]);
+    }
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), c.server).await.unwrap().unwrap(), 0);
+    assert_eq!(backend.running.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_turn_id_already_in_flight_is_refused_and_the_first_turn_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::start(Scripted::new(), None);
+    c.initialize(dir.path()).await;
+    let first = c.send("chat/send", chat("t1", "[[text:start|busy:1|text: done]]")).await;
+    let delta = c.read().await;
+    assert_eq!((delta["method"].as_str(), delta["params"]["turnId"].as_str()), (Some("chat/delta"), Some("t1")));
+    let again = c.send("chat/send", chat("t1", "a second turn with the same id")).await;
+    let (mut deltas, refused) = c.until_response(again).await;
+    deltas.insert(0, delta);
+    let e = &refused["error"];
+    assert_eq!((e["code"].as_i64(), e["data"]["kind"].as_str()), (Some(-32602), Some("invalidParams")), "{refused}");
+    assert!(e["message"].as_str().unwrap().contains("t1"), "the message names the turnId: {refused}");
+    let (rest, done) = c.until_response(first).await;
+    deltas.extend(rest);
+    assert_eq!(done["result"]["turnId"], "t1", "{done}");
+    let seqs: Vec<u64> = deltas.iter().map(|d| d["params"]["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "one numbering: {deltas:?}");
+    let text: String = deltas
+        .iter()
+        .filter(|d| d["params"]["kind"] == "text")
+        .map(|d| d["params"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "start done", "only the first turn's deltas: {deltas:?}");
+    // Once answered, the turnId is free again.
+    let later = c.request("chat/send", chat("t1", "again")).await;
+    assert!(later.get("result").is_some(), "{later}");
     assert_eq!(c.finish().await, 0);
 }

@@ -3,6 +3,10 @@
 //! The decoder never gives up on a stream: malformed headers, oversized frames and garbage between
 //! frames come out as [`FrameError`] items, and decoding resumes at the next header. That is what
 //! keeps the sidecar alive when a client (or a human at a terminal) sends something odd.
+//!
+//! An oversized frame's header is valid, so its length is trusted: the body is counted off as it
+//! arrives and never searched (a body holding `Content-Length:` text, a pasted log or a hostile
+//! one, must not turn into frames). Only bytes that are not a header are searched for the next one.
 
 use bytes_helpers::{find, find_ignore_ascii_case};
 use crate::util::text::cut_chars;
@@ -27,7 +31,7 @@ const CONTENT_LENGTH: &[u8] = b"content-length:";
 pub enum FrameError {
     /// A header block without a valid `Content-Length`, or bytes that are not a header at all.
     Malformed(String),
-    /// `Content-Length` above the cap; the body is skipped.
+    /// `Content-Length` above the cap; the body is skipped (counted off, not read).
     TooLarge { length: usize, max: usize },
 }
 
@@ -54,9 +58,9 @@ pub struct FrameCodec {
 enum State {
     Header,
     Body(usize),
-    /// Dropping bytes until the next `Content-Length:` (after garbage or an oversized frame: a
-    /// bogus length must not swallow the rest of the stream, so the body is not trusted).
-    Resync,
+    /// Discarding the body of an oversized frame: this many bytes are still to come. They are
+    /// dropped as they arrive, so neither memory nor search time grows with the body.
+    Skip(usize),
 }
 
 impl FrameCodec {
@@ -78,19 +82,14 @@ impl Decoder for FrameCodec {
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
         loop {
             match self.state {
-                State::Resync => {
-                    match find_ignore_ascii_case(buf, CONTENT_LENGTH) {
-                        Some(i) => {
-                            self.advance(buf, i);
-                            self.state = State::Header;
-                        }
-                        None => {
-                            // Keep a tail that could be the start of a split header name.
-                            let keep = (CONTENT_LENGTH.len() - 1).min(buf.len());
-                            self.advance(buf, buf.len() - keep);
-                            return Ok(None);
-                        }
+                State::Skip(left) => {
+                    let n = left.min(buf.len());
+                    self.advance(buf, n);
+                    if n < left {
+                        self.state = State::Skip(left - n);
+                        return Ok(None);
                     }
+                    self.state = State::Header;
                 }
                 State::Body(len) => {
                     if buf.len() < len {
@@ -121,7 +120,7 @@ impl Decoder for FrameCodec {
                     match parse_content_length(&buf[..end]) {
                         Ok(len) if len > self.max_frame => {
                             self.advance(buf, end + HEADER_END.len());
-                            self.state = State::Resync;
+                            self.state = State::Skip(len);
                             return Ok(Some(Err(FrameError::TooLarge {
                                 length: len,
                                 max: self.max_frame,
@@ -158,6 +157,9 @@ impl Decoder for FrameCodec {
                     Ok(Some(Err(FrameError::Malformed(format!(
                         "stream ended inside a frame body ({leftover} of {len} bytes)"
                     )))))
+                } else if let State::Skip(_) = state {
+                    // Already reported as `TooLarge`; nothing of it was kept.
+                    Ok(None)
                 } else if leftover > 0 {
                     Ok(Some(Err(FrameError::Malformed(format!(
                         "stream ended inside a frame ({leftover} bytes left over)"
@@ -283,12 +285,36 @@ mod tests {
         assert_eq!(out, vec![Err(FrameError::TooLarge { length: 100, max: 10 }), Ok("{}".into())]);
     }
 
+    /// The body of an oversized frame is counted off, not searched: a frame inside it (a pasted
+    /// log, a hostile body) is not decoded, and the frame after it is.
     #[test]
-    fn a_bogus_huge_length_does_not_swallow_the_stream() {
+    fn an_oversized_body_is_skipped_by_count_not_searched() {
+        let inner = frame(r#"{"inner":1}"#);
+        let body = format!("{inner}{}", " ".repeat(100 - inner.len()));
+        let input = format!("Content-Length: 100\r\n\r\n{body}{}", frame("{}"));
+        let whole = decode_all(input.as_bytes(), 64);
+        assert_eq!(whole, vec![Err(FrameError::TooLarge { length: 100, max: 64 }), Ok("{}".into())]);
+        // Byte by byte: the skip counts what arrives, whatever the read sizes.
+        let mut codec = FrameCodec::new(64);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for b in input.as_bytes() {
+            buf.put_u8(*b);
+            while let Some(item) = codec.decode(&mut buf).unwrap() {
+                out.push(item.map(|b| String::from_utf8(b).unwrap()));
+            }
+            assert!(buf.len() <= 64, "a skipped body is not buffered ({} bytes held)", buf.len());
+        }
+        assert_eq!(out, whole);
+    }
+
+    /// A length is trusted even when it is bogus: the bytes after the header are its body, so a
+    /// huge one takes the rest of the stream (what LSP framing means); end of input still ends it.
+    #[test]
+    fn a_bogus_huge_length_takes_the_rest_of_the_stream() {
         let input = format!("Content-Length: 99999999999\r\n\r\n{{\"x\":1}}{}", frame("{}"));
         let out = decode_all(input.as_bytes(), 1024);
-        assert_eq!(out[0], Err(FrameError::TooLarge { length: 99999999999, max: 1024 }));
-        assert_eq!(out[1], Ok("{}".into()), "{out:?}");
+        assert_eq!(out, vec![Err(FrameError::TooLarge { length: 99999999999, max: 1024 })]);
     }
 
     #[test]
