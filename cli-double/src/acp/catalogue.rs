@@ -126,25 +126,13 @@ impl AcpCatalogue {
             }
             if group.iter().any(|v| v.1.ends_with(" 1M")) {
                 let d = if first.1.ends_with(" 1M") { "1m" } else { "300k" };
-                params.push(Param {
-                    key: "context",
-                    values: CONTEXT_VALUES.to_vec(),
-                    default: d.to_owned(),
-                });
+                params.push(Param { key: "context", values: CONTEXT_VALUES.to_vec(), default: d.to_owned() });
             }
             if base != "default" {
-                params.push(Param {
-                    key: "effort",
-                    values: EFFORT_VALUES.to_vec(),
-                    default: "medium".to_owned(),
-                });
+                params.push(Param { key: "effort", values: EFFORT_VALUES.to_vec(), default: "medium".to_owned() });
             }
             if has("fast") {
-                params.push(Param {
-                    key: "fast",
-                    values: BOOL_VALUES.to_vec(),
-                    default: first_is("fast").to_owned(),
-                });
+                params.push(Param { key: "fast", values: BOOL_VALUES.to_vec(), default: first_is("fast").to_owned() });
             }
             let plain = group.iter().find(|v| v.3.is_none());
             let base_name = match plain {
@@ -152,11 +140,7 @@ impl AcpCatalogue {
                 None => strip_word(name),
             };
             let _ = (slug, flag);
-            bases.push(Base {
-                id: base.clone(),
-                name: base_name,
-                params,
-            });
+            bases.push(Base { id: base.clone(), name: base_name, params });
         }
         let variants = split_all
             .iter()
@@ -166,21 +150,24 @@ impl AcpCatalogue {
                 for p in &b.params {
                     let v = match p.key {
                         "thinking" | "fast" => {
-                            if *flag == Some(p.key) { "true" } else { "false" }
+                            if *flag == Some(p.key) {
+                                "true"
+                            } else {
+                                "false"
+                            }
                         }
                         "context" => {
-                            if name.ends_with(" 1M") { "1m" } else { "300k" }
+                            if name.ends_with(" 1M") {
+                                "1m"
+                            } else {
+                                "300k"
+                            }
                         }
                         _ => continue, // effort is not part of legacy ids
                     };
                     params.push((p.key, v.to_owned()));
                 }
-                Variant {
-                    slug: slug.clone(),
-                    base: base.clone(),
-                    name: name.clone(),
-                    params,
-                }
+                Variant { slug: slug.clone(), base: base.clone(), name: name.clone(), params }
             })
             .collect();
         AcpCatalogue { variants, bases }
@@ -200,22 +187,13 @@ impl AcpCatalogue {
     }
 
     fn defaults(&self, base: &str) -> Vec<(&'static str, String)> {
-        self.base(base)
-            .map(|b| b.params.iter().map(|p| (p.key, p.default.clone())).collect())
-            .unwrap_or_default()
+        self.base(base).map(|b| b.params.iter().map(|p| (p.key, p.default.clone())).collect()).unwrap_or_default()
     }
 
     /// The state after choosing `value` (a listed value, or an unlisted one the soft-reject knob
     /// lets through): the base's selects start at their defaults.
     pub fn state_for(&self, value: &str, parameterized: bool) -> ModelState {
-        ModelState {
-            value: value.to_owned(),
-            extras: if parameterized {
-                self.defaults(value)
-            } else {
-                Vec::new()
-            },
-        }
+        ModelState { value: value.to_owned(), extras: if parameterized { self.defaults(value) } else { Vec::new() } }
     }
 
     /// The initial model: Auto, or the launch `--model` (a print-mode slug, already validated
@@ -225,24 +203,16 @@ impl AcpCatalogue {
     pub fn initial(&self, launch_model: Option<&str>, parameterized: bool) -> ModelState {
         let requested = launch_model.unwrap_or("auto");
         let slug = base_id(requested);
-        let variant = self
-            .variants
-            .iter()
-            .find(|v| v.slug == slug)
-            .unwrap_or(&self.variants[0]);
+        let variant = self.variants.iter().find(|v| v.slug == slug).unwrap_or(&self.variants[0]);
         if !parameterized {
             return self.state_for(&variant.wire(), false);
         }
         let mut state = self.state_for(&variant.base, true);
-        let overrides = requested
-            .split_once('[')
-            .map(|(_, rest)| rest.trim_end_matches(']'))
-            .unwrap_or("");
+        let overrides = requested.split_once('[').map(|(_, rest)| rest.trim_end_matches(']')).unwrap_or("");
         let pairs = variant.params.iter().map(|(k, v)| (k.to_string(), v.clone())).chain(
-            overrides.split(',').filter_map(|kv| {
-                kv.split_once('=')
-                    .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-            }),
+            overrides
+                .split(',')
+                .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))),
         );
         for (k, v) in pairs {
             let _ = self.set_extra(&mut state, &k, &v);
@@ -254,11 +224,7 @@ impl AcpCatalogue {
     /// value is not one of its values.
     pub fn set_extra(&self, state: &mut ModelState, key: &str, value: &str) -> Result<(), ExtraError> {
         let base = self.base(&state.value).ok_or(ExtraError::UnknownOption)?;
-        let param = base
-            .params
-            .iter()
-            .find(|p| p.key == key)
-            .ok_or(ExtraError::UnknownOption)?;
+        let param = base.params.iter().find(|p| p.key == key).ok_or(ExtraError::UnknownOption)?;
         if !param.values.contains(&value) {
             return Err(ExtraError::BadValue);
         }
@@ -314,10 +280,7 @@ impl AcpCatalogue {
         b.params
             .iter()
             .map(|p| {
-                let current = values
-                    .iter()
-                    .find(|(k, _)| *k == p.key)
-                    .map_or(p.default.clone(), |(_, v)| v.clone());
+                let current = values.iter().find(|(k, _)| *k == p.key).map_or(p.default.clone(), |(_, v)| v.clone());
                 let (name, category) = match p.key {
                     "thinking" => ("Thinking", "model_config"),
                     "context" => ("Context", "model_config"),
@@ -332,9 +295,7 @@ impl AcpCatalogue {
                         "1m" => "1M".to_owned(),
                         other => {
                             let mut c = other.chars();
-                            c.next()
-                                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-                                .unwrap_or_default()
+                            c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
                         }
                     };
                     obj([("value", (*v).into()), ("name", label.into())])
@@ -357,10 +318,7 @@ impl AcpCatalogue {
             .model_options(parameterized)
             .into_iter()
             .map(|(value, name)| obj([("modelId", value.into()), ("name", name.into())]));
-        obj([
-            ("currentModelId", state.value.as_str().into()),
-            ("availableModels", arr(available)),
-        ])
+        obj([("currentModelId", state.value.as_str().into()), ("availableModels", arr(available))])
     }
 
     /// `cursor/list_available_models` entries; with the parameterized picker each base carries
@@ -390,16 +348,8 @@ pub enum ExtraError {
 }
 
 pub const MODES: [(&str, &str, &str); 3] = [
-    (
-        "agent",
-        "Agent",
-        "Full access: reads, edits and runs commands",
-    ),
-    (
-        "plan",
-        "Plan",
-        "Read-only: researches and proposes a plan before changing anything",
-    ),
+    ("agent", "Agent", "Full access: reads, edits and runs commands"),
+    ("plan", "Plan", "Read-only: researches and proposes a plan before changing anything"),
     ("ask", "Ask", "Read-only: answers questions without changing files"),
 ];
 
@@ -414,11 +364,7 @@ pub fn modes(current: &str) -> Json {
         (
             "availableModes",
             arr(MODES.iter().map(|(id, name, description)| {
-                obj([
-                    ("id", (*id).into()),
-                    ("name", (*name).into()),
-                    ("description", (*description).into()),
-                ])
+                obj([("id", (*id).into()), ("name", (*name).into()), ("description", (*description).into())])
             })),
         ),
     ])
@@ -434,11 +380,7 @@ fn mode_option(current: &str) -> Json {
         (
             "options",
             arr(MODES.iter().map(|(id, name, description)| {
-                obj([
-                    ("value", (*id).into()),
-                    ("name", (*name).into()),
-                    ("description", (*description).into()),
-                ])
+                obj([("value", (*id).into()), ("name", (*name).into()), ("description", (*description).into())])
             })),
         ),
     ])
@@ -449,11 +391,7 @@ mod tests {
     use super::*;
 
     fn builtin() -> AcpCatalogue {
-        AcpCatalogue::from_print(&Catalogue {
-            models: crate::models::builtin(),
-            verbatim: None,
-            empty: false,
-        })
+        AcpCatalogue::from_print(&Catalogue { models: crate::models::builtin(), verbatim: None, empty: false })
     }
 
     #[test]
@@ -472,10 +410,7 @@ mod tests {
             ("gemini-3.7-flash", "gemini-3.7-flash[]"),
             ("kimi-k2.5", "kimi-k2.5[]"),
         ];
-        assert_eq!(
-            wires,
-            expect.map(|(a, b)| (a.to_owned(), b.to_owned())).to_vec()
-        );
+        assert_eq!(wires, expect.map(|(a, b)| (a.to_owned(), b.to_owned())).to_vec());
         assert!(c.is_value("composer-2.5[fast=true]", false));
         assert!(!c.is_value("composer-2.5", false) && !c.is_value("auto", false));
         assert!(c.is_value("composer-2.5", true) && !c.is_value("composer-2.5[fast=true]", true));
@@ -487,7 +422,17 @@ mod tests {
         let ids: Vec<&str> = c.bases.iter().map(|b| b.id.as_str()).collect();
         assert_eq!(
             ids,
-            ["default", "composer-2.5", "sonnet-5", "opus-5", "claude-opus-4-8", "gpt-5.6-sol", "grok-4.6", "gemini-3.7-flash", "kimi-k2.5"]
+            [
+                "default",
+                "composer-2.5",
+                "sonnet-5",
+                "opus-5",
+                "claude-opus-4-8",
+                "gpt-5.6-sol",
+                "grok-4.6",
+                "gemini-3.7-flash",
+                "kimi-k2.5"
+            ]
         );
         assert_eq!(c.bases[2].name, "Claude Sonnet 5");
         let mut s = c.initial(Some("composer-2.5-fast[effort=high]"), true);

@@ -84,24 +84,16 @@ fn pick<T: Copy>(name: &str, default: T, table: &[(&str, T)]) -> Result<T, Strin
     let Some(raw) = settings::non_empty(name) else {
         return Ok(default);
     };
-    table
-        .iter()
-        .find(|(word, _)| *word == raw)
-        .map(|(_, v)| *v)
-        .ok_or_else(|| {
-            let words: Vec<&str> = table.iter().map(|(w, _)| *w).collect();
-            format!("{name}={raw}: expected one of {}", words.join(", "))
-        })
+    table.iter().find(|(word, _)| *word == raw).map(|(_, v)| *v).ok_or_else(|| {
+        let words: Vec<&str> = table.iter().map(|(w, _)| *w).collect();
+        format!("{name}={raw}: expected one of {}", words.join(", "))
+    })
 }
 
 fn number(name: &str) -> Result<Option<u64>, String> {
     match settings::non_empty(name) {
         None => Ok(None),
-        Some(raw) => raw
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("{name}={raw}: expected a non-negative integer")),
+        Some(raw) => raw.trim().parse().map(Some).map_err(|_| format!("{name}={raw}: expected a non-negative integer")),
     }
 }
 
@@ -132,44 +124,24 @@ impl Knobs {
             None => vec!["list".to_owned()],
             Some(_) => list("CURSOR_DOUBLE_ACP_SESSION_CAPS"),
         };
-        if let Some(bad) = caps
-            .iter()
-            .find(|c| !["list", "resume", "close"].contains(&c.as_str()))
-        {
-            return Err(format!(
-                "CURSOR_DOUBLE_ACP_SESSION_CAPS: unknown capability '{bad}' (list, resume, close)"
-            ));
+        if let Some(bad) = caps.iter().find(|c| !["list", "resume", "close"].contains(&c.as_str())) {
+            return Err(format!("CURSOR_DOUBLE_ACP_SESSION_CAPS: unknown capability '{bad}' (list, resume, close)"));
         }
         Ok(Knobs {
             startup: number("CURSOR_DOUBLE_ACP_STARTUP_MS")?.map(Duration::from_millis),
             start_fail: pick(
                 "CURSOR_DOUBLE_ACP_START_FAIL",
                 None,
-                &[
-                    ("exit", Some(StartFail::Exit)),
-                    ("cli-json", Some(StartFail::CliJson)),
-                ],
+                &[("exit", Some(StartFail::Exit)), ("cli-json", Some(StartFail::CliJson))],
             )?,
-            trust_required: pick(
-                "CURSOR_DOUBLE_ACP_TRUST",
-                true,
-                &[("require", true), ("ignore", false)],
-            )? && !matches!(
-                settings::var("CURSOR_DOUBLE_TRUST_REQUIRED").as_deref(),
-                Some("0") | Some("false")
-            ),
+            trust_required: pick("CURSOR_DOUBLE_ACP_TRUST", true, &[("require", true), ("ignore", false)])?
+                && !matches!(settings::var("CURSOR_DOUBLE_TRUST_REQUIRED").as_deref(), Some("0") | Some("false")),
             project_dir_required: settings::enabled("CURSOR_DOUBLE_ACP_PROJECT_DIR_REQUIRED"),
             auth: pick("CURSOR_DOUBLE_ACP_AUTH", AuthAnswer::Auto, &auth)?,
-            auth_key_only: pick(
-                "CURSOR_DOUBLE_ACP_AUTH_KEY_ONLY",
-                AuthAnswer::Hang,
-                &auth_table(),
-            )?,
+            auth_key_only: pick("CURSOR_DOUBLE_ACP_AUTH_KEY_ONLY", AuthAnswer::Hang, &auth_table())?,
             require_authenticate: settings::enabled("CURSOR_DOUBLE_ACP_REQUIRE_AUTH"),
             session_caps: caps,
-            new_session_delay: Duration::from_millis(
-                number("CURSOR_DOUBLE_ACP_NEW_SESSION_MS")?.unwrap_or(0),
-            ),
+            new_session_delay: Duration::from_millis(number("CURSOR_DOUBLE_ACP_NEW_SESSION_MS")?.unwrap_or(0)),
             new_session_failures: number("CURSOR_DOUBLE_ACP_NEW_SESSION_FAILURES")?.unwrap_or(0),
             commands: pick(
                 "CURSOR_DOUBLE_ACP_COMMANDS_UPDATE",
@@ -191,17 +163,9 @@ impl Knobs {
             list_models: pick(
                 "CURSOR_DOUBLE_ACP_LIST_MODELS",
                 ListModels::Ok,
-                &[
-                    ("ok", ListModels::Ok),
-                    ("unsupported", ListModels::Unsupported),
-                    ("empty", ListModels::Empty),
-                ],
+                &[("ok", ListModels::Ok), ("unsupported", ListModels::Unsupported), ("empty", ListModels::Empty)],
             )?,
-            set_model: pick(
-                "CURSOR_DOUBLE_ACP_SET_MODEL",
-                false,
-                &[("unsupported", false), ("ok", true)],
-            )?,
+            set_model: pick("CURSOR_DOUBLE_ACP_SET_MODEL", false, &[("unsupported", false), ("ok", true)])?,
             load: pick(
                 "CURSOR_DOUBLE_ACP_LOAD",
                 LoadPolicy::Replay,
@@ -223,14 +187,8 @@ impl Knobs {
                 &[("completed", "completed"), ("failed", "failed")],
             )?
             .to_owned(),
-            request_timeout: Duration::from_millis(
-                number("CURSOR_DOUBLE_ACP_REQUEST_TIMEOUT_MS")?.unwrap_or(5000),
-            ),
-            string_request_ids: pick(
-                "CURSOR_DOUBLE_ACP_REQUEST_IDS",
-                false,
-                &[("number", false), ("string", true)],
-            )?,
+            request_timeout: Duration::from_millis(number("CURSOR_DOUBLE_ACP_REQUEST_TIMEOUT_MS")?.unwrap_or(5000)),
+            string_request_ids: pick("CURSOR_DOUBLE_ACP_REQUEST_IDS", false, &[("number", false), ("string", true)])?,
         })
     }
 

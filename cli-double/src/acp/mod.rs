@@ -51,10 +51,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 /// A JSON-RPC error object.
@@ -67,11 +64,7 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: i64, message: &str) -> RpcError {
-        RpcError {
-            code,
-            message: message.to_owned(),
-            data: None,
-        }
+        RpcError { code, message: message.to_owned(), data: None }
     }
 
     pub fn with_data(mut self, data: Json) -> RpcError {
@@ -80,10 +73,7 @@ impl RpcError {
     }
 
     pub fn to_json(&self) -> Json {
-        let mut e = obj([
-            ("code", self.code.into()),
-            ("message", self.message.as_str().into()),
-        ]);
+        let mut e = obj([("code", self.code.into()), ("message", self.message.as_str().into())]);
         if let Some(d) = &self.data {
             e.set("data", d.clone());
         }
@@ -148,11 +138,7 @@ impl TurnCtl {
             if now >= deadline {
                 return false;
             }
-            c = self
-                .cv
-                .wait_timeout(c, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            c = self.cv.wait_timeout(c, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
         }
         true
     }
@@ -259,12 +245,20 @@ impl Server {
 
     /// Writes one message as one line. A closed stdout ends the process (like Node on EPIPE).
     pub fn send(&self, msg: &Json) {
-        let mut line = msg.to_compact().into_bytes();
-        line.push(b'\n');
+        self.send_all(std::slice::from_ref(msg));
+    }
+
+    /// Writes messages as consecutive lines, nothing of another thread in between.
+    pub fn send_all(&self, msgs: &[Json]) {
+        let mut bytes = Vec::new();
+        for m in msgs {
+            bytes.extend_from_slice(m.to_compact().as_bytes());
+            bytes.push(b'\n');
+        }
         let ok = {
             let _guard = lock(&self.out);
             let mut out = std::io::stdout().lock();
-            out.write_all(&line).and_then(|()| out.flush()).is_ok()
+            out.write_all(&bytes).and_then(|()| out.flush()).is_ok()
         };
         if !ok {
             self.finish("stdout closed", 1);
@@ -272,21 +266,19 @@ impl Server {
     }
 
     pub fn notify(&self, method: &str, params: Json) {
-        self.send(&obj([
-            ("jsonrpc", "2.0".into()),
-            ("method", method.into()),
-            ("params", params),
-        ]));
+        self.send(&obj([("jsonrpc", "2.0".into()), ("method", method.into()), ("params", params)]));
     }
 
     pub fn update(&self, session_id: &str, update: Json) {
-        self.notify(
-            "session/update",
-            obj([("sessionId", session_id.into()), ("update", update)]),
-        );
+        self.send(&update_message(session_id, update));
     }
 
     pub fn reply(&self, req: &Req, outcome: Result<Json, RpcError>) {
+        self.reply_then(req, outcome, Vec::new());
+    }
+
+    /// The answer to `req`, then `after` (notifications) right behind it on the wire.
+    pub fn reply_then(&self, req: &Req, outcome: Result<Json, RpcError>, after: Vec<Json>) {
         let at = self.ms();
         {
             let mut st = self.state();
@@ -305,11 +297,9 @@ impl Server {
             Ok(result) => ("result", result),
             Err(e) => ("error", e.to_json()),
         };
-        self.send(&obj([
-            ("jsonrpc", "2.0".into()),
-            ("id", req.id.clone()),
-            body,
-        ]));
+        let mut msgs = vec![obj([("jsonrpc", "2.0".into()), ("id", req.id.clone()), body])];
+        msgs.extend(after);
+        self.send_all(&msgs);
     }
 
     /// Sends a request to the client and waits for its answer. The wait has no end (the real
@@ -321,11 +311,7 @@ impl Server {
             let mut st = self.state();
             let n = st.next_request_id;
             st.next_request_id += 1;
-            let id: Json = if self.knobs.string_request_ids {
-                format!("cursor-{n}").into()
-            } else {
-                n.into()
-            };
+            let id: Json = if self.knobs.string_request_ids { format!("cursor-{n}").into() } else { n.into() };
             let entry = obj([
                 ("id", id.clone()),
                 ("method", method.into()),
@@ -342,12 +328,7 @@ impl Server {
             st.pending.insert(id.to_compact(), (idx, tx));
             (id, idx)
         };
-        self.send(&obj([
-            ("jsonrpc", "2.0".into()),
-            ("id", id.clone()),
-            ("method", method.into()),
-            ("params", params),
-        ]));
+        self.send(&obj([("jsonrpc", "2.0".into()), ("id", id.clone()), ("method", method.into()), ("params", params)]));
         let sent = Instant::now();
         let mut timed_out = false;
         loop {
@@ -399,10 +380,7 @@ impl Server {
                 ("stdinBytes", st.stdin_bytes.into()),
                 ("received", Json::Arr(st.received.clone())),
                 ("sentRequests", Json::Arr(st.sent.clone())),
-                (
-                    "sessions",
-                    arr(st.session_log.iter().map(|s| s.as_str().into())),
-                ),
+                ("sessions", arr(st.session_log.iter().map(|s| s.as_str().into()))),
             ])
         };
         self.record(acp).append();
@@ -430,10 +408,7 @@ fn workspace(parsed: &Parsed) -> String {
         Some(w) => cwd.join(w),
         None => cwd,
     };
-    std::fs::canonicalize(&path)
-        .unwrap_or(path)
-        .to_string_lossy()
-        .into_owned()
+    std::fs::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
 }
 
 /// `<project>/.cursor/cli.json`: only `permissions` is a project setting (*invented* schema).
@@ -451,14 +426,9 @@ fn cli_json_error(workspace: &str, forced: bool) -> Option<String> {
     let Some(pairs) = value.as_object() else {
         return Some(format!("{head}\n  Expected object, received {}", kind_of(&value)));
     };
-    let unknown: Vec<String> = pairs
-        .iter()
-        .map(|(k, _)| k)
-        .filter(|k| k.as_str() != "permissions")
-        .map(|k| format!("'{k}'"))
-        .collect();
-    (!unknown.is_empty())
-        .then(|| format!("{head}\n  Unrecognized key(s) in object: {}", unknown.join(", ")))
+    let unknown: Vec<String> =
+        pairs.iter().map(|(k, _)| k).filter(|k| k.as_str() != "permissions").map(|k| format!("'{k}'")).collect();
+    (!unknown.is_empty()).then(|| format!("{head}\n  Unrecognized key(s) in object: {}", unknown.join(", ")))
 }
 
 fn kind_of(v: &Json) -> &'static str {
@@ -608,8 +578,7 @@ pub fn run(parsed: &Parsed, argv: Vec<String>) -> i32 {
     server.state.get_mut().unwrap_or_else(|e| e.into_inner()).new_session_failures_left =
         server.knobs.new_session_failures;
     if early.grandchild || early.grandchild_escapes {
-        server.grandchild_pid =
-            process::spawn_grandchild(early.grandchild_escapes, early.grandchild_stdio_inherit);
+        server.grandchild_pid = process::spawn_grandchild(early.grandchild_escapes, early.grandchild_stdio_inherit);
     }
     let server = Arc::new(server);
     watch_signals(Arc::clone(&server));
@@ -621,9 +590,6 @@ pub fn run(parsed: &Parsed, argv: Vec<String>) -> i32 {
             stderr_line(&message);
         }
         server.finish(&format!("startup: {reason}"), 1);
-    }
-    if let Some(n) = early.stderr_bytes {
-        crate::output::stderr_bytes(&crate::print_mode::junk(n));
     }
     serve(server)
 }
@@ -639,22 +605,14 @@ fn start_checks(server: &Server, parsed: &Parsed, print: &Catalogue) -> Result<(
     }
     if let Some(m) = parsed.value("model") {
         if !print.accepts(m) {
-            return Err((
-                "model",
-                format!(
-                    "Cannot use this model: {m}. Available models: {}",
-                    print.ids().join(", ")
-                ),
-            ));
+            return Err(("model", format!("Cannot use this model: {m}. Available models: {}", print.ids().join(", "))));
         }
     }
     let trusted = ["trust", "force", "yolo"].iter().any(|o| parsed.has(o));
     if k.trust_required && !trusted {
         return Err(("trust", String::new()));
     }
-    if k.project_dir_required
-        && !project_dir(&server.launch.workspace).is_some_and(|d| d.is_dir())
-    {
+    if k.project_dir_required && !project_dir(&server.launch.workspace).is_some_and(|d| d.is_dir()) {
         return Err(("project dir", String::new()));
     }
     Ok(())
@@ -763,12 +721,7 @@ fn on_response(server: &Server, at: u64, id: Json, msg: &Json) {
             .and_then(|(idx, _)| st.sent.get(*idx))
             .and_then(|e| e.get("method").cloned())
             .unwrap_or(Json::Null);
-        st.received.push(obj([
-            ("atMs", at.into()),
-            ("kind", "response".into()),
-            ("id", id.clone()),
-            ("to", to),
-        ]));
+        st.received.push(obj([("atMs", at.into()), ("kind", "response".into()), ("id", id.clone()), ("to", to)]));
         found.map(|(idx, tx)| {
             if let Some(e) = st.sent.get_mut(idx) {
                 let sent_at = match e.get("sentAtMs") {
@@ -796,11 +749,7 @@ fn on_response(server: &Server, at: u64, id: Json, msg: &Json) {
 fn on_notification(server: &Server, method: &str, params: &Json) {
     if method == "session/cancel" {
         let sid = params.get("sessionId").and_then(Json::as_str).unwrap_or("");
-        let ctl = server
-            .state()
-            .sessions
-            .get(sid)
-            .and_then(|s| s.turn.clone());
+        let ctl = server.state().sessions.get(sid).and_then(|s| s.turn.clone());
         if let Some(ctl) = ctl {
             ctl.cancel();
         }
@@ -810,10 +759,7 @@ fn on_notification(server: &Server, method: &str, params: &Json) {
 }
 
 fn str_param<'a>(params: &'a Json, key: &str) -> Result<&'a str, RpcError> {
-    params
-        .get(key)
-        .and_then(Json::as_str)
-        .ok_or_else(|| RpcError::zod(key, "string"))
+    params.get(key).and_then(Json::as_str).ok_or_else(|| RpcError::zod(key, "string"))
 }
 
 fn on_request(server: &Arc<Server>, req: Req, params: Json) {
@@ -849,18 +795,24 @@ fn on_request(server: &Arc<Server>, req: Req, params: Json) {
             Err(e) => Err(e),
         },
         "session/set_mode" => {
-            let r = set_mode(server, &params);
-            server.reply(&req, r.clone().map(|_| obj([])));
-            if let Ok((sid, mode)) = r {
-                server.update(&sid, current_mode_update(&mode));
+            match set_mode(server, &params) {
+                Ok((sid, mode)) => {
+                    server.reply_then(&req, Ok(obj([])), vec![update_message(&sid, current_mode_update(&mode))])
+                }
+                Err(e) => server.reply(&req, Err(e)),
             }
             return;
         }
         "session/set_config_option" => {
-            let r = set_config_option(server, &params);
-            server.reply(&req, r.clone().map(|(result, _)| result));
-            if let Ok((_, Some((sid, mode)))) = r {
-                server.update(&sid, current_mode_update(&mode));
+            match set_config_option(server, &params) {
+                Ok((result, changed)) => {
+                    let after = changed
+                        .map(|(sid, mode)| update_message(&sid, current_mode_update(&mode)))
+                        .into_iter()
+                        .collect();
+                    server.reply_then(&req, Ok(result), after)
+                }
+                Err(e) => server.reply(&req, Err(e)),
             }
             return;
         }
@@ -878,11 +830,16 @@ fn on_request(server: &Arc<Server>, req: Req, params: Json) {
     server.reply(&req, outcome);
 }
 
-fn current_mode_update(mode: &str) -> Json {
+pub fn update_message(session_id: &str, update: Json) -> Json {
     obj([
-        ("sessionUpdate", "current_mode_update".into()),
-        ("currentModeId", mode.into()),
+        ("jsonrpc", "2.0".into()),
+        ("method", "session/update".into()),
+        ("params", obj([("sessionId", session_id.into()), ("update", update)])),
     ])
+}
+
+fn current_mode_update(mode: &str) -> Json {
+    obj([("sessionUpdate", "current_mode_update".into()), ("currentModeId", mode.into())])
 }
 
 fn initialize(server: &Server, params: &Json) -> Result<Json, RpcError> {
@@ -891,10 +848,7 @@ fn initialize(server: &Server, params: &Json) -> Result<Json, RpcError> {
         _ => return Err(RpcError::zod("protocolVersion", "number")),
     }
     let flag = matches!(
-        params
-            .get("clientCapabilities")
-            .and_then(|c| c.get("_meta"))
-            .and_then(|m| m.get("parameterizedModelPicker")),
+        params.get("clientCapabilities").and_then(|c| c.get("_meta")).and_then(|m| m.get("parameterizedModelPicker")),
         Some(Json::Bool(true))
     );
     server.state().parameterized = server.knobs.parameterized.unwrap_or(flag);
@@ -911,17 +865,10 @@ fn initialize(server: &Server, params: &Json) -> Result<Json, RpcError> {
             "agentCapabilities",
             obj([
                 ("loadSession", true.into()),
-                (
-                    "mcpCapabilities",
-                    obj([("http", true.into()), ("sse", true.into())]),
-                ),
+                ("mcpCapabilities", obj([("http", true.into()), ("sse", true.into())])),
                 (
                     "promptCapabilities",
-                    obj([
-                        ("audio", false.into()),
-                        ("embeddedContext", false.into()),
-                        ("image", true.into()),
-                    ]),
+                    obj([("audio", false.into()), ("embeddedContext", false.into()), ("image", true.into())]),
                 ),
                 ("sessionCapabilities", caps),
             ]),
@@ -944,9 +891,7 @@ fn authenticate(server: &Server, params: &Json) -> Option<Result<Json, RpcError>
         Err(e) => return Some(Err(e)),
     };
     if method_id != "cursor_login" {
-        return Some(Err(RpcError::invalid_params(&format!(
-            "unknown auth method: {method_id}"
-        ))));
+        return Some(Err(RpcError::invalid_params(&format!("unknown auth method: {method_id}"))));
     }
     let l = &server.launch;
     let answer = match server.knobs.auth {
@@ -962,9 +907,7 @@ fn authenticate(server: &Server, params: &Json) -> Option<Result<Json, RpcError>
         }
         AuthAnswer::Hang => None,
         AuthAnswer::Error => Some(Err(RpcError::new(-32000, "Authentication required"))),
-        AuthAnswer::InvalidParams => Some(Err(RpcError::invalid_params(
-            "could not open a browser to log in",
-        ))),
+        AuthAnswer::InvalidParams => Some(Err(RpcError::invalid_params("could not open a browser to log in"))),
     }
 }
 
@@ -982,11 +925,7 @@ fn check_auth(server: &Server) -> Result<(), RpcError> {
 }
 
 fn session_params(params: &Json, with_id: bool) -> Result<(Option<String>, String), RpcError> {
-    let id = if with_id {
-        Some(str_param(params, "sessionId")?.to_owned())
-    } else {
-        None
-    };
+    let id = if with_id { Some(str_param(params, "sessionId")?.to_owned()) } else { None };
     let cwd = str_param(params, "cwd")?;
     if !matches!(params.get("mcpServers"), Some(Json::Arr(_))) {
         return Err(RpcError::zod("mcpServers", "array"));
@@ -1008,10 +947,7 @@ fn session_result(server: &Server, sid: &str, with_id: bool) -> Json {
     }
     r.set("modes", catalogue::modes(&s.mode));
     r.set("models", server.catalogue.legacy_models(&s.model, p));
-    r.set(
-        "configOptions",
-        server.catalogue.config_options(&s.mode, &s.model, p),
-    );
+    r.set("configOptions", server.catalogue.config_options(&s.mode, &s.model, p));
     r
 }
 
@@ -1029,9 +965,7 @@ fn new_session(server: &Server, params: &Json) -> Result<(String, Json), RpcErro
     let sid = ids::uuid_v4();
     let session = {
         let mut st = server.state();
-        let model = server
-            .catalogue
-            .initial(server.launch.model.as_deref(), st.parameterized);
+        let model = server.catalogue.initial(server.launch.model.as_deref(), st.parameterized);
         let s = Session {
             id: sid.clone(),
             cwd,
@@ -1073,9 +1007,7 @@ fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String,
             return Err(RpcError::session_not_found(&sid));
         };
         let mut st = server.state();
-        let model = server
-            .catalogue
-            .initial(server.launch.model.as_deref(), st.parameterized);
+        let model = server.catalogue.initial(server.launch.model.as_deref(), st.parameterized);
         st.sessions.insert(
             sid.clone(),
             Session {
@@ -1121,10 +1053,11 @@ fn finish_session_request(server: &Server, req: &Req, outcome: Result<(String, J
             if timing == CommandsTiming::BeforeResponse {
                 send_commands(server, &sid);
             }
-            server.reply(req, Ok(result));
-            if timing == CommandsTiming::AfterResponse {
-                send_commands(server, &sid);
-            }
+            let after = match timing {
+                CommandsTiming::AfterResponse => commands_update(server, &sid).into_iter().collect(),
+                _ => Vec::new(),
+            };
+            server.reply_then(req, Ok(result), after);
         }
         Err(e) => server.reply(req, Err(e)),
     }
@@ -1132,17 +1065,22 @@ fn finish_session_request(server: &Server, req: &Req, outcome: Result<(String, J
 
 /// `available_commands_update` (*invented* command list), once per session.
 pub fn send_commands(server: &Server, sid: &str) {
+    if let Some(m) = commands_update(server, sid) {
+        server.send(&m);
+    }
+}
+
+/// The commands update of the session, unless it has had it.
+fn commands_update(server: &Server, sid: &str) -> Option<Json> {
     {
         let mut st = server.state();
         match st.sessions.get_mut(sid) {
             Some(s) if !s.commands_sent => s.commands_sent = true,
-            _ => return,
+            _ => return None,
         }
     }
-    let command = |name: &str, description: &str| {
-        obj([("name", name.into()), ("description", description.into())])
-    };
-    server.update(
+    let command = |name: &str, description: &str| obj([("name", name.into()), ("description", description.into())]);
+    Some(update_message(
         sid,
         obj([
             ("sessionUpdate", "available_commands_update".into()),
@@ -1155,7 +1093,7 @@ pub fn send_commands(server: &Server, sid: &str) {
                 ]),
             ),
         ]),
-    );
+    ))
 }
 
 fn close_session(server: &Server, params: &Json) -> Result<Json, RpcError> {
@@ -1178,13 +1116,7 @@ fn list_sessions(server: &Server, params: &Json) -> Result<Json, RpcError> {
     let sessions = store::all()
         .into_iter()
         .filter(|s| cwd.is_none_or(|c| c == s.cwd))
-        .map(|s| {
-            obj([
-                ("sessionId", s.id.into()),
-                ("cwd", s.cwd.into()),
-                ("title", s.title.into()),
-            ])
-        });
+        .map(|s| obj([("sessionId", s.id.into()), ("cwd", s.cwd.into()), ("title", s.title.into())]));
     Ok(obj([("sessions", arr(sessions))]))
 }
 
@@ -1245,15 +1177,10 @@ fn set_config_option(server: &Server, params: &Json) -> Result<(Json, Option<(St
                     return Err(RpcError::new(-32602, &format!("Unknown config option: {other}")))
                 }
                 Err(ExtraError::BadValue) => {
-                    return Err(RpcError::new(
-                        -32602,
-                        &format!("Invalid value for {other}: {value}"),
-                    ))
+                    return Err(RpcError::new(-32602, &format!("Invalid value for {other}: {value}")))
                 }
             },
-            other => {
-                return Err(RpcError::new(-32602, &format!("Unknown config option: {other}")))
-            }
+            other => return Err(RpcError::new(-32602, &format!("Unknown config option: {other}"))),
         }
         let options = server.catalogue.config_options(&s.mode, &s.model, p);
         Ok((obj([("configOptions", options)]), mode_changed))

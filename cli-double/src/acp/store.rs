@@ -46,12 +46,10 @@ impl Stored {
             ("updatedAtMs", self.updated_at_ms.into()),
             (
                 "turns",
-                arr(self.turns.iter().map(|t| {
-                    obj([
-                        ("user", t.user.as_str().into()),
-                        ("agent", t.agent.as_str().into()),
-                    ])
-                })),
+                arr(self
+                    .turns
+                    .iter()
+                    .map(|t| obj([("user", t.user.as_str().into()), ("agent", t.agent.as_str().into())]))),
             ),
         ])
     }
@@ -117,6 +115,6 @@ pub fn all() -> Vec<Stored> {
         .filter_map(|e| e.file_name().into_string().ok())
         .filter_map(|id| load(&id))
         .collect();
-    found.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms));
+    found.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
     found
 }

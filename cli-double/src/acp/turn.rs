@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
-    prompt_scenario, send_commands, str_param, Answer, CommandsTiming, Req, RpcError,
-    Server, TurnCtl, AUTH_REQUIRED,
+    commands_update, prompt_scenario, send_commands, str_param, Answer, CommandsTiming, Req, RpcError, Server, TurnCtl,
+    AUTH_REQUIRED,
 };
 use crate::json::{arr, obj, Json};
 use crate::output::stderr_line;
@@ -73,21 +73,12 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
             return Err(RpcError::session_not_found(&sid));
         };
         if s.turn.is_some() {
-            return Err(RpcError::invalid_params(&format!(
-                "session {sid} already has a prompt running"
-            )));
+            return Err(RpcError::invalid_params(&format!("session {sid} already has a prompt running")));
         }
         s.turn = Some(Arc::clone(&ctl));
         s.prompts += 1;
         if s.title.is_empty() {
-            s.title = prompt
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("")
-                .chars()
-                .take(60)
-                .collect();
+            s.title = prompt.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(60).collect();
         }
         (s.cwd.clone(), server.catalogue.effective(&s.model, p), s.prompts == 1)
     };
@@ -97,11 +88,7 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
     });
     let turn = Turn {
         server: Arc::clone(server),
-        req: Req {
-            id: req.id.clone(),
-            method: req.method.clone(),
-            log: req.log,
-        },
+        req: Req { id: req.id.clone(), method: req.method.clone(), log: req.log },
         sid,
         ctl,
         sc,
@@ -169,10 +156,7 @@ impl Turn {
                         s.turn = None;
                     }
                     if result.is_ok() {
-                        s.turns.push(super::store::Turn {
-                            user: self.raw.clone(),
-                            agent: self.streamed.clone(),
-                        });
+                        s.turns.push(super::store::Turn { user: self.raw.clone(), agent: self.streamed.clone() });
                     }
                     Some(s.stored())
                 }
@@ -182,14 +166,18 @@ impl Turn {
         if let Some(stored) = stored {
             super::store::save(&stored);
         }
-        server.reply(&self.req, result);
-        if self.first && server.knobs.commands == CommandsTiming::AfterTurn {
-            send_commands(&server, &self.sid);
-        }
+        // `after-turn`: right behind the answer, so even a client that closes stdin on it sees it.
+        let after = if self.first && server.knobs.commands == CommandsTiming::AfterTurn {
+            commands_update(&server, &self.sid).into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        server.reply_then(&self.req, result, after);
     }
 
     fn emit(&mut self, update: Json) -> Result<(), Stop> {
-        if self.updates > 0 && self.sc.delta_delay_ms > 0
+        if self.updates > 0
+            && self.sc.delta_delay_ms > 0
             && self.ctl.sleep(Duration::from_millis(self.sc.delta_delay_ms))
         {
             return Err(Stop::Cancelled);
@@ -238,10 +226,7 @@ impl Turn {
         if self.chunks == 1 {
             self.hang(HangPoint::MidStream)?;
         }
-        self.emit(obj([
-            ("sessionUpdate", "agent_message_chunk".into()),
-            ("content", text(piece)),
-        ]))?;
+        self.emit(obj([("sessionUpdate", "agent_message_chunk".into()), ("content", text(piece))]))?;
         self.chunks += 1;
         self.streamed.push_str(piece);
         Ok(())
@@ -275,9 +260,7 @@ impl Turn {
             }
         }
         if sc.ignore_sigterm {
-            self.server
-                .ignore_sigterm
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.server.ignore_sigterm.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         if let Some(n) = sc.stderr_bytes {
             crate::output::stderr_bytes(&print_mode::junk(n));
@@ -315,11 +298,7 @@ impl Turn {
         let unroutable = {
             let st = self.server.state();
             let value = st.sessions.get(&self.sid).map(|s| s.model.value.clone()).unwrap_or_default();
-            self.server
-                .knobs
-                .unroutable
-                .iter()
-                .any(|u| *u == value || *u == self.model)
+            self.server.knobs.unroutable.iter().any(|u| *u == value || *u == self.model)
         };
         if unroutable {
             return self.text_turn(&model_not_found(&self.model.clone()));
@@ -333,10 +312,7 @@ impl Turn {
         self.hang(HangPoint::BeforeOutput)?;
         if let Some(thinking) = &sc.thinking {
             for piece in chunks(thinking, sc.chunk_chars) {
-                self.emit(obj([
-                    ("sessionUpdate", "agent_thought_chunk".into()),
-                    ("content", text(&piece)),
-                ]))?;
+                self.emit(obj([("sessionUpdate", "agent_thought_chunk".into()), ("content", text(&piece))]))?;
             }
         }
         self.hang(HangPoint::AfterInit)?;
@@ -347,11 +323,7 @@ impl Turn {
             // A notification without sessionId (MeldShell doc).
             self.server.notify(
                 "cursor/update_todos",
-                obj([
-                    ("toolCallId", ids::tool_call_id().into()),
-                    ("todos", todo_list(todos)),
-                    ("merge", false.into()),
-                ]),
+                obj([("toolCallId", ids::tool_call_id().into()), ("todos", todo_list(todos)), ("merge", false.into())]),
             );
         }
         if let Some(over) = &sc.create_plan {
@@ -419,10 +391,7 @@ impl Turn {
         if let Some(over) = &sc.usage_update {
             let mut u = obj([
                 ("sessionUpdate", "usage_update".into()),
-                (
-                    "used",
-                    (1000 + self.prompt.chars().count() / 4 + self.streamed.chars().count() / 4).into(),
-                ),
+                ("used", (1000 + self.prompt.chars().count() / 4 + self.streamed.chars().count() / 4).into()),
                 ("size", 200_000u64.into()),
             ]);
             u.merge_from(over);
@@ -466,12 +435,8 @@ impl Turn {
         let mut outcome = spec.outcome;
         let mut reason = spec.reason.clone();
         let command = args.get("command").and_then(Json::as_str).unwrap_or("").to_owned();
-        let allowed = self
-            .server
-            .state()
-            .sessions
-            .get(&self.sid)
-            .is_some_and(|s| s.allowed_commands.contains(&command));
+        let allowed =
+            self.server.state().sessions.get(&self.sid).is_some_and(|s| s.allowed_commands.contains(&command));
         if gated && !allowed {
             let params = obj([
                 ("sessionId", self.sid.as_str().into()),
@@ -551,11 +516,7 @@ impl Turn {
 }
 
 fn permission_option(id: &str, name: &str, kind: &str) -> Json {
-    obj([
-        ("optionId", id.into()),
-        ("name", name.into()),
-        ("kind", kind.into()),
-    ])
+    obj([("optionId", id.into()), ("name", name.into()), ("kind", kind.into())])
 }
 
 fn content_text(t: &str) -> Json {
@@ -637,17 +598,10 @@ fn describe(spec: &ToolSpec, args: &Json, cwd: &str) -> AcpTool {
             t.title = format!("`{command}`");
             t.raw_input = obj([("command", command.as_str().into())]);
             t.content = arr([content_text(&stdout)]);
-            t.raw_output = Some(obj([
-                ("exitCode", 0u64.into()),
-                ("stdout", stdout.as_str().into()),
-                ("stderr", "".into()),
-            ]));
+            t.raw_output =
+                Some(obj([("exitCode", 0u64.into()), ("stdout", stdout.as_str().into()), ("stderr", "".into())]));
             t.failure = format!("Command failed with exit code 1: {command}");
-            t.raw_failure = Some(obj([
-                ("exitCode", 1u64.into()),
-                ("stdout", "".into()),
-                ("stderr", "".into()),
-            ]));
+            t.raw_failure = Some(obj([("exitCode", 1u64.into()), ("stdout", "".into()), ("stderr", "".into())]));
         }
         "read" => {
             t.kind = "read";
@@ -665,15 +619,15 @@ fn describe(spec: &ToolSpec, args: &Json, cwd: &str) -> AcpTool {
                 ),
                 None => (None, {
                     let f = s("fileText");
-                    if f.is_empty() { s("streamContent") } else { f }
+                    if f.is_empty() {
+                        s("streamContent")
+                    } else {
+                        f
+                    }
                 }),
             };
             t.kind = "edit";
-            t.title = format!(
-                "{} {}",
-                if spec.kind == "write" { "Write" } else { "Edit" },
-                short(&path)
-            );
+            t.title = format!("{} {}", if spec.kind == "write" { "Write" } else { "Edit" }, short(&path));
             let mut input = obj([("path", path.as_str().into())]);
             let mut diff = obj([("type", "diff".into()), ("path", path.as_str().into())]);
             if let Some(o) = &old {
