@@ -1244,3 +1244,23 @@ fn eof_ends_the_process_even_mid_turn_and_sigterm_is_recorded() {
     assert_eq!(f.code, None, "killed by the signal");
     assert_eq!(str_at(f.exit_record(), &["acp", "exitReason"]), Some("signal 15"));
 }
+
+#[test]
+fn resume_and_close_when_advertised() {
+    let st = setup().env("CURSOR_DOUBLE_ACP_SESSION_CAPS", "list,resume,close");
+    let mut a = st.spawn();
+    a.init();
+    let sid = a.new_session();
+    a.turn(&sid, "hi");
+    a.close();
+    let mut b = st.spawn();
+    b.init();
+    let params = format!(r#"{{"sessionId":"{sid}","cwd":"{}","mcpServers":[]}}"#, st.ws());
+    let (before, resp) = b.call("session/resume", &params);
+    assert!(before.iter().all(|m| kind_of(m) == "available_commands_update"), "no replay");
+    assert!(resp.get("result").is_some());
+    assert_eq!(s(&b.result("session/close", &format!(r#"{{"sessionId":"{sid}"}}"#))), "{}");
+    let (_, resp) = b.turn(&sid, "after close");
+    assert_eq!(str_at(&resp, &["error", "message"]), Some(format!("Session \"{sid}\" not found").as_str()));
+    b.close();
+}

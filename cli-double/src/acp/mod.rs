@@ -770,24 +770,8 @@ fn on_request(server: &Arc<Server>, req: Req, params: Json) {
             Some(o) => o,
             None => return, // hangs: never answered
         },
-        "session/new" | "session/load" => {
-            let worker = Arc::clone(server);
-            let handle = std::thread::spawn(move || {
-                let outcome = if req.method == "session/new" {
-                    new_session(&worker, &params)
-                } else {
-                    load_session(&worker, &params, true)
-                };
-                finish_session_request(&worker, &req, outcome);
-            });
-            server.state().session_threads.push(handle);
-            return;
-        }
-        "session/resume" if k.has_cap("resume") => {
-            let outcome = load_session(server, &params, false);
-            finish_session_request(server, &req, outcome);
-            return;
-        }
+        "session/new" | "session/load" => return spawn_session_request(server, req, params),
+        "session/resume" if k.has_cap("resume") => return spawn_session_request(server, req, params),
         "session/close" if k.has_cap("close") => close_session(server, &params),
         "session/list" if k.has_cap("list") => list_sessions(server, &params),
         "session/prompt" => match turn::start(server, &req, &params) {
@@ -836,6 +820,21 @@ pub fn update_message(session_id: &str, update: Json) -> Json {
         ("method", "session/update".into()),
         ("params", obj([("sessionId", session_id.into()), ("update", update)])),
     ])
+}
+
+/// `session/new`, `load` and `resume` run on a thread (they sleep `CURSOR_DOUBLE_ACP_NEW_SESSION_MS`)
+/// so the dispatcher keeps reading; EOF waits for them.
+fn spawn_session_request(server: &Arc<Server>, req: Req, params: Json) {
+    let worker = Arc::clone(server);
+    let handle = std::thread::spawn(move || {
+        let outcome = match req.method.as_str() {
+            "session/new" => new_session(&worker, &params),
+            "session/load" => load_session(&worker, &params, true),
+            _ => load_session(&worker, &params, false),
+        };
+        finish_session_request(&worker, &req, outcome);
+    });
+    server.state().session_threads.push(handle);
 }
 
 fn current_mode_update(mode: &str) -> Json {
@@ -937,9 +936,10 @@ fn session_params(params: &Json, with_id: bool) -> Result<(Option<String>, Strin
 }
 
 /// The result of `session/new` / `session/load` for a session, plus its id.
-fn session_result(server: &Server, sid: &str, with_id: bool) -> Json {
+fn session_result(server: &Server, sid: &str, with_id: bool) -> Result<Json, RpcError> {
     let st = server.state();
-    let s = &st.sessions[sid];
+    // Gone only if a `session/close` raced the request.
+    let s = st.sessions.get(sid).ok_or_else(|| RpcError::session_not_found(sid))?;
     let p = st.parameterized;
     let mut r = Json::Obj(Vec::new());
     if with_id {
@@ -948,7 +948,7 @@ fn session_result(server: &Server, sid: &str, with_id: bool) -> Json {
     r.set("modes", catalogue::modes(&s.mode));
     r.set("models", server.catalogue.legacy_models(&s.model, p));
     r.set("configOptions", server.catalogue.config_options(&s.mode, &s.model, p));
-    r
+    Ok(r)
 }
 
 fn new_session(server: &Server, params: &Json) -> Result<(String, Json), RpcError> {
@@ -986,7 +986,7 @@ fn new_session(server: &Server, params: &Json) -> Result<(String, Json), RpcErro
         stored
     };
     store::save(&session);
-    Ok((sid.clone(), session_result(server, &sid, true)))
+    Ok((sid.clone(), session_result(server, &sid, true)?))
 }
 
 fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String, Json), RpcError> {
@@ -1028,7 +1028,7 @@ fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String,
     }
     server.state().session_log.push(sid.clone());
     if replay && policy != LoadPolicy::NoReplay {
-        let turns = server.state().sessions[&sid].turns.clone();
+        let turns = server.state().sessions.get(&sid).map(|s| s.turns.clone()).unwrap_or_default();
         for t in turns {
             for (kind, text) in [("user_message_chunk", t.user), ("agent_message_chunk", t.agent)] {
                 server.update(
@@ -1041,7 +1041,7 @@ fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String,
             }
         }
     }
-    Ok((sid.clone(), session_result(server, &sid, false)))
+    Ok((sid.clone(), session_result(server, &sid, false)?))
 }
 
 /// Answers `session/new`/`load`/`resume`, with `available_commands_update` around the answer as
