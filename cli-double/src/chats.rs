@@ -14,14 +14,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::json::{obj, Json};
 use crate::{md5, settings};
 
-fn data_root() -> Option<PathBuf> {
+pub fn data_root() -> Option<PathBuf> {
     settings::non_empty("CURSOR_DATA_DIR")
         .map(PathBuf::from)
         .or_else(|| settings::non_empty("HOME").map(|h| PathBuf::from(h).join(".cursor")))
 }
 
 /// A chat id must be a single path component.
-fn safe_id(id: &str) -> bool {
+pub fn safe_id(id: &str) -> bool {
     !id.is_empty() && !id.contains(['/', '\\']) && id != "." && id != ".."
 }
 

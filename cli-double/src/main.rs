@@ -3,6 +3,7 @@
 //! (`cursor-cli.md` and its transcripts) and is scripted through `CURSOR_DOUBLE_*` variables and
 //! scenarios — see README.md in this crate for the full contract.
 
+mod acp;
 mod args;
 mod auth;
 mod chats;
@@ -58,6 +59,10 @@ fn dispatch(argv: Vec<String>, started: Instant) -> i32 {
         if default_command && !p.has("list-models") && is_print_mode(p) {
             // Print mode sleeps its own startup time (a scenario may change it).
             return print_mode::run(p, argv, started);
+        }
+        if p.subcommand.as_deref() == Some("acp") {
+            // ACP mode sleeps its own startup time (it has a knob of its own).
+            return acp::run(p, argv);
         }
     }
     // Node boot time applies to every other command as well.

@@ -27,7 +27,7 @@ impl Model {
 /// Built-in catalogue. Deliberately awkward in the ways real output is: a display name with a
 /// double space and parentheses, and one line printed twice (real accounts list ~190 models and
 /// duplicates have been seen).
-fn builtin() -> Vec<Model> {
+pub(crate) fn builtin() -> Vec<Model> {
     let mut auto = Model::new("auto", "Auto");
     auto.current = true;
     auto.default = true;

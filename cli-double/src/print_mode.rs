@@ -31,6 +31,14 @@ pub const TRUST_REQUIRED_TAIL: &str = "Pass --trust, --yolo, or -f if you trust 
 pub const CONNECTION_LOST: &str = "Error: Connection lost: ECONNRESET";
 pub const RATE_LIMIT: &str = "Error: rate limit exceeded (429). Please try again later.";
 pub const NETWORK: &str = "Error: getaddrinfo EAI_AGAIN api2.cursor.sh";
+/// ACP transport drops (reference ecosystem-2026-12 §2.1, 2026.09.18); the text after the
+/// reported prefixes is *invented*.
+pub const PING_TIMEOUT: &str = "ConnectError: [unavailable] PING timed out";
+pub const STREAM_CLOSED: &str =
+    "ConnectError: [canceled] http/2 stream closed with error code CANCEL (0x8)";
+pub const MAX_RETRIES: &str = "RetriableError: [unavailable] exceeded max retries";
+/// Streamed by a plan-gated model (2026.07.01 probe).
+pub const PLAN_GATED: &str = "\n\nUpgrade your plan to continue";
 /// Transcripts README, verbatim (note the trailing space after `fallbackModel:`).
 pub const USAGE_LIMIT: &str = "Error: You've hit your usage limit
 Get Cursor Pro for more Agent usage, unlimited Tab, and more.
@@ -253,6 +261,9 @@ impl Run<'_> {
             Some(Failure::UsageLimit) => return self.fail_with(USAGE_LIMIT, 1),
             Some(Failure::RateLimit) => return self.fail_with(RATE_LIMIT, 1),
             Some(Failure::Network) => return self.fail_with(NETWORK, 1),
+            Some(Failure::Ping) => return self.fail_with(PING_TIMEOUT, 1),
+            Some(Failure::StreamClosed) => return self.fail_with(STREAM_CLOSED, 1),
+            Some(Failure::MaxRetries) => return self.fail_with(MAX_RETRIES, 1),
             _ => {}
         }
         chats::touch(&self.session_id, &workspace, &self.prompt);
@@ -340,7 +351,7 @@ fn replace_session_ids(line: &[u8], id: &str) -> Vec<u8> {
 }
 
 /// `stderrBytes` filler: readable numbered lines, cut to exactly `n` bytes.
-fn junk(n: usize) -> Vec<u8> {
+pub fn junk(n: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(n + 64);
     let mut i = 0;
     while out.len() < n {
@@ -368,13 +379,17 @@ fn chunks(text: &str, n: usize) -> Vec<String> {
     chars.chunks(n.max(1)).map(|c| c.iter().collect()).collect()
 }
 
-enum Item {
+pub enum Item {
     Segment(String),
     Tool { spec: ToolSpec, gated: bool },
 }
 
-/// Turns the scenario into the sequence of segments and tool calls of the turn.
-fn plan(sc: &Scenario, prompt: &str, force: bool) -> Vec<Item> {
+/// Turns the scenario into the sequence of segments and tool calls of the turn (print mode and
+/// ACP turns alike). `fail: "planGated"` makes the whole turn the plan-gate text.
+pub fn plan(sc: &Scenario, prompt: &str, force: bool) -> Vec<Item> {
+    if sc.fail == Some(Failure::PlanGated) {
+        return vec![Item::Segment(PLAN_GATED.to_owned())];
+    }
     let answer = sc.answer.clone().unwrap_or_else(|| default_answer(prompt));
     let gate = |spec: ToolSpec| {
         let gated = sc.permission_query && !force && spec.kind == "shell";

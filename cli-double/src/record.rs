@@ -34,6 +34,8 @@ pub struct Record {
     pub prompt: Option<String>,
     pub session_id: Option<String>,
     pub grandchild_pid: Option<u32>,
+    /// ACP processes only: the `acp` key (start or exit line, see README "ACP mode").
+    pub acp: Option<Json>,
 }
 
 impl Record {
@@ -56,7 +58,7 @@ impl Record {
         let cwd = std::env::current_dir()
             .map(|p| p.to_string_lossy().into_owned())
             .ok();
-        obj([
+        let mut record = obj([
             ("pid", std::process::id().into()),
             ("ppid", process::ppid().into()),
             ("pgid", process::pgid().into()),
@@ -79,7 +81,11 @@ impl Record {
             ("bridgeEnv", bridge_env),
             ("sessionId", self.session_id.clone().into()),
             ("grandchildPid", self.grandchild_pid.into()),
-        ])
+        ]);
+        if let Some(acp) = &self.acp {
+            record.set("acp", acp.clone());
+        }
+        record
     }
 
     /// Appends the record when `CURSOR_DOUBLE_RECORD` is set. Failures are reported on stderr but

@@ -1,4 +1,5 @@
-//! Scenarios: how a test scripts one print-mode run.
+//! Scenarios: how a test scripts one print-mode run or one ACP turn (the fields after
+//! `replay` are for ACP turns; print mode ignores them).
 //!
 //! Sources, later overriding earlier field by field: `CURSOR_DOUBLE_SCENARIO` (inline JSON or
 //! `@/path/to/file.json`), then each `[[double:{...}]]` directive embedded in the prompt. Unknown
@@ -22,7 +23,45 @@ pub enum Failure {
     Auth,
     InvalidKey,
     Model,
+    /// `ConnectError: [unavailable] PING timed out` (ACP transport drop, 2026.09.18).
+    Ping,
+    /// `ConnectError: [canceled] http/2 stream closed …`.
+    StreamClosed,
+    /// `RetriableError … exceeded max retries`.
+    MaxRetries,
+    /// The answer is `"\n\nUpgrade your plan to continue"` (2026.07.01 probe).
+    PlanGated,
 }
+
+impl Failure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Failure::UsageLimit => "usageLimit",
+            Failure::RateLimit => "rateLimit",
+            Failure::Network => "network",
+            Failure::Auth => "auth",
+            Failure::InvalidKey => "invalidKey",
+            Failure::Model => "model",
+            Failure::Ping => "ping",
+            Failure::StreamClosed => "streamClosed",
+            Failure::MaxRetries => "maxRetries",
+            Failure::PlanGated => "planGated",
+        }
+    }
+}
+
+const FAILURES: [Failure; 10] = [
+    Failure::UsageLimit,
+    Failure::RateLimit,
+    Failure::Network,
+    Failure::Auth,
+    Failure::InvalidKey,
+    Failure::Model,
+    Failure::Ping,
+    Failure::StreamClosed,
+    Failure::MaxRetries,
+    Failure::PlanGated,
+];
 
 /// One scripted tool call.
 #[derive(Clone, Debug, Default)]
@@ -76,6 +115,16 @@ pub struct Scenario {
     pub close_stdin_early: bool,
     pub permission_query: bool,
     pub replay: Option<String>,
+    // ACP turns only.
+    pub todos: Option<Vec<Json>>,
+    pub ask_question: Option<Json>,
+    pub create_plan: Option<Json>,
+    pub plan: Option<Vec<Json>>,
+    pub usage_update: Option<Json>,
+    pub stop_reason: Option<String>,
+    pub rpc_error: Option<Json>,
+    pub extra_updates: Vec<Json>,
+    pub fail_times: Option<u64>,
 }
 
 impl Default for Scenario {
@@ -108,6 +157,15 @@ impl Default for Scenario {
             close_stdin_early: false,
             permission_query: false,
             replay: None,
+            todos: None,
+            ask_question: None,
+            create_plan: None,
+            plan: None,
+            usage_update: None,
+            stop_reason: None,
+            rpc_error: None,
+            extra_updates: Vec::new(),
+            fail_times: None,
         }
     }
 }
@@ -264,20 +322,17 @@ fn from_json(v: &Json) -> Result<Scenario, String> {
             },
             "stderr" => s.stderr = Some(string(k, value)?),
             "fail" => {
-                s.fail = Some(match value.as_str() {
-                    Some("usageLimit") => Failure::UsageLimit,
-                    Some("rateLimit") => Failure::RateLimit,
-                    Some("network") => Failure::Network,
-                    Some("auth") => Failure::Auth,
-                    Some("invalidKey") => Failure::InvalidKey,
-                    Some("model") => Failure::Model,
-                    _ => {
-                        return Err(type_error(
-                            k,
-                            "one of \"usageLimit\", \"rateLimit\", \"network\", \"auth\", \"invalidKey\", \"model\"",
-                        ))
-                    }
-                })
+                s.fail = Some(
+                    FAILURES
+                        .iter()
+                        .copied()
+                        .find(|f| value.as_str() == Some(f.name()))
+                        .ok_or_else(|| {
+                            let names: Vec<String> =
+                                FAILURES.iter().map(|f| format!("\"{}\"", f.name())).collect();
+                            type_error(k, &format!("one of {}", names.join(", ")))
+                        })?,
+                )
             }
             "grandchild" => s.grandchild = boolean(k, value)?,
             "grandchildEscapes" => s.grandchild_escapes = boolean(k, value)?,
@@ -292,10 +347,57 @@ fn from_json(v: &Json) -> Result<Scenario, String> {
             "closeStdinEarly" => s.close_stdin_early = boolean(k, value)?,
             "permissionQuery" => s.permission_query = boolean(k, value)?,
             "replay" => s.replay = Some(string(k, value)?),
+            "todos" => s.todos = Some(items_of(k, value, "strings or objects")?),
+            "askQuestion" => s.ask_question = object_or_true(k, value)?,
+            "createPlan" => s.create_plan = object_or_true(k, value)?,
+            "plan" => s.plan = Some(items_of(k, value, "strings or objects")?),
+            "usageUpdate" => s.usage_update = object_or_true(k, value)?,
+            "stopReason" => {
+                let reason = string(k, value)?;
+                if !STOP_REASONS.contains(&reason.as_str()) {
+                    return Err(type_error(k, &format!("one of {}", STOP_REASONS.join(", "))));
+                }
+                s.stop_reason = Some(reason)
+            }
+            "rpcError" => s.rpc_error = object_or_true(k, value)?,
+            "extraUpdates" => {
+                let items = items_of(k, value, "objects")?;
+                if items.iter().any(|i| i.as_object().is_none()) {
+                    return Err(type_error(k, "an array of objects"));
+                }
+                s.extra_updates = items
+            }
+            "failTimes" => s.fail_times = Some(count(k, value)?),
             _ => return Err(format!("unknown scenario field '{k}'")),
         }
     }
     Ok(s)
+}
+
+const STOP_REASONS: [&str; 5] = ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"];
+
+/// An array whose items are strings or objects (`what` names them in the error).
+fn items_of(field: &str, v: &Json, what: &str) -> Result<Vec<Json>, String> {
+    match v {
+        Json::Arr(items)
+            if items
+                .iter()
+                .all(|i| matches!(i, Json::Str(_) | Json::Obj(_))) =>
+        {
+            Ok(items.clone())
+        }
+        _ => Err(type_error(field, &format!("an array of {what}"))),
+    }
+}
+
+/// `true` (the defaults: an empty object), `false` (not set) or an object of overrides.
+fn object_or_true(field: &str, v: &Json) -> Result<Option<Json>, String> {
+    match v {
+        Json::Bool(true) => Ok(Some(Json::Obj(Vec::new()))),
+        Json::Bool(false) => Ok(None),
+        Json::Obj(_) => Ok(Some(v.clone())),
+        _ => Err(type_error(field, "true or an object")),
+    }
 }
 
 fn tool(v: &Json) -> Result<ToolSpec, String> {

@@ -8,7 +8,7 @@ use crate::scenario::{Outcome, ToolSpec};
 /// Reason used when a permission query is auto-rejected (transcript 10).
 pub const AUTO_REJECT_REASON: &str = "permission mode does not allow interactive approval";
 
-const DEFAULT_FILE: &str = "export const version = 1;\n";
+pub const DEFAULT_FILE: &str = "export const version = 1;\n";
 
 /// `shell` → `shellToolCall`; any other word `w` → `wToolCall`.
 pub fn key(kind: &str) -> String {

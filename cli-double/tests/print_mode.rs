@@ -445,6 +445,10 @@ fn scripted_failures() {
             "model",
             "Cannot use this model: auto. Available models: auto, ",
         ),
+        // ACP transport drops, as a print run would show them (invented there).
+        ("ping", "ConnectError: [unavailable] PING timed out\n"),
+        ("streamClosed", "ConnectError: [canceled] http/2 stream closed"),
+        ("maxRetries", "RetriableError: [unavailable] exceeded max retries\n"),
     ];
     for (fail, start) in cases {
         let out = stream(&[])
@@ -454,6 +458,14 @@ fn scripted_failures() {
         assert!(out.stdout.is_empty(), "{fail}");
         assert!(out.stderr().starts_with(start), "{fail}: {}", out.stderr());
     }
+    // planGated is an answer, not a failure: the gate text, exit 0.
+    let out = stream(&[])
+        .stdin(scenario_prompt("x", r#"{"fail":"planGated","tools":[{"kind":"read"}]}"#))
+        .run();
+    assert_eq!(out.code, Some(0));
+    let ev = out.events();
+    assert_eq!(str_at(ev.last().unwrap(), &["result"]), Some("\n\nUpgrade your plan to continue"));
+    assert!(ev.iter().all(|e| str_at(e, &["type"]) != Some("tool_call")));
 }
 
 #[test]
