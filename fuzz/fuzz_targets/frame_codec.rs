@@ -180,14 +180,14 @@ fn check(items: &[Item], garbage: &[u8], total: usize, cap: usize) {
 
 /// Whether a header in the garbage legitimately claimed the sentinel frame's bytes as its body:
 /// an `Ok` frame that ends inside the sentinel frame (eating the `\r\n\r\n` before it is harmless),
-/// or a body still incomplete at EOF. An oversized frame does not count: its body is not trusted,
-/// the decoder resyncs at the next `Content-Length:` instead.
+/// a body still incomplete at EOF, or an oversized frame whose body (skipped by count, never
+/// searched) reaches into the sentinel frame.
 fn swallowed(items: &[Item], garbage_len: usize, total: usize) -> bool {
     let sentinel_start = garbage_len + 4;
     items.iter().any(|it| match &it.item {
         Ok(body) => it.end > sentinel_start && !(it.end == total && body == SENTINEL),
         Err(FrameError::Malformed(why)) => it.at_eof && why.contains("inside a frame body"),
-        Err(FrameError::TooLarge { .. }) => false,
+        Err(FrameError::TooLarge { length, .. }) => it.end.saturating_add(*length) > sentinel_start,
     })
 }
 
