@@ -353,9 +353,17 @@ fn sigkill_of_the_sidecar_takes_its_cli_children_along() {
     };
     assert!(eventually(Duration::from_secs(5), || descendants(pid).iter().any(is_turn)), "the spare is up");
     let spares: Vec<u32> = descendants(pid).into_iter().filter(is_turn).collect();
+    // And a turn that hangs mid-answer (another model: it cannot run on the spare).
+    let mut hang = ask("t2", &directed("go", json!({"hang": "midStream"})));
+    hang["model"] = json!("gpt-5.6-sol");
+    s.send_request("chat/send", hang);
+    let cli = wait_for_turn_record(&dir, 2)[1]["pid"].as_u64().unwrap();
+    assert!(!spares.contains(&(cli as u32)), "the hanging turn must run on its own process");
+    assert!(eventually(Duration::from_secs(5), || alive(cli)));
     s.child.kill().unwrap();
     let _ = s.child.wait();
-    assert!(eventually(Duration::from_secs(10), || spares.iter().all(|p| !alive(*p as u64))), "a spare outlived a killed sidecar: {spares:?}");
+    assert!(eventually(Duration::from_secs(2), || !alive(cli)), "the CLI of a running turn ({cli}) outlived a killed sidecar");
+    assert!(eventually(Duration::from_secs(2), || spares.iter().all(|p| !alive(*p as u64))), "a spare outlived a killed sidecar: {spares:?}");
     std::thread::sleep(Duration::from_millis(300));
-    assert!(dir.turns().iter().all(|t| !t["stdin"].as_str().unwrap_or("").is_empty()), "a spare ran an empty prompt");
+    assert!(dir.turns().iter().all(|t| !t["stdin"].as_str().unwrap_or("").is_empty()), "a spare ran an empty prompt: {:?}", dir.turns());
 }

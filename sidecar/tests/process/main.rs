@@ -7,6 +7,7 @@ mod support;
 mod failures;
 mod fault_matrix;
 mod http_openai;
+mod orphans;
 mod protocol_abuse;
 mod protocol_doc;
 mod sessions;
