@@ -91,6 +91,8 @@ struct Registry {
     adopted: HashMap<u32, Vec<Proc>>,
     /// A sweep left an escapee alone because a child was busy: sweep again once none is.
     deferred: bool,
+    /// The sidecar is stopping: every orphan dies, whoever it belongs to.
+    stopping: bool,
 }
 
 impl Registry {
@@ -590,7 +592,7 @@ fn owners(registry: &Registry, table: &[Proc], own_session: Option<u32>) -> (Has
 /// or in the session of a busy one (other than ours), belongs to that child: it is left alone,
 /// remembered, and killed when that child ends. An escapee nobody can be named for is killed only
 /// when no child is busy (it may be a running turn's): then the sweep runs again as soon as the
-/// last busy child is done. At exit no child is registered, so every orphan dies. Zombies are
+/// last busy child is done. Once the sidecar is [`stopping`], every orphan dies. Zombies are
 /// reaped. Returns how many it killed or reaped.
 pub fn sweep_orphans() -> usize {
     #[cfg(unix)]
@@ -608,10 +610,13 @@ pub fn sweep_orphans() -> usize {
             }
             let own_session = table.iter().find(|p| p.pid == me).map(|p| p.sid);
             let (groups, sessions) = owners(&registry, &table, own_session);
-            let busy = registry.busy();
+            let (busy, stopping) = (registry.busy(), registry.stopping);
             let mut ended = Vec::new();
             for orphan in orphans {
                 if orphan.state == 'Z' {
+                    ended.push(orphan.pid);
+                } else if stopping {
+                    kill_orphan_tree(&table, &orphan);
                     ended.push(orphan.pid);
                 } else if let Some(&leader) = groups.get(&orphan.pgid).or_else(|| sessions.get(&orphan.sid)) {
                     let adopted = registry.adopted.entry(leader).or_default();
@@ -657,6 +662,13 @@ fn kill_orphan_tree(table: &[Proc], orphan: &Proc) {
         signal_seen(&d, Signal::Kill);
     }
     signal_seen(orphan, Signal::Kill);
+}
+
+/// The sidecar is stopping (the backend shuts down): from now on a sweep kills every orphan, also
+/// those a running turn owns — running turns are being stopped too, and a turn stuck past the
+/// runtime's shutdown must not leave its tools behind.
+pub fn stopping() {
+    registry().stopping = true;
 }
 
 /// How many children started through [`spawn`] are alive (for `status` and tests).

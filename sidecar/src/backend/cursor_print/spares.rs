@@ -141,10 +141,12 @@ impl Spares {
         self.lock().retain_mut(|s| !tight && s.born.elapsed() < idle && s.child.is_running());
     }
 
-    /// Stop every spare and start no more.
+    /// Stop every spare and start no more. Only the backend's shutdown calls this, so it also tells
+    /// the orphan sweep that follows that the sidecar is stopping (every orphan dies).
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.lock().clear();
+        process::stopping();
     }
 }
 
