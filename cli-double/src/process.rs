@@ -77,6 +77,13 @@ pub fn pgid() -> Option<u32> {
     }
 }
 
+/// With `CURSOR_DOUBLE_GRANDCHILD_VIA_SHELL=1` the grandchild is started the way a shell tool
+/// leaves a background job behind: through `sh -c 'sleep 600 &'`, a shell that exits at once. The
+/// `sleep` then has no living parent and is re-parented (to the nearest subreaper, the sidecar)
+/// while the double keeps running; it stays in the shell's process group (the double's, unless
+/// `escape`).
+pub const ENV_GRANDCHILD_VIA_SHELL: &str = "CURSOR_DOUBLE_GRANDCHILD_VIA_SHELL";
+
 /// Starts `sleep 600` as a child of the double (a grandchild of the sidecar) and returns its pid.
 ///
 /// * `escape`: the child calls `setsid()` so it leaves the double's process group and session —
@@ -87,6 +94,10 @@ pub fn pgid() -> Option<u32> {
 /// The child's SIGTERM disposition is reset to default, so `ignoreSigterm` (an ignored signal is
 /// inherited across exec) only protects the double itself.
 pub fn spawn_grandchild(escape: bool, inherit_stdio: bool) -> Option<u32> {
+    #[cfg(unix)]
+    if crate::settings::enabled(ENV_GRANDCHILD_VIA_SHELL) {
+        return spawn_orphaned_grandchild(escape, inherit_stdio);
+    }
     use std::process::{Command, Stdio};
     let mut cmd = Command::new("sleep");
     cmd.arg("600").stdin(Stdio::null());
@@ -117,4 +128,58 @@ pub fn spawn_grandchild(escape: bool, inherit_stdio: bool) -> Option<u32> {
             None
         }
     }
+}
+
+/// [`spawn_grandchild`] through a shell that exits at once (see [`ENV_GRANDCHILD_VIA_SHELL`]). The
+/// shell reports the background job's pid on fd 3, a pipe the double reads to its end.
+#[cfg(unix)]
+fn spawn_orphaned_grandchild(escape: bool, inherit_stdio: bool) -> Option<u32> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let (mut reader, writer) = match std::io::pipe() {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("cursor-agent-double: could not start grandchild: {e}");
+            return None;
+        }
+    };
+    let fd = writer.as_raw_fd();
+    let mut cmd = Command::new("sh");
+    // The job closes fd 3 so that only the shell holds the pipe: its exit ends the read.
+    cmd.args(["-c", "sleep 600 3>&- & echo $! >&3"]).stdin(Stdio::null());
+    if !inherit_stdio {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    }
+    // SAFETY: only async-signal-safe calls (signal, setsid, dup2, fcntl) run between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            if escape {
+                libc::setsid();
+            }
+            // dup2 clears close-on-exec on its target, except when the pipe already is fd 3.
+            let ok = if fd == 3 { libc::fcntl(3, libc::F_SETFD, 0) } else { libc::dup2(fd, 3) };
+            if ok < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let shell = cmd.spawn();
+    drop(cmd);
+    drop(writer);
+    let mut shell = match shell {
+        Ok(shell) => shell,
+        Err(e) => {
+            eprintln!("cursor-agent-double: could not start grandchild: {e}");
+            return None;
+        }
+    };
+    let mut pid = String::new();
+    let _ = reader.read_to_string(&mut pid);
+    // Reap the shell: the job must be an orphan, not the child of a zombie.
+    let _ = shell.wait();
+    pid.trim().parse().ok()
 }

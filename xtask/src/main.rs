@@ -1,7 +1,8 @@
 //! The project's build system (rust-analyzer style): `cargo xtask <command>`.
 //!
 //! - `test`: build everything and run every test (what CI runs): cargo, then the extension's
-//!   typecheck and unit tests, then `e2e`
+//!   typecheck and unit tests, then `e2e`; fails if any process it started outlives it
+//!   (`leftovers.rs`)
 //! - `e2e`: the packaged extension in a real, headless VS Code (see `e2e/mod.rs`)
 //! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
 //!   platform in `dist/`)
@@ -18,6 +19,7 @@ use anyhow::{bail, Context, Result};
 mod bench;
 mod e2e;
 mod fuzz;
+mod leftovers;
 mod summary;
 
 /// Seconds each fuzz target runs inside `cargo xtask test` (`CURSOR_BRIDGE_FUZZ_SECONDS` overrides).
@@ -120,6 +122,23 @@ fn test(extra: &[String]) -> Result<()> {
     let mut tally = summary::Tally::default();
     // Figures from an earlier run must not be mistaken for this run's.
     let _ = std::fs::remove_dir_all(root.join("target").join("reliability"));
+    // After every stage, passed or failed: nothing this run started may outlive it.
+    let watch = leftovers::Watch::start(&root);
+    let stages = test_stages(extra, &root, &mut tally);
+    let left = watch.finish(&root);
+    stages?;
+    if left > 0 {
+        tally.print(&root);
+        bail!("{left} process(es) started by this run outlived it (listed above)");
+    }
+    eprintln!("xtask: all tests passed in {:.0?}", started.elapsed());
+    tally.print(&root);
+    Ok(())
+}
+
+/// Every stage of `test`, in order; the first failure stops them.
+fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Result<()> {
+    let started = Instant::now();
     // Build every binary first: integration tests run the real `cursor-bridge` against the CLI
     // double, both from target/debug.
     run_cmd(cargo().args(["build", "--workspace", "--all-targets", "--locked"]))?;
@@ -142,7 +161,7 @@ fn test(extra: &[String]) -> Result<()> {
 
     // Coverage-guided fuzzing of the three input parsers, bounded in time (fuzz/README.md).
     let fuzz_started = Instant::now();
-    let fuzzed = fuzz::run(&root, FUZZ_SECONDS)?;
+    let fuzzed = fuzz::run(root, FUZZ_SECONDS)?;
     let reliability = root.join("target").join("reliability");
     std::fs::create_dir_all(&reliability)?;
     std::fs::write(reliability.join("fuzz.txt"), fuzzed.to_string())?;
@@ -165,12 +184,12 @@ fn test(extra: &[String]) -> Result<()> {
 
     // One iteration of every benchmark figure, so the harness cannot rot (targets not enforced).
     let bench_started = Instant::now();
-    bench::run(&root, true)?;
+    bench::run(root, true)?;
     eprintln!("xtask: benchmark smoke run passed in {:.0?}", bench_started.elapsed());
 
     // Last, the slowest: the VSIX in a real VS Code, typed into like a person would.
     let e2e_started = Instant::now();
-    e2e::run(&root, &[])?;
+    e2e::run(root, &[])?;
     let check_log = std::fs::read_to_string(root.join("target/e2e/latest/check.log")).unwrap_or_default();
     let closing = check_log.lines().rev().find(|l| l.starts_with("e2e: ")).unwrap_or("");
     tally.add(
@@ -179,9 +198,6 @@ fn test(extra: &[String]) -> Result<()> {
         summary::number_before(closing, " failed").unwrap_or(0),
     );
     eprintln!("xtask: end-to-end test passed in {:.0?}", e2e_started.elapsed());
-
-    eprintln!("xtask: all tests passed in {:.0?}", started.elapsed());
-    tally.print(&root);
     Ok(())
 }
 

@@ -1,16 +1,42 @@
 //! The one place that starts processes. Every child gets its own process group, piped stdio and a
 //! guard that kills the whole group (and any descendant that left the group) when dropped, so a
 //! cancelled or timed-out turn never leaves a CLI, a shell it started, or a zombie behind.
+//!
+//! Linux, the rules this file keeps (docs/architecture.md, invariants):
+//!
+//! * **Every child dies with the sidecar.** Each gets `PR_SET_PDEATHSIG` = SIGKILL, so a sidecar
+//!   killed without cleaning up (SIGKILL, OOM, a crash) takes its children along. The kernel sends
+//!   it when the *thread* that forked exits, not the process: so never start a process from a
+//!   thread that may end before the child. tokio's runtime workers (async tasks) and the main
+//!   thread live as long as the sidecar; tokio's blocking pool (`spawn_blocking`) ends threads
+//!   that sat idle for 10 s, which would SIGKILL a turn in mid-answer. Start processes from async
+//!   code only (`tests::no_process_starts_on_a_blocking_pool_thread` checks the call sites).
+//! * **Orphans are attributed before they are killed.** We are a child subreaper: a grandchild
+//!   whose parent exited (a dev server a turn's shell started) is re-parented to us. The sweep
+//!   leaves alone every orphan a running turn may own (see [`sweep_orphans`]).
+//! * **No signal reaches a reused pid.** The leader is signalled through a pidfd opened right after
+//!   spawn; its group only while the leader is not reaped (a zombie still holds its pid, which is
+//!   the group id, so no other group can have it); processes found in `/proc` through a pidfd
+//!   opened first and then checked against the start time seen. Without pidfds (Linux < 5.3, and
+//!   other Unix) it falls back to kill(2), and the group is signalled after the leader is reaped,
+//!   as before.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
+#[cfg(target_os = "linux")]
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
+use tokio::io::unix::AsyncFd;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+
+use crate::util::sync::OnDrop;
 
 /// What to run. Environment: inherited, then `env_remove`, then `env`.
 #[derive(Debug, Clone, Default)]
@@ -20,32 +46,110 @@ pub struct SpawnSpec {
     pub cwd: Option<PathBuf>,
     pub env: Vec<(OsString, OsString)>,
     pub env_remove: Vec<OsString>,
-    /// Linux: the kernel kills the child if the sidecar dies without cleaning up (SIGKILL, OOM).
-    /// Only for processes that would misbehave as orphans (a warm spare would read end of input
-    /// and run an empty prompt): the pre-exec hook turns a ~0.1 ms posix_spawn into a ~0.6 ms fork,
-    /// which a turn's first token should not pay.
+    /// Ignored: every child now dies with the sidecar (see the module comment). Kept only so the
+    /// callers that still set it build; remove it with them.
     pub die_with_parent: bool,
 }
 
 /// A running child in its own process group. Dropping it kills the group.
 pub struct ChildProcess {
-    child: Child,
+    /// `None` only inside `drop`, which hands it to a task that reaps it.
+    child: Option<Child>,
     pid: u32,
-    exited: bool,
+    /// Names this child's entry in the registry (a pid alone could be a later process's).
+    token: u64,
+    /// Linux ≥ 5.3: the leader's pidfd, opened before anything could reap it. It is readable once
+    /// the leader has exited, before it is reaped: that is when its group is killed.
+    #[cfg(target_os = "linux")]
+    pidfd: Option<AsyncFd<OwnedFd>>,
+    /// tokio has reaped the leader: its pid may belong to someone else now.
+    reaped: bool,
+    /// The group (and the orphans adopted for this child) got their SIGKILL.
+    group_ended: bool,
+    /// Exit handled: no longer in the registry, nothing left to kill.
+    finished: bool,
 }
 
-/// Pids of direct children started through [`spawn`]. Anything else that is our child is an
-/// orphan we adopted as subreaper (a grandchild that outlived its parent) — see [`sweep_orphans`].
-fn tracked() -> &'static Mutex<HashSet<u32>> {
-    static TRACKED: OnceLock<Mutex<HashSet<u32>>> = OnceLock::new();
-    TRACKED.get_or_init(Default::default)
+/// What a registered child is doing, for the orphan sweep.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Role {
+    /// Running a turn or a command: its processes, and orphans it may own, are left alone.
+    Busy,
+    /// A warm spare waiting for its prompt: it owns its own group, nothing more.
+    Standby,
+    /// Killed by a drop and waiting to be reaped by tokio: owns nothing, but the sweep must not
+    /// reap it behind tokio's back.
+    Released,
 }
 
-fn lock_tracked() -> std::sync::MutexGuard<'static, HashSet<u32>> {
-    tracked().lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The children started through [`spawn`] and the orphans attributed to them. Anything else that
+/// is our child is an orphan we adopted as subreaper (a grandchild that outlived its parent).
+#[derive(Default)]
+struct Registry {
+    children: HashMap<u32, (u64, Role)>,
+    /// Orphans a sweep attributed to a running child (by leader pid); killed when it ends.
+    adopted: HashMap<u32, Vec<Proc>>,
+    /// A sweep left an escapee alone because a child was busy: sweep again once none is.
+    deferred: bool,
+    /// The sidecar is stopping: every orphan dies, whoever it belongs to.
+    stopping: bool,
+}
+
+impl Registry {
+    fn busy(&self) -> bool {
+        self.children.values().any(|(_, role)| *role == Role::Busy)
+    }
+}
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+    crate::util::sync::lock(REGISTRY.get_or_init(Default::default))
+}
+
+/// Stop tracking `pid` if its entry is still the one `token` names (the pid may have been reused
+/// by a newer child between the reap and this call).
+fn untrack(pid: u32, token: u64) {
+    let mut registry = registry();
+    if registry.children.get(&pid).is_some_and(|(t, _)| *t == token) {
+        registry.children.remove(&pid);
+        registry.adopted.remove(&pid);
+    }
+    sweep_if_deferred(registry);
+}
+
+/// Set the role of the child `(pid, token)` names, if it is still registered.
+fn set_role(pid: u32, token: u64, role: Role) {
+    let mut registry = registry();
+    if let Some(entry) = registry.children.get_mut(&pid).filter(|(t, _)| *t == token) {
+        entry.1 = role;
+    }
+    sweep_if_deferred(registry);
+}
+
+/// The last busy child is done and a sweep had to leave an escapee alone: sweep now (on the
+/// blocking pool; the sweep starts no process).
+fn sweep_if_deferred(mut registry: std::sync::MutexGuard<'static, Registry>) {
+    let due = registry.deferred && !registry.busy();
+    if due {
+        registry.deferred = false;
+    }
+    drop(registry);
+    if due {
+        sweep_in_background();
+    }
+}
+
+fn sweep_in_background() {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(sweep_orphans)),
+        Err(_) => {
+            sweep_orphans();
+        }
+    }
 }
 
 pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
+    static TOKENS: AtomicU64 = AtomicU64::new(0);
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .stdin(Stdio::piped())
@@ -68,12 +172,22 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
         cmd.process_group(0);
     }
     #[cfg(target_os = "linux")]
-    if spec.die_with_parent {
-        // SAFETY: the closure runs in the forked child before exec and only calls prctl(2), which
-        // is async-signal-safe.
+    {
+        // Every child, turns included, dies with the sidecar. The pre-exec hook makes std fork
+        // instead of posix_spawn (~0.1 ms → ~0.6 ms per spawn); correctness first.
+        let sidecar = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec and only makes raw syscalls
+        // (prctl, getppid, _exit), which are async-signal-safe; it allocates nothing.
         unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The sidecar died between fork and prctl: we were re-parented before the death
+                // signal was armed, so it would never come. Do not run as an orphan.
+                if libc::getppid() != sidecar {
+                    libc::_exit(1);
+                }
                 Ok(())
             });
         }
@@ -85,12 +199,27 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
     }
     // Spawn and register under one lock: a concurrent orphan sweep must never see this child
     // running before it is known as ours (it would take it for an orphan and kill it).
-    let mut tracked = lock_tracked();
+    let mut registry = registry();
     let child = cmd.spawn()?;
     let pid = child.id().ok_or_else(|| io::Error::other("child exited before it had a pid"))?;
-    tracked.insert(pid);
-    drop(tracked);
-    Ok(ChildProcess { child, pid, exited: false })
+    let token = TOKENS.fetch_add(1, Ordering::Relaxed);
+    registry.children.insert(pid, (token, Role::Busy));
+    drop(registry);
+    Ok(ChildProcess {
+        child: Some(child),
+        pid,
+        token,
+        // Nothing has waited for the child yet, so this pidfd is certainly this child's.
+        #[cfg(target_os = "linux")]
+        pidfd: pidfd::open(pid).ok().and_then(|fd| {
+            // SAFETY: the AsyncFd owns the OwnedFd, which stays open (the same descriptor) until
+            // the AsyncFd is dropped.
+            unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
+        }),
+        reaped: false,
+        group_ended: false,
+        finished: false,
+    })
 }
 
 impl ChildProcess {
@@ -98,32 +227,53 @@ impl ChildProcess {
         self.pid
     }
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
-        self.child.stdin.take()
+        self.child().stdin.take()
     }
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
-        self.child.stdout.take()
+        self.child().stdout.take()
     }
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {
-        self.child.stderr.take()
+        self.child().stderr.take()
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("the child is only taken in drop")
+    }
+
+    /// A warm spare (standby) owns no orphans but its own group; a turn that takes it makes it
+    /// busy again.
+    pub fn set_standby(&mut self, standby: bool) {
+        set_role(self.pid, self.token, if standby { Role::Standby } else { Role::Busy });
     }
 
     /// Wait for the leader to exit. Whatever it left running in its group is killed afterwards:
     /// a finished turn owns no processes.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        let status = self.child.wait().await?;
-        self.mark_exited();
+        self.exited().await?;
+        self.end_group();
+        let status = self.child().wait().await?;
+        self.reaped = true;
+        self.finish();
         Ok(status)
     }
 
     /// Still running (not exited, not killed)? Reaps it if it has exited.
     pub fn is_running(&mut self) -> bool {
-        if self.exited {
+        if self.finished {
             return false;
         }
-        match self.child.try_wait() {
+        #[cfg(target_os = "linux")]
+        if let Some(exited) = self.pidfd.as_ref().map(|fd| pidfd::is_readable(fd.get_ref())) {
+            if !exited {
+                return true;
+            }
+            self.end_group();
+        }
+        match self.child().try_wait() {
             Ok(None) => true,
             _ => {
-                self.mark_exited();
+                self.reaped = true;
+                self.finish();
                 false
             }
         }
@@ -131,47 +281,119 @@ impl ChildProcess {
 
     /// Ask politely (SIGTERM to the group), then SIGKILL everything after `grace`.
     pub async fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
-        if self.exited {
+        if self.finished {
             return None;
         }
-        let descendants = descendants_of(self.pid);
-        signal_group(self.pid, Signal::Term);
-        match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(Ok(status)) => {
-                kill_all(self.pid, &descendants);
-                self.mark_exited();
-                Some(status)
+        let descendants = descendants(self.pid);
+        if !self.reaped {
+            signal_group(self.pid, Signal::Term);
+        }
+        let _ = tokio::time::timeout(grace, self.exited()).await;
+        self.kill_tree(&descendants);
+        let status = self.child().wait().await.ok();
+        self.reaped = true;
+        self.finish();
+        status
+    }
+
+    /// Until the leader has exited. With a pidfd it is left unreaped (its group can still be
+    /// signalled safely); without one, tokio reaps it here.
+    async fn exited(&mut self) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.pidfd {
+            // Readiness is never cleared: once exited, the pidfd stays readable.
+            let _ = fd.readable().await?;
+            return Ok(());
+        }
+        self.child().wait().await?;
+        self.reaped = true;
+        Ok(())
+    }
+
+    /// SIGKILL the group and the orphans attributed to this child, once. With a pidfd this runs
+    /// before the leader is reaped; without, after (the best kill(2) alone can do).
+    fn end_group(&mut self) {
+        if self.group_ended {
+            return;
+        }
+        self.group_ended = true;
+        if !self.reaped || !self.has_pidfd() {
+            signal_group(self.pid, Signal::Kill);
+        }
+        let adopted = registry().adopted.remove(&self.pid).unwrap_or_default();
+        if !adopted.is_empty() {
+            let table = proc_table();
+            for orphan in &adopted {
+                kill_orphan_tree(&table, orphan);
             }
-            _ => {
-                kill_all(self.pid, &descendants);
-                let status = self.child.wait().await.ok();
-                self.mark_exited();
-                status
-            }
+            sweep_in_background(); // reap them
         }
     }
 
-    fn mark_exited(&mut self) {
-        if !self.exited {
-            self.exited = true;
-            // The group may still hold grandchildren (a background shell); they die with the turn.
-            signal_group(self.pid, Signal::Kill);
-            lock_tracked().remove(&self.pid);
+    /// SIGKILL the leader, its group, its orphans and every listed descendant (some may have left
+    /// the group).
+    fn kill_tree(&mut self, descendants: &[Proc]) {
+        self.signal_leader(Signal::Kill);
+        self.end_group();
+        for p in descendants {
+            signal_seen(p, Signal::Kill);
+        }
+    }
+
+    fn signal_leader(&self, signal: Signal) {
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.pidfd {
+            pidfd::send_signal(fd.get_ref(), signal.number());
+            return;
+        }
+        if !self.reaped {
+            signal_pid(self.pid, signal);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn has_pidfd(&self) -> bool {
+        self.pidfd.is_some()
+    }
+    #[cfg(not(target_os = "linux"))]
+    fn has_pidfd(&self) -> bool {
+        false
+    }
+
+    /// The leader is reaped: kill what is left of its group, stop tracking it.
+    fn finish(&mut self) {
+        if !self.finished {
+            self.end_group();
+            self.finished = true;
+            untrack(self.pid, self.token);
         }
     }
 }
 
 impl Drop for ChildProcess {
     fn drop(&mut self) {
-        if !self.exited {
-            let descendants = descendants_of(self.pid);
-            kill_all(self.pid, &descendants);
-            // tokio reaps the leader only when its next SIGCHLD arrives; stop tracking it and sweep
-            // now, so no zombie lingers after a cancel or a dropped spare.
-            lock_tracked().remove(&self.pid);
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn_blocking(sweep_orphans);
+        let Some(child) = self.child.take() else { return };
+        if self.finished {
+            return;
+        }
+        let descendants = descendants(self.pid);
+        self.kill_tree(&descendants);
+        set_role(self.pid, self.token, Role::Released);
+        let (pid, token) = (self.pid, self.token);
+        let untrack = OnDrop(move || untrack(pid, token));
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                // Reap the killed leader through tokio (never behind its back), then stop tracking
+                // it, also when the runtime drops the task unpolled at shutdown. Sweep for
+                // escapees the kill left as zombies; the sweep spares running turns' processes.
+                runtime.spawn(async move {
+                    let _untrack = untrack;
+                    let mut child = child;
+                    let _ = child.wait().await;
+                });
+                sweep_in_background();
             }
+            Err(_) => drop((child, untrack)),
         }
     }
 }
@@ -182,27 +404,29 @@ enum Signal {
     Kill,
 }
 
+impl Signal {
+    #[cfg(unix)]
+    fn number(self) -> i32 {
+        match self {
+            Signal::Term => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        }
+    }
+}
+
 #[cfg(unix)]
 fn signal_group(pgid: u32, signal: Signal) {
-    let sig = match signal {
-        Signal::Term => libc::SIGTERM,
-        Signal::Kill => libc::SIGKILL,
-    };
     // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
     unsafe {
-        libc::kill(-(pgid as i32), sig);
+        libc::kill(-(pgid as i32), signal.number());
     }
 }
 
 #[cfg(unix)]
 fn signal_pid(pid: u32, signal: Signal) {
-    let sig = match signal {
-        Signal::Term => libc::SIGTERM,
-        Signal::Kill => libc::SIGKILL,
-    };
     // SAFETY: plain kill(2).
     unsafe {
-        libc::kill(pid as i32, sig);
+        libc::kill(pid as i32, signal.number());
     }
 }
 
@@ -211,58 +435,126 @@ fn signal_group(_pgid: u32, _signal: Signal) {}
 #[cfg(not(unix))]
 fn signal_pid(_pid: u32, _signal: Signal) {}
 
-/// SIGKILL the group led by `leader` and every listed descendant (some may have left the group).
-fn kill_all(leader: u32, descendants: &[u32]) {
-    signal_group(leader, Signal::Kill);
-    signal_pid(leader, Signal::Kill);
-    for pid in descendants {
-        signal_pid(*pid, Signal::Kill);
+/// Signal a process seen in `/proc`, only if it is still that process: a pidfd is opened first,
+/// then the start time is checked, so a pid reused in between is never signalled.
+fn signal_seen(p: &Proc, signal: Signal) {
+    #[cfg(target_os = "linux")]
+    match pidfd::open(p.pid) {
+        Ok(fd) => {
+            if read_proc(p.pid).is_some_and(|now| now.start == p.start) {
+                pidfd::send_signal(&fd, signal.number());
+            }
+            return;
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
+        Err(_) => return, // gone
+    }
+    // No pidfds: check, then kill(2) (the pid could still be reused in between, barely).
+    if read_proc(p.pid).is_some_and(|now| now.start == p.start) {
+        signal_pid(p.pid, signal);
     }
 }
 
-/// Parent → children for every process we can see (Linux `/proc`); empty elsewhere.
-fn process_tree() -> HashMap<u32, Vec<u32>> {
-    let mut tree: HashMap<u32, Vec<u32>> = HashMap::new();
-    for (pid, ppid, _) in proc_table() {
-        tree.entry(ppid).or_default().push(pid);
+/// pidfd_open(2) and pidfd_send_signal(2) through `libc::syscall` (glibc wrappers are recent).
+#[cfg(target_os = "linux")]
+mod pidfd {
+    use super::*;
+
+    /// Fails with ENOSYS on kernels without pidfds (< 5.3), ESRCH when the process is gone.
+    pub fn open(pid: u32) -> io::Result<OwnedFd> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the descriptor is new and nobody else owns it.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
     }
-    tree
+
+    /// Signal the process the pidfd names; a no-op once it has exited (never another process).
+    pub fn send_signal(fd: &OwnedFd, sig: i32) {
+        // SAFETY: a valid descriptor, a signal number, no siginfo, no flags.
+        unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), sig, std::ptr::null::<libc::siginfo_t>(), 0);
+        }
+    }
+
+    /// Has the process exited (zombie or reaped)?
+    pub fn is_readable(fd: &OwnedFd) -> bool {
+        let mut poll = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, zero timeout.
+        unsafe { libc::poll(&mut poll, 1, 0) > 0 }
+    }
 }
 
-/// `(pid, ppid, state)` of every process in `/proc`.
-fn proc_table() -> Vec<(u32, u32, char)> {
+/// One process as `/proc/<pid>/stat` describes it. `(pid, start)` names it for good: pids are
+/// reused, the pair is not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Proc {
+    pid: u32,
+    ppid: u32,
+    state: char,
+    pgid: u32,
+    sid: u32,
+    /// Clock ticks after boot.
+    start: u64,
+}
+
+fn read_proc(pid: u32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+/// `pid (comm) state ppid pgrp session … starttime(22nd) …`; comm may contain spaces and
+/// parentheses, so split at the last ')'.
+fn parse_stat(pid: u32, stat: &str) -> Option<Proc> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(Proc {
+        pid,
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgid: fields.get(2)?.parse().ok()?,
+        sid: fields.get(3)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// Every process in `/proc` (Linux); empty elsewhere.
+fn proc_table() -> Vec<Proc> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // `pid (comm) state ppid …`; comm may contain spaces and parentheses, so split at the last ')'.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next().and_then(|s| s.chars().next()).unwrap_or('?');
-        let Some(ppid) = fields.next().and_then(|s| s.parse().ok()) else { continue };
-        out.push((pid, ppid, state));
-    }
-    out
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter_map(read_proc)
+        .collect()
 }
 
-/// All descendants of `pid` (children, grandchildren, …), found through parent links, so that
-/// processes that moved to another group or session are still found.
-pub fn descendants_of(pid: u32) -> Vec<u32> {
-    let tree = process_tree();
+/// All descendants of `pid` in `table`, found through parent links, so that processes that moved
+/// to another group or session are still found.
+fn descendants_in(table: &[Proc], pid: u32) -> Vec<Proc> {
+    let mut children: HashMap<u32, Vec<&Proc>> = HashMap::new();
+    for p in table {
+        children.entry(p.ppid).or_default().push(p);
+    }
     let mut out = Vec::new();
     let mut stack = vec![pid];
     while let Some(p) = stack.pop() {
-        if let Some(children) = tree.get(&p) {
-            for c in children {
-                out.push(*c);
-                stack.push(*c);
-            }
+        for c in children.get(&p).into_iter().flatten() {
+            out.push(**c);
+            stack.push(c.pid);
         }
     }
     out
+}
+
+fn descendants(pid: u32) -> Vec<Proc> {
+    descendants_in(&proc_table(), pid)
+}
+
+/// All descendants of `pid` (children, grandchildren, …).
+pub fn descendants_of(pid: u32) -> Vec<u32> {
+    descendants(pid).into_iter().map(|p| p.pid).collect()
 }
 
 /// Make this process a child subreaper (Linux), so grandchildren whose parent died are re-parented
@@ -275,33 +567,72 @@ pub fn become_subreaper() {
     }
 }
 
-/// Kill and reap every child of ours that [`spawn`] did not start: orphans adopted as subreaper.
-/// The sidecar starts nothing else, so such a process is always left over from a finished turn.
-/// Returns how many it found.
+/// Who may own an orphan: the groups of registered children (busy or standby) and of their live
+/// descendants, and the sessions of busy ones and their live descendants — except the sidecar's
+/// own session, which every child shares and which therefore says nothing about whose it is.
+fn owners(registry: &Registry, table: &[Proc], own_session: Option<u32>) -> (HashMap<u32, u32>, HashMap<u32, u32>) {
+    let (mut groups, mut sessions) = (HashMap::new(), HashMap::new());
+    for (&leader, &(_, role)) in &registry.children {
+        if role == Role::Released {
+            continue;
+        }
+        let me = table.iter().find(|p| p.pid == leader).copied();
+        for p in me.into_iter().chain(descendants_in(table, leader)) {
+            groups.entry(p.pgid).or_insert(leader);
+            if role == Role::Busy && Some(p.sid) != own_session {
+                sessions.entry(p.sid).or_insert(leader);
+            }
+        }
+    }
+    (groups, sessions)
+}
+
+/// Kill and reap the orphans (children of ours that [`spawn`] did not start) no running child can
+/// own. An orphan in the process group of a registered child, or of one of its live descendants,
+/// or in the session of a busy one (other than ours), belongs to that child: it is left alone,
+/// remembered, and killed when that child ends. An escapee nobody can be named for is killed only
+/// when no child is busy (it may be a running turn's): then the sweep runs again as soon as the
+/// last busy child is done. Once the sidecar is [`stopping`], every orphan dies. Zombies are
+/// reaped. Returns how many it killed or reaped.
 pub fn sweep_orphans() -> usize {
     #[cfg(unix)]
     {
         let me = std::process::id();
         // Hold the lock while deciding and killing, so no child can be spawned (and be mistaken
         // for an orphan) in between; reap after releasing it.
-        let orphans: Vec<u32> = {
-            let tracked = lock_tracked();
-            let orphans: Vec<(u32, char)> = proc_table()
-                .into_iter()
-                .filter(|(pid, ppid, _)| *ppid == me && !tracked.contains(pid))
-                .map(|(pid, _, state)| (pid, state))
-                .collect();
-            for (pid, state) in &orphans {
-                if *state != 'Z' {
-                    for d in descendants_of(*pid) {
-                        signal_pid(d, Signal::Kill);
+        let ended: Vec<u32> = {
+            let mut registry = registry();
+            let table = proc_table();
+            let orphans: Vec<Proc> =
+                table.iter().filter(|p| p.ppid == me && !registry.children.contains_key(&p.pid)).copied().collect();
+            if orphans.is_empty() {
+                return 0;
+            }
+            let own_session = table.iter().find(|p| p.pid == me).map(|p| p.sid);
+            let (groups, sessions) = owners(&registry, &table, own_session);
+            let (busy, stopping) = (registry.busy(), registry.stopping);
+            let mut ended = Vec::new();
+            for orphan in orphans {
+                if orphan.state == 'Z' {
+                    ended.push(orphan.pid);
+                } else if stopping {
+                    kill_orphan_tree(&table, &orphan);
+                    ended.push(orphan.pid);
+                } else if let Some(&leader) = groups.get(&orphan.pgid).or_else(|| sessions.get(&orphan.sid)) {
+                    let adopted = registry.adopted.entry(leader).or_default();
+                    if !adopted.contains(&orphan) {
+                        adopted.push(orphan);
                     }
-                    signal_pid(*pid, Signal::Kill);
+                } else if busy {
+                    registry.deferred = true;
+                } else {
+                    kill_orphan_tree(&table, &orphan);
+                    ended.push(orphan.pid);
                 }
             }
-            orphans.into_iter().map(|(pid, _)| pid).collect()
+            ended
         };
-        for pid in &orphans {
+        for pid in &ended {
             // SAFETY: waitpid on a specific pid that is our child and not owned by tokio.
             unsafe {
                 let mut status = 0;
@@ -314,7 +645,7 @@ pub fn sweep_orphans() -> usize {
                 }
             }
         }
-        orphans.len()
+        ended.len()
     }
     #[cfg(not(unix))]
     {
@@ -322,40 +653,53 @@ pub fn sweep_orphans() -> usize {
     }
 }
 
+/// SIGKILL an orphan seen earlier and its descendants in `table`, if it is still that process.
+fn kill_orphan_tree(table: &[Proc], orphan: &Proc) {
+    if !table.iter().any(|p| p.pid == orphan.pid && p.start == orphan.start) {
+        return; // gone, and its pid maybe someone else's
+    }
+    for d in descendants_in(table, orphan.pid) {
+        signal_seen(&d, Signal::Kill);
+    }
+    signal_seen(orphan, Signal::Kill);
+}
+
+/// The sidecar is stopping (the backend shuts down): from now on a sweep kills every orphan, also
+/// those a running turn owns — running turns are being stopped too, and a turn stuck past the
+/// runtime's shutdown must not leave its tools behind.
+pub fn stopping() {
+    registry().stopping = true;
+}
+
 /// How many children started through [`spawn`] are alive (for `status` and tests).
 pub fn live_children() -> usize {
-    lock_tracked().len()
+    registry().children.values().filter(|(_, role)| *role != Role::Released).count()
 }
 
 #[cfg(all(test, target_os = "linux"))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sh(script: &str) -> SpawnSpec {
-        SpawnSpec {
-            program: "/bin/sh".into(),
-            args: vec!["-c".into(), script.into()],
-            ..Default::default()
-        }
+    pub(crate) fn sh(script: &str) -> SpawnSpec {
+        SpawnSpec { program: "/bin/sh".into(), args: vec!["-c".into(), script.into()], ..Default::default() }
     }
 
-    fn alive(pid: u32) -> bool {
+    pub(crate) fn alive(pid: u32) -> bool {
         // A zombie counts as dead: it no longer runs.
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                let state = s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next());
-                state != Some("Z")
-            })
-            .unwrap_or(false)
+        read_proc(pid).is_some_and(|p| p.state != 'Z')
+    }
+
+    async fn first_line(child: &mut ChildProcess) -> String {
+        let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap());
+        let mut line = String::new();
+        tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line).await.unwrap();
+        line
     }
 
     #[tokio::test]
     async fn drop_kills_the_whole_group_including_grandchildren() {
         let mut child = spawn(&sh("sleep 30 & echo $!; wait")).unwrap();
-        let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap());
-        let mut line = String::new();
-        tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line).await.unwrap();
-        let grandchild: u32 = line.trim().parse().unwrap();
+        let grandchild: u32 = first_line(&mut child).await.trim().parse().unwrap();
         let leader = child.pid();
         assert!(alive(grandchild));
         drop(child);
@@ -367,9 +711,7 @@ mod tests {
     #[tokio::test]
     async fn terminate_escalates_when_sigterm_is_ignored() {
         let mut child = spawn(&sh("trap '' TERM; echo ready; sleep 30")).unwrap();
-        let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap());
-        let mut line = String::new();
-        tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line).await.unwrap();
+        first_line(&mut child).await;
         let started = std::time::Instant::now();
         let status = child.terminate(Duration::from_millis(200)).await;
         assert!(status.is_some());
@@ -381,14 +723,147 @@ mod tests {
     async fn descendants_are_found_through_parent_links() {
         // The grandchild moves to its own session (setsid), leaving the group: parent links still find it.
         let mut child = spawn(&sh("setsid sleep 30 & echo $!; wait")).unwrap();
-        let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap());
-        let mut line = String::new();
-        tokio::io::AsyncBufReadExt::read_line(&mut out, &mut line).await.unwrap();
-        let escaped: u32 = line.trim().parse().unwrap();
+        let escaped: u32 = first_line(&mut child).await.trim().parse().unwrap();
         let d = descendants_of(child.pid());
         assert!(d.contains(&escaped), "{d:?}");
         drop(child);
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!alive(escaped), "an escaped grandchild survived the drop");
+    }
+
+    #[tokio::test]
+    async fn a_normal_exit_kills_the_group_it_leaves_behind() {
+        let mut child = spawn(&sh("sleep 30 & echo $!")).unwrap();
+        let grandchild: u32 = first_line(&mut child).await.trim().parse().unwrap();
+        assert!(child.wait().await.unwrap().success());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!alive(grandchild), "the group outlived its leader");
+        assert!(!child.is_running());
+    }
+
+    /// A child whose shell left a background job behind (the job's parent exited, the child runs
+    /// on): the job is an orphan of ours, in the child's group. Returns the child and the job.
+    pub(crate) async fn child_with_an_orphaned_job() -> (ChildProcess, u32) {
+        become_subreaper();
+        let mut child = spawn(&sh("sh -c 'sleep 30 & echo $!'; exec sleep 30")).unwrap();
+        let job: u32 = first_line(&mut child).await.trim().parse().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while read_proc(job).is_none_or(|p| p.ppid != std::process::id()) {
+            assert!(std::time::Instant::now() < deadline, "the job was not re-parented to us");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        (child, job)
+    }
+
+    pub(crate) async fn gone_within(pid: u32, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while alive(pid) {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
+
+    #[tokio::test]
+    async fn a_sweep_leaves_a_running_childs_orphans_and_its_end_kills_them() {
+        let (mut child, job) = child_with_an_orphaned_job().await;
+        sweep_orphans();
+        assert!(alive(job), "the sweep killed the background job of a running child");
+        // Another child dropped (a cancelled turn, an expired spare) sweeps too.
+        drop(spawn(&sh("sleep 30")).unwrap());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(alive(job), "a dropped child's sweep killed another child's background job");
+        child.terminate(Duration::from_millis(100)).await;
+        assert!(gone_within(job, Duration::from_secs(2)).await, "the job outlived its child");
+    }
+
+    #[test]
+    fn a_child_dies_when_the_thread_that_started_it_ends() {
+        // Every child gets PR_SET_PDEATHSIG, which the kernel fires when the forking *thread*
+        // ends: a sidecar killed outright takes its children along (and nothing may be spawned
+        // from a blocking-pool thread, see below).
+        let (pid, token) = std::thread::spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                let child = spawn(&sh("sleep 30")).unwrap();
+                let ids = (child.pid(), child.token);
+                std::mem::forget(child); // no guard left: only the kernel can end it now
+                ids
+            })
+        })
+        .join()
+        .unwrap();
+        untrack(pid, token);
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let survived = alive(pid);
+        signal_pid(pid, Signal::Kill);
+        // SAFETY: waitpid on our own child, which nothing else waits for (its guard was forgotten).
+        unsafe { libc::waitpid(pid as i32, &mut 0, 0) };
+        assert!(!survived, "a child outlived the thread that started it: no PR_SET_PDEATHSIG");
+    }
+
+    #[tokio::test]
+    async fn a_stale_snapshot_never_signals_the_process_that_has_its_pid_now() {
+        let mut bystander = spawn(&sh("exec sleep 30")).unwrap();
+        let now = read_proc(bystander.pid()).unwrap();
+        // What a snapshot of an earlier process with the same pid would hold: another start time.
+        let stale = Proc { start: now.start.saturating_sub(1), ..now };
+        signal_seen(&stale, Signal::Kill);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(bystander.is_running(), "a signal meant for a gone process reached the pid's new owner");
+        signal_seen(&now, Signal::Kill);
+        assert!(!bystander.wait().await.unwrap().success(), "the process itself is signalled");
+    }
+
+    #[test]
+    fn stat_lines_with_odd_command_names_parse() {
+        let line = "42 (a) b (c)) S 1 42 40 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 0 0";
+        let p = parse_stat(42, line).unwrap();
+        assert_eq!((p.state, p.ppid, p.pgid, p.sid, p.start), ('S', 1, 42, 40, 123456));
+    }
+
+    /// PR_SET_PDEATHSIG fires when the forking thread exits, and tokio's blocking pool ends idle
+    /// threads: a process started inside `spawn_blocking` could be killed mid-turn. Every
+    /// `spawn_blocking` in the crate must be one of these, each safe for the reason given.
+    #[test]
+    fn no_process_starts_on_a_blocking_pool_thread() {
+        let allowed: &[(&str, &str)] = &[
+            ("backend/process.rs", "runtime.spawn_blocking(sweep_orphans)"),
+            ("backend/cursor_print/run.rs", "tokio::task::spawn_blocking(process::sweep_orphans)"),
+            // CLI discovery probes candidates with `--version` from the blocking pool; each probe
+            // is awaited (block_on) before the closure returns, so none outlives the thread.
+            ("backend/cursor_print/locate.rs", "tokio::task::spawn_blocking(move || {"),
+        ];
+        let needle = concat!("spawn_", "blocking(");
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        let mut stack = vec![src.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let rel = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+                    for line in text.lines().map(str::trim) {
+                        if line.contains(needle) && !line.starts_with("//") && !line.starts_with("(\"") {
+                            found.push((rel.clone(), line.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        let unexplained: Vec<_> =
+            found.iter().filter(|(file, line)| !allowed.iter().any(|(f, l)| f == file && line.contains(l))).collect();
+        assert!(
+            unexplained.is_empty(),
+            "spawn_blocking that may start a process (see the module comment): {unexplained:?}"
+        );
     }
 }

@@ -8,6 +8,7 @@ mod failures;
 mod fault_matrix;
 mod http_openai;
 mod isolation;
+mod orphans;
 mod protocol_abuse;
 mod protocol_doc;
 mod sessions;

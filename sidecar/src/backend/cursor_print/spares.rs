@@ -70,7 +70,10 @@ impl Spares {
         let i = slots.iter().position(|s| s.program == spec.program && s.args == spec.args && s.cwd == spec.cwd)?;
         let mut spare = slots.swap_remove(i);
         drop(slots);
-        spare.child.is_running().then_some(spare.child)
+        spare.child.is_running().then(|| {
+            spare.child.set_standby(false);
+            spare.child
+        })
     }
 
     /// A fresh spare whose command line equals `spec_for(chat)` for its own chat id.
@@ -85,7 +88,10 @@ impl Spares {
         let mut spare = slots.swap_remove(i);
         drop(slots);
         let chat_id = spare.fresh_chat.take()?;
-        spare.child.is_running().then_some(FreshSpare { chat_id, child: spare.child })
+        spare.child.is_running().then(|| {
+            spare.child.set_standby(false);
+            FreshSpare { chat_id, child: spare.child }
+        })
     }
 
     /// Start a spare for `spec` (the oldest is dropped past the limit). `fresh_chat` marks a spare
@@ -98,14 +104,17 @@ impl Spares {
         if self.lock().iter().any(|s| s.program == spec.program && s.args == spec.args) {
             return;
         }
-        let spec = SpawnSpec { die_with_parent: true, ..spec.clone() };
-        let child = match process::spawn(&spec) {
+        // Like every child, a spare dies with the sidecar (an orphaned spare would read end of input
+        // and run an empty prompt): backend/process.rs arms the parent-death signal for all.
+        let mut child = match process::spawn(spec) {
             Ok(child) => child,
             Err(e) => {
                 tracing::debug!(error = %e, "could not start a spare");
                 return;
             }
         };
+        // Waiting for its prompt, it runs no tools: it owns its own group, no other orphans.
+        child.set_standby(true);
         tracing::debug!(pid = child.pid(), fresh = fresh_chat.is_some(), "spare started");
         let mut slots = self.lock();
         if self.closed.load(Ordering::SeqCst) {
@@ -132,10 +141,12 @@ impl Spares {
         self.lock().retain_mut(|s| !tight && s.born.elapsed() < idle && s.child.is_running());
     }
 
-    /// Stop every spare and start no more.
+    /// Stop every spare and start no more. Only the backend's shutdown calls this, so it also tells
+    /// the orphan sweep that follows that the sidecar is stopping (every orphan dies).
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.lock().clear();
+        process::stopping();
     }
 }
 
@@ -200,5 +211,21 @@ mod tests {
         let off = Spares::new(0, Duration::from_secs(60));
         off.start(&sleeper("a"), None);
         assert!(off.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_expiring_spare_does_not_kill_a_running_turns_background_job() {
+        use crate::backend::process::tests::{alive, child_with_an_orphaned_job, gone_within};
+        let (turn, job) = child_with_an_orphaned_job().await;
+        let spares = Spares::new(1, Duration::from_millis(1));
+        spares.start(&sleeper("a"), None);
+        std::thread::sleep(Duration::from_millis(5));
+        // Dropping the expired spare kills it and sweeps for orphans.
+        spares.expire();
+        assert!(spares.is_empty());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(alive(job), "the expired spare's sweep killed a running turn's background job");
+        drop(turn);
+        assert!(gone_within(job, Duration::from_secs(2)).await, "the job outlived its turn");
     }
 }
