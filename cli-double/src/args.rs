@@ -36,48 +36,16 @@ pub struct OptSpec {
 }
 
 const fn flag(long: &'static str, short: Option<char>) -> OptSpec {
-    OptSpec {
-        long,
-        short,
-        arity: Arity::Flag,
-        value_name: "",
-        choices: &[],
-        only_for: None,
-    }
+    OptSpec { long, short, arity: Arity::Flag, value_name: "", choices: &[], only_for: None }
 }
 const fn value(long: &'static str, short: Option<char>, value_name: &'static str) -> OptSpec {
-    OptSpec {
-        long,
-        short,
-        arity: Arity::Required,
-        value_name,
-        choices: &[],
-        only_for: None,
-    }
+    OptSpec { long, short, arity: Arity::Required, value_name, choices: &[], only_for: None }
 }
 const fn optional(long: &'static str, short: Option<char>, value_name: &'static str) -> OptSpec {
-    OptSpec {
-        long,
-        short,
-        arity: Arity::Optional,
-        value_name,
-        choices: &[],
-        only_for: None,
-    }
+    OptSpec { long, short, arity: Arity::Optional, value_name, choices: &[], only_for: None }
 }
-const fn choice(
-    long: &'static str,
-    value_name: &'static str,
-    choices: &'static [&'static str],
-) -> OptSpec {
-    OptSpec {
-        long,
-        short: None,
-        arity: Arity::Required,
-        value_name,
-        choices,
-        only_for: None,
-    }
+const fn choice(long: &'static str, value_name: &'static str, choices: &'static [&'static str]) -> OptSpec {
+    OptSpec { long, short: None, arity: Arity::Required, value_name, choices, only_for: None }
 }
 
 pub const OUTPUT_FORMATS: &[&str] = &["text", "json", "stream-json"];
@@ -169,11 +137,7 @@ impl Parsed {
 
     /// The last value given for `long` (commander keeps the last one).
     pub fn value(&self, long: &str) -> Option<&str> {
-        self.options
-            .iter()
-            .rev()
-            .find(|(l, _)| *l == long)
-            .and_then(|(_, v)| v.as_deref())
+        self.options.iter().rev().find(|(l, _)| *l == long).and_then(|(_, v)| v.as_deref())
     }
 }
 
@@ -219,11 +183,7 @@ impl State {
     fn accepts(&self, spec: &OptSpec) -> bool {
         match spec.only_for {
             None => true,
-            Some(names) => self
-                .parsed
-                .subcommand
-                .as_deref()
-                .is_some_and(|s| names.contains(&s)),
+            Some(names) => self.parsed.subcommand.as_deref().is_some_and(|s| names.contains(&s)),
         }
     }
 
@@ -255,10 +215,7 @@ impl State {
     }
 
     fn word(&mut self, word: String) {
-        if self.words_seen == 0
-            && self.parsed.subcommand.is_none()
-            && SUBCOMMANDS.contains(&word.as_str())
-        {
+        if self.words_seen == 0 && self.parsed.subcommand.is_none() && SUBCOMMANDS.contains(&word.as_str()) {
             self.parsed.subcommand = Some(word);
         } else {
             self.parsed.operands.push(word);
@@ -286,19 +243,12 @@ fn separate_value(spec: &OptSpec, args: &[String], i: &mut usize) -> Result<Opti
 }
 
 fn missing(spec: &OptSpec) -> Stop {
-    Stop::Error(format!(
-        "error: option '{}' argument missing",
-        display(spec)
-    ))
+    Stop::Error(format!("error: option '{}' argument missing", display(spec)))
 }
 
 /// Parses everything after the program name.
 pub fn parse(args: &[String]) -> Result<Parsed, Stop> {
-    let mut st = State {
-        parsed: Parsed::default(),
-        first_unknown: None,
-        words_seen: 0,
-    };
+    let mut st = State { parsed: Parsed::default(), first_unknown: None, words_seen: 0 };
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
@@ -379,15 +329,7 @@ mod tests {
 
     #[test]
     fn options_before_and_after_words() {
-        let r = p(&[
-            "hello",
-            "-p",
-            "--model=gpt",
-            "world",
-            "--output-format",
-            "json",
-        ])
-        .unwrap();
+        let r = p(&["hello", "-p", "--model=gpt", "world", "--output-format", "json"]).unwrap();
         assert_eq!(r.operands, ["hello", "world"]);
         assert!(r.has("print"));
         assert_eq!(r.value("model"), Some("gpt"));
@@ -402,10 +344,7 @@ mod tests {
 
     #[test]
     fn resume_value_is_optional() {
-        assert_eq!(
-            p(&["--resume", "abc"]).unwrap().value("resume"),
-            Some("abc")
-        );
+        assert_eq!(p(&["--resume", "abc"]).unwrap().value("resume"), Some("abc"));
         let r = p(&["--resume", "-p"]).unwrap();
         assert!(r.has("resume") && r.value("resume").is_none() && r.has("print"));
     }
@@ -414,20 +353,16 @@ mod tests {
     fn mode_agent_rejected() {
         assert_eq!(
             p(&["--mode", "agent"]).unwrap_err(),
-            Stop::Error("error: option '--mode <mode>' argument 'agent' is invalid. Allowed choices are plan, ask.".into())
+            Stop::Error(
+                "error: option '--mode <mode>' argument 'agent' is invalid. Allowed choices are plan, ask.".into()
+            )
         );
     }
 
     #[test]
     fn unknown_and_double_dash() {
-        assert_eq!(
-            p(&["-p", "--foo"]).unwrap_err(),
-            Stop::Error("error: unknown option '--foo'".into())
-        );
-        assert_eq!(
-            p(&["--print=1"]).unwrap_err(),
-            Stop::Error("error: unknown option '--print=1'".into())
-        );
+        assert_eq!(p(&["-p", "--foo"]).unwrap_err(), Stop::Error("error: unknown option '--foo'".into()));
+        assert_eq!(p(&["--print=1"]).unwrap_err(), Stop::Error("error: unknown option '--print=1'".into()));
         let r = p(&["-p", "--", "--foo", "-"]).unwrap();
         assert_eq!(r.operands, ["--foo", "-"]);
     }
@@ -439,10 +374,7 @@ mod tests {
         assert_eq!(r.value("header"), Some("X-A: 1"));
         let r = p(&["status", "--format", "json"]).unwrap();
         assert_eq!(r.subcommand.as_deref(), Some("status"));
-        assert_eq!(
-            p(&["--format", "json"]).unwrap_err(),
-            Stop::Error("error: unknown option '--format'".into())
-        );
+        assert_eq!(p(&["--format", "json"]).unwrap_err(), Stop::Error("error: unknown option '--format'".into()));
         let r = p(&["chat", "status"]).unwrap();
         assert_eq!(r.subcommand, None);
         assert_eq!(r.operands, ["chat", "status"]);

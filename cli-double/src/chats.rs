@@ -27,20 +27,12 @@ pub fn safe_id(id: &str) -> bool {
 
 fn chat_dir(id: &str, workspace: &str) -> Option<PathBuf> {
     let root = data_root().filter(|_| safe_id(id))?;
-    Some(
-        root.join("chats")
-            .join(md5::hex_digest(workspace.as_bytes()))
-            .join(id),
-    )
+    Some(root.join("chats").join(md5::hex_digest(workspace.as_bytes())).join(id))
 }
 
 fn created_marker(id: &str) -> Option<PathBuf> {
     let root = data_root().filter(|_| safe_id(id))?;
-    Some(
-        root.join("cursor-agent-double")
-            .join("created-chats")
-            .join(id),
-    )
+    Some(root.join("cursor-agent-double").join("created-chats").join(id))
 }
 
 /// Remembers an id minted by `create-chat`.
@@ -60,10 +52,7 @@ pub fn exists(id: &str, workspace: &str) -> bool {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 /// Creates or updates the chat's `meta.json` (the chat is "used" by this turn).
@@ -73,27 +62,18 @@ pub fn touch(id: &str, workspace: &str, prompt: &str) {
     };
     let meta_path = dir.join("meta.json");
     let now = now_ms();
-    let mut meta = std::fs::read_to_string(&meta_path)
-        .ok()
-        .and_then(|t| Json::parse(&t).ok())
-        .unwrap_or_else(|| {
-            let title: String = prompt
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("")
-                .chars()
-                .take(60)
-                .collect();
-            obj([
-                ("schemaVersion", 1u64.into()),
-                ("createdAtMs", now.into()),
-                ("updatedAtMs", now.into()),
-                ("hasConversation", true.into()),
-                ("title", title.into()),
-                ("cwd", workspace.into()),
-            ])
-        });
+    let mut meta = std::fs::read_to_string(&meta_path).ok().and_then(|t| Json::parse(&t).ok()).unwrap_or_else(|| {
+        let title: String =
+            prompt.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(60).collect();
+        obj([
+            ("schemaVersion", 1u64.into()),
+            ("createdAtMs", now.into()),
+            ("updatedAtMs", now.into()),
+            ("hasConversation", true.into()),
+            ("title", title.into()),
+            ("cwd", workspace.into()),
+        ])
+    });
     meta.set("updatedAtMs", now.into());
     if std::fs::create_dir_all(&dir).is_ok() {
         let _ = std::fs::write(&meta_path, meta.to_compact());

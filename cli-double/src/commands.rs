@@ -49,13 +49,7 @@ pub fn models(parsed: &Parsed) -> i32 {
         stdout_bytes(b"No models available for this account\n");
         return 0;
     }
-    stdout_bytes(
-        catalogue
-            .render(Painter {
-                on: colour_enabled(),
-            })
-            .as_bytes(),
-    );
+    stdout_bytes(catalogue.render(Painter { on: colour_enabled() }).as_bytes());
     0
 }
 
@@ -102,9 +96,7 @@ pub fn status(parsed: &Parsed) -> i32 {
         stdout_bytes(format!("{value}\n").as_bytes());
         return 0;
     }
-    let paint = Painter {
-        on: colour_enabled(),
-    };
+    let paint = Painter { on: colour_enabled() };
     let line = if logged_in {
         format!("{} Logged in as {}\n", paint.green("✓"), paint.bold(&email))
     } else {
@@ -174,9 +166,7 @@ pub fn resume_list() -> i32 {
 /// Double-only: subcommands that have no use in tests (login, mcp, update, ...) and the
 /// interactive TUI. Exit 3 so a test notices it drove the double somewhere it cannot follow.
 pub fn not_simulated(what: &str) -> i32 {
-    stderr_line(&format!(
-        "cursor-agent-double: {what} is not simulated by the test double"
-    ));
+    stderr_line(&format!("cursor-agent-double: {what} is not simulated by the test double"));
     3
 }
 

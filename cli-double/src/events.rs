@@ -4,23 +4,11 @@
 use crate::json::{arr, obj, Json};
 
 fn text_message(role: &str, text: &str) -> Json {
-    obj([
-        ("role", role.into()),
-        (
-            "content",
-            arr([obj([("type", "text".into()), ("text", text.into())])]),
-        ),
-    ])
+    obj([("role", role.into()), ("content", arr([obj([("type", "text".into()), ("text", text.into())])]))])
 }
 
 /// `system/init`: emitted only after auth and argument checks passed.
-pub fn init(
-    api_key_source: &str,
-    cwd: &str,
-    session_id: &str,
-    model: &str,
-    permission_mode: &str,
-) -> Json {
+pub fn init(api_key_source: &str, cwd: &str, session_id: &str, model: &str, permission_mode: &str) -> Json {
     obj([
         ("type", "system".into()),
         ("subtype", "init".into()),
@@ -34,21 +22,12 @@ pub fn init(
 
 /// `user`: this turn's prompt, exactly as received.
 pub fn user(prompt: &str, session_id: &str) -> Json {
-    obj([
-        ("type", "user".into()),
-        ("message", text_message("user", prompt)),
-        ("session_id", session_id.into()),
-    ])
+    obj([("type", "user".into()), ("message", text_message("user", prompt)), ("session_id", session_id.into())])
 }
 
 /// `assistant`. The presence of `model_call_id` / `timestamp_ms` is what distinguishes the shapes:
 /// delta (timestamp only), segment flush (both), end-of-turn flush / final segment (neither).
-pub fn assistant(
-    text: &str,
-    session_id: &str,
-    model_call_id: Option<&str>,
-    timestamp_ms: Option<u64>,
-) -> Json {
+pub fn assistant(text: &str, session_id: &str, model_call_id: Option<&str>, timestamp_ms: Option<u64>) -> Json {
     let mut e = obj([
         ("type", "assistant".into()),
         ("message", text_message("assistant", text)),
@@ -93,11 +72,7 @@ pub struct ToolCallInfo<'a> {
 
 /// The `tool_call` object: the `<kind>ToolCall` key first, then the 2026.07+ sibling keys in the
 /// transcripts' order. Timestamps inside are strings, as in the real CLI.
-fn tool_call_object(
-    info: &ToolCallInfo<'_>,
-    result: Option<&Json>,
-    completed_at_ms: Option<u64>,
-) -> Json {
+fn tool_call_object(info: &ToolCallInfo<'_>, result: Option<&Json>, completed_at_ms: Option<u64>) -> Json {
     let mut inner = obj([("args", info.args.clone())]);
     if let Some(r) = result {
         inner.set("result", r.clone());
@@ -112,12 +87,7 @@ fn tool_call_object(
     call
 }
 
-pub fn tool_started(
-    info: &ToolCallInfo<'_>,
-    model_call_id: &str,
-    session_id: &str,
-    timestamp_ms: u64,
-) -> Json {
+pub fn tool_started(info: &ToolCallInfo<'_>, model_call_id: &str, session_id: &str, timestamp_ms: u64) -> Json {
     obj([
         ("type", "tool_call".into()),
         ("subtype", "started".into()),
@@ -141,10 +111,7 @@ pub fn tool_completed(
         ("type", "tool_call".into()),
         ("subtype", "completed".into()),
         ("call_id", info.call_id.into()),
-        (
-            "tool_call",
-            tool_call_object(info, Some(result), Some(completed_at_ms)),
-        ),
+        ("tool_call", tool_call_object(info, Some(result), Some(completed_at_ms))),
         ("session_id", session_id.into()),
         ("timestamp_ms", timestamp_ms.into()),
     ])
@@ -156,16 +123,7 @@ pub fn interaction_query(id: u64, query_type: &str, args: Json) -> Json {
         ("type", "interaction_query".into()),
         ("subtype", "request".into()),
         ("query_type", query_type.into()),
-        (
-            "query",
-            obj([
-                ("id", id.into()),
-                (
-                    query_type,
-                    obj([("args", args), ("skipApproval", false.into())]),
-                ),
-            ]),
-        ),
+        ("query", obj([("id", id.into()), (query_type, obj([("args", args), ("skipApproval", false.into())]))])),
     ])
 }
 
@@ -182,10 +140,7 @@ pub struct ResultFields<'a> {
 pub fn result(r: &ResultFields<'_>) -> Json {
     obj([
         ("type", "result".into()),
-        (
-            "subtype",
-            if r.is_error { "error" } else { "success" }.into(),
-        ),
+        ("subtype", if r.is_error { "error" } else { "success" }.into()),
         ("duration_ms", r.duration_ms.into()),
         ("duration_api_ms", r.duration_ms.into()),
         ("is_error", r.is_error.into()),
@@ -209,21 +164,10 @@ mod tests {
     #[test]
     fn matches_transcript_lines() {
         let sid = "7c6b5a49-3827-4165-b0f1-e2d3c4b5a697";
-        let call =
-            "call_Xq3kF9sLm2Pz8TvN1rYc0aBd\nfc_0d2609f619ccdca801698ca0a51c6481a0aaa34fcf724631a9";
+        let call = "call_Xq3kF9sLm2Pz8TvN1rYc0aBd\nfc_0d2609f619ccdca801698ca0a51c6481a0aaa34fcf724631a9";
         let args = obj([("path", "/home/dev/project/app.ts".into())]);
-        let info = ToolCallInfo {
-            call_id: call,
-            key: "readToolCall",
-            args: &args,
-            started_at_ms: 1789045260003,
-        };
-        let started = tool_started(
-            &info,
-            "e154b6ed-4b7a-4f1c-9d2e-8a6b4c2d0e1f-0-q6ej",
-            sid,
-            1789045260001,
-        );
+        let info = ToolCallInfo { call_id: call, key: "readToolCall", args: &args, started_at_ms: 1789045260003 };
+        let started = tool_started(&info, "e154b6ed-4b7a-4f1c-9d2e-8a6b4c2d0e1f-0-q6ej", sid, 1789045260001);
         assert_eq!(
             started.to_compact(),
             r#"{"type":"tool_call","subtype":"started","call_id":"call_Xq3kF9sLm2Pz8TvN1rYc0aBd\nfc_0d2609f619ccdca801698ca0a51c6481a0aaa34fcf724631a9","tool_call":{"readToolCall":{"args":{"path":"/home/dev/project/app.ts"}},"hookAdditionalContexts":[],"toolCallId":"call_Xq3kF9sLm2Pz8TvN1rYc0aBd\nfc_0d2609f619ccdca801698ca0a51c6481a0aaa34fcf724631a9","startedAtMs":"1789045260003"},"model_call_id":"e154b6ed-4b7a-4f1c-9d2e-8a6b4c2d0e1f-0-q6ej","session_id":"7c6b5a49-3827-4165-b0f1-e2d3c4b5a697","timestamp_ms":1789045260001}"#

@@ -13,9 +13,7 @@ static FALLBACK_STATE: AtomicU64 = AtomicU64::new(0);
 /// `n` random bytes.
 pub fn random_bytes(n: usize) -> Vec<u8> {
     let mut buf = vec![0u8; n];
-    let filled = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .is_ok();
+    let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).is_ok();
     if !filled {
         for b in &mut buf {
             *b = fallback_next() as u8;
@@ -27,10 +25,7 @@ pub fn random_bytes(n: usize) -> Vec<u8> {
 fn fallback_next() -> u64 {
     let mut x = FALLBACK_STATE.load(Ordering::Relaxed);
     if x == 0 {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
         x = nanos ^ (u64::from(std::process::id()) << 32) | 1;
     }
     x ^= x << 13;
@@ -46,21 +41,11 @@ pub fn uuid_v4() -> String {
     b[6] = (b[6] & 0x0f) | 0x40; // version 4
     b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
     let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
 fn from_alphabet(alphabet: &[u8], n: usize) -> String {
-    random_bytes(n)
-        .iter()
-        .map(|b| alphabet[usize::from(*b) % alphabet.len()] as char)
-        .collect()
+    random_bytes(n).iter().map(|b| alphabet[usize::from(*b) % alphabet.len()] as char).collect()
 }
 
 /// Random lower-case hex digits.
@@ -70,21 +55,14 @@ pub fn hex(n: usize) -> String {
 
 /// `<request_id>-<n>-<4 chars>`, e.g. `5bf03e32-...-0-otyz`.
 pub fn model_call_id(request_id: &str, n: usize) -> String {
-    format!(
-        "{request_id}-{n}-{}",
-        from_alphabet(b"abcdefghijklmnopqrstuvwxyz0123456789", 4)
-    )
+    format!("{request_id}-{n}-{}", from_alphabet(b"abcdefghijklmnopqrstuvwxyz0123456789", 4))
 }
 
 /// A tool `call_id` in the 2026 OpenAI-style shape `call_<24 chars>\nfc_<50 hex>` — the newline is
 /// deliberate: real ids contain it and drivers must cope.
 pub fn tool_call_id() -> String {
     let alnum = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    format!(
-        "call_{}\nfc_0d2609f619ccdca801698ca0{}",
-        from_alphabet(alnum, 24),
-        hex(26)
-    )
+    format!("call_{}\nfc_0d2609f619ccdca801698ca0{}", from_alphabet(alnum, 24), hex(26))
 }
 
 #[cfg(test)]

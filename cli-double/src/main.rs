@@ -30,21 +30,13 @@ use record::Record;
 fn main() {
     let started = Instant::now();
     // Lossy: an argument that is not valid Unicode is still recorded and parsed, never a panic.
-    let argv: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let argv: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
     let code = dispatch(argv, started);
     std::process::exit(code);
 }
 
 fn record(argv: &[String], subcommand: &str) {
-    Record {
-        argv: argv.to_vec(),
-        subcommand: subcommand.to_owned(),
-        ..Record::default()
-    }
-    .append();
+    Record { argv: argv.to_vec(), subcommand: subcommand.to_owned(), ..Record::default() }.append();
 }
 
 /// Print mode is explicit (`-p`) or inferred when stdin or stdout is not a terminal (reference §3).
@@ -83,11 +75,7 @@ fn dispatch(argv: Vec<String>, started: Instant) -> i32 {
             return 1;
         }
     };
-    let sub = if parsed.has("list-models") {
-        "models"
-    } else {
-        parsed.subcommand.as_deref().unwrap_or("interactive")
-    };
+    let sub = if parsed.has("list-models") { "models" } else { parsed.subcommand.as_deref().unwrap_or("interactive") };
     let canonical = match sub {
         "whoami" => "status",
         "agent" => "interactive",

@@ -15,12 +15,7 @@ pub struct Model {
 
 impl Model {
     fn new(id: &str, name: &str) -> Model {
-        Model {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            current: false,
-            default: false,
-        }
+        Model { id: id.to_owned(), name: name.to_owned(), current: false, default: false }
     }
 }
 
@@ -65,17 +60,9 @@ impl Catalogue {
         if let Some(path) = settings::non_empty("CURSOR_DOUBLE_MODELS_FILE") {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("cannot read CURSOR_DOUBLE_MODELS_FILE {path}: {e}"))?;
-            return Ok(Catalogue {
-                models: parse_listing(&text),
-                verbatim: Some(text),
-                empty,
-            });
+            return Ok(Catalogue { models: parse_listing(&text), verbatim: Some(text), empty });
         }
-        Ok(Catalogue {
-            models: builtin(),
-            verbatim: None,
-            empty,
-        })
+        Ok(Catalogue { models: builtin(), verbatim: None, empty })
     }
 
     /// The `models` output, with a trailing newline.
@@ -104,10 +91,7 @@ impl Catalogue {
         }
         out.push('\n');
         let body = TIP.strip_prefix("Tip:").unwrap_or(TIP);
-        out.push_str(&paint.link(
-            "https://cursor.com/docs/cli/reference/parameters",
-            &paint.dim("Tip:"),
-        ));
+        out.push_str(&paint.link("https://cursor.com/docs/cli/reference/parameters", &paint.dim("Tip:")));
         out.push_str(body);
         out.push('\n');
         out
@@ -166,25 +150,16 @@ pub fn parse_listing(text: &str) -> Vec<Model> {
             continue;
         };
         let valid_id = id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-            && id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._:/-".contains(c));
+            && id.chars().all(|c| c.is_ascii_alphanumeric() || "._:/-".contains(c));
         if !valid_id {
             continue;
         }
         let mut model = Model::new(id, rest);
-        for (suffix, current, default) in [
-            (" (current, default)", true, true),
-            (" (current)", true, false),
-            (" (default)", false, true),
-        ] {
+        for (suffix, current, default) in
+            [(" (current, default)", true, true), (" (current)", true, false), (" (default)", false, true)]
+        {
             if let Some(name) = rest.strip_suffix(suffix) {
-                model = Model {
-                    id: id.to_owned(),
-                    name: name.to_owned(),
-                    current,
-                    default,
-                };
+                model = Model { id: id.to_owned(), name: name.to_owned(), current, default };
                 break;
             }
         }
@@ -198,11 +173,7 @@ mod tests {
     use super::*;
 
     fn builtin_catalogue() -> Catalogue {
-        Catalogue {
-            models: builtin(),
-            verbatim: None,
-            empty: false,
-        }
+        Catalogue { models: builtin(), verbatim: None, empty: false }
     }
 
     #[test]
@@ -220,13 +191,7 @@ mod tests {
         let c = builtin_catalogue();
         assert!(c.accepts("auto") && c.accepts("opus-5[effort=high]") && !c.accepts("nope"));
         assert_eq!(c.display_name(None), "Auto");
-        assert_eq!(
-            c.display_name(Some("composer-2.5-fast")),
-            "Composer 2.5 Fast"
-        );
-        assert_eq!(
-            c.ids().iter().filter(|i| **i == "gemini-3.7-flash").count(),
-            1
-        );
+        assert_eq!(c.display_name(Some("composer-2.5-fast")), "Composer 2.5 Fast");
+        assert_eq!(c.ids().iter().filter(|i| **i == "gemini-3.7-flash").count(), 1);
     }
 }

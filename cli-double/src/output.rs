@@ -49,12 +49,7 @@ pub struct EventStream {
 
 impl EventStream {
     pub fn new(print_events: bool, delay: Duration, garbage: bool) -> EventStream {
-        EventStream {
-            print_events,
-            delay,
-            garbage,
-            emitted: 0,
-        }
+        EventStream { print_events, delay, garbage, emitted: 0 }
     }
 
     pub fn emit(&mut self, event: &Json) {

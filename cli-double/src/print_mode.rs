@@ -34,8 +34,7 @@ pub const NETWORK: &str = "Error: getaddrinfo EAI_AGAIN api2.cursor.sh";
 /// ACP transport drops (reference ecosystem-2026-12 §2.1, 2026.09.18); the text after the
 /// reported prefixes is *invented*.
 pub const PING_TIMEOUT: &str = "ConnectError: [unavailable] PING timed out";
-pub const STREAM_CLOSED: &str =
-    "ConnectError: [canceled] http/2 stream closed with error code CANCEL (0x8)";
+pub const STREAM_CLOSED: &str = "ConnectError: [canceled] http/2 stream closed with error code CANCEL (0x8)";
 pub const MAX_RETRIES: &str = "RetriableError: [unavailable] exceeded max retries";
 /// Streamed by a plan-gated model (2026.07.01 probe).
 pub const PLAN_GATED: &str = "\n\nUpgrade your plan to continue";
@@ -55,10 +54,7 @@ enum Format {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 /// Entry point; returns the exit status.
@@ -92,10 +88,7 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
     let raw_prompt = if has_positional {
         positional
     } else {
-        stdin
-            .as_deref()
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-            .unwrap_or_default()
+        stdin.as_deref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default()
     };
 
     // The scenario: env first, then directives in prompt order.
@@ -106,13 +99,8 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
         Ok((prompt, scenario::build(&sources)?))
     });
 
-    let mut record = Record {
-        argv,
-        subcommand: "print".to_owned(),
-        stdin,
-        prompt: Some(raw_prompt.clone()),
-        ..Record::default()
-    };
+    let mut record =
+        Record { argv, subcommand: "print".to_owned(), stdin, prompt: Some(raw_prompt.clone()), ..Record::default() };
     let (prompt, sc) = match built {
         Ok(ok) => ok,
         Err(e) => {
@@ -125,8 +113,7 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
         process::ignore_sigterm();
     }
     if sc.grandchild || sc.grandchild_escapes {
-        record.grandchild_pid =
-            process::spawn_grandchild(sc.grandchild_escapes, sc.grandchild_stdio_inherit);
+        record.grandchild_pid = process::spawn_grandchild(sc.grandchild_escapes, sc.grandchild_stdio_inherit);
     }
     let session_id = parsed
         .value("resume")
@@ -145,14 +132,7 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
     if sc.hang == Some(HangPoint::BeforeOutput) {
         process::hang_forever();
     }
-    let mut run = Run {
-        parsed,
-        sc: &sc,
-        prompt,
-        session_id,
-        started,
-        stdin_open,
-    };
+    let mut run = Run { parsed, sc: &sc, prompt, session_id, started, stdin_open };
     run.answer()
 }
 
@@ -191,30 +171,18 @@ impl Run<'_> {
             Some(w) => cwd.join(w),
             None => cwd,
         };
-        std::fs::canonicalize(&path)
-            .unwrap_or(path)
-            .to_string_lossy()
-            .into_owned()
+        std::fs::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
     }
 
     fn answer(&mut self) -> i32 {
         let api_key_source = match (self.sc.fail, auth::resolve(self.parsed)) {
-            (Some(Failure::Auth), _) | (_, Auth::Missing) => {
-                return self.fail_with(auth::PRINT_AUTH_REQUIRED, 1)
-            }
-            (Some(Failure::InvalidKey), _) | (_, Auth::InvalidKey) => {
-                return self.fail_with(auth::INVALID_KEY, 1)
-            }
+            (Some(Failure::Auth), _) | (_, Auth::Missing) => return self.fail_with(auth::PRINT_AUTH_REQUIRED, 1),
+            (Some(Failure::InvalidKey), _) | (_, Auth::InvalidKey) => return self.fail_with(auth::INVALID_KEY, 1),
             (_, Auth::Ok(source)) => source,
         };
         let workspace = self.workspace();
-        let trusted = ["trust", "force", "yolo"]
-            .iter()
-            .any(|o| self.parsed.has(o))
-            || matches!(
-                settings::var("CURSOR_DOUBLE_TRUST_REQUIRED").as_deref(),
-                Some("0") | Some("false")
-            );
+        let trusted = ["trust", "force", "yolo"].iter().any(|o| self.parsed.has(o))
+            || matches!(settings::var("CURSOR_DOUBLE_TRUST_REQUIRED").as_deref(), Some("0") | Some("false"));
         if !trusted {
             if settings::enabled("CURSOR_DOUBLE_TRUST_HANG") {
                 process::hang_forever();
@@ -222,9 +190,7 @@ impl Run<'_> {
             stderr_line(&format!(
                 "{TRUST_REQUIRED_HEAD}\n\nThe agent can read, modify and run code in this directory:\n  {workspace}\n\nOnly continue if you trust its contents. Headless runs cannot ask interactively.\n\n{TRUST_REQUIRED_TAIL}"
             ));
-            return settings::var("CURSOR_DOUBLE_TRUST_EXIT")
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
+            return settings::var("CURSOR_DOUBLE_TRUST_EXIT").and_then(|v| v.trim().parse().ok()).unwrap_or(0);
         }
         let catalogue = match Catalogue::load() {
             Ok(c) => c,
@@ -234,8 +200,7 @@ impl Run<'_> {
             }
         };
         let requested = self.parsed.value("model");
-        if self.sc.fail == Some(Failure::Model) || requested.is_some_and(|m| !catalogue.accepts(m))
-        {
+        if self.sc.fail == Some(Failure::Model) || requested.is_some_and(|m| !catalogue.accepts(m)) {
             let message = format!(
                 "Cannot use this model: {}. Available models: {}",
                 requested.unwrap_or("auto"),
@@ -278,11 +243,7 @@ impl Run<'_> {
         if let Some(path) = &self.sc.replay {
             return self.replay(path, &mut stream);
         }
-        let permission_mode = if self.force() {
-            "bypassPermissions"
-        } else {
-            "default"
-        };
+        let permission_mode = if self.force() { "bypassPermissions" } else { "default" };
         let model = catalogue.display_name(requested);
         Turn::new(self, &workspace, stream).play(api_key_source, &model, permission_mode)
     }
@@ -292,9 +253,7 @@ impl Run<'_> {
         let bytes = match std::fs::read(Path::new(path)) {
             Ok(b) => b,
             Err(e) => {
-                stderr_line(&format!(
-                    "cursor-agent-double: cannot read replay file {path}: {e}"
-                ));
+                stderr_line(&format!("cursor-agent-double: cannot read replay file {path}: {e}"));
                 return 2;
             }
         };
@@ -320,13 +279,10 @@ impl Run<'_> {
 /// The last `startupMs` given by a directive in the prompt, if any.
 fn directive_startup_ms(raw_prompt: &str) -> Option<u64> {
     let (_, directives) = scenario::extract_directives(raw_prompt).ok()?;
-    directives
-        .iter()
-        .rev()
-        .find_map(|d| match d.get("startupMs") {
-            Some(Json::Num(n)) => n.as_u64(),
-            _ => None,
-        })
+    directives.iter().rev().find_map(|d| match d.get("startupMs") {
+        Some(Json::Num(n)) => n.as_u64(),
+        _ => None,
+    })
 }
 
 /// `"session_id":"<anything>"` → `"session_id":"<id>"`, bytes elsewhere untouched.
@@ -364,12 +320,7 @@ pub fn junk(n: usize) -> Vec<u8> {
 
 /// `Echo: ` + the last non-blank line of the prompt (trimmed), at most 200 characters.
 pub fn default_answer(prompt: &str) -> String {
-    let line = prompt
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
+    let line = prompt.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     format!("Echo: {}", line.chars().take(200).collect::<String>())
 }
 
@@ -425,13 +376,7 @@ pub fn plan(sc: &Scenario, prompt: &str, force: bool) -> Vec<Item> {
         }
     }
     if let Some(n) = sc.huge_line_bytes {
-        match items.iter_mut().find_map(|i| {
-            if let Item::Segment(s) = i {
-                Some(s)
-            } else {
-                None
-            }
-        }) {
+        match items.iter_mut().find_map(|i| if let Item::Segment(s) = i { Some(s) } else { None }) {
             Some(s) => s.insert_str(0, &"x".repeat(n)),
             None => items.insert(0, Item::Segment("x".repeat(n))),
         }
@@ -495,13 +440,7 @@ impl<'r> Turn<'r> {
     fn play(mut self, api_key_source: &str, model: &str, permission_mode: &str) -> i32 {
         let sc = self.run.sc;
         let sid = self.sid().to_owned();
-        self.stream.emit(&events::init(
-            api_key_source,
-            self.workspace,
-            &sid,
-            model,
-            permission_mode,
-        ));
+        self.stream.emit(&events::init(api_key_source, self.workspace, &sid, model, permission_mode));
         if sc.hang == Some(HangPoint::AfterInit) {
             process::hang_forever();
         }
@@ -517,11 +456,9 @@ impl<'r> Turn<'r> {
         }
         if let Some(thinking) = &sc.thinking {
             for piece in chunks(thinking, sc.chunk_chars) {
-                self.stream
-                    .emit(&events::thinking_delta(&piece, &sid, now_ms()));
+                self.stream.emit(&events::thinking_delta(&piece, &sid, now_ms()));
             }
-            self.stream
-                .emit(&events::thinking_completed(&sid, now_ms()));
+            self.stream.emit(&events::thinking_completed(&sid, now_ms()));
         }
 
         let items = plan(sc, &self.run.prompt, self.run.force());
@@ -545,8 +482,7 @@ impl<'r> Turn<'r> {
         }
         if self.partial && !final_text.is_empty() {
             // End-of-turn flush: the final text again, neither timestamp nor model_call_id.
-            self.stream
-                .emit(&events::assistant(&final_text, &sid, None, None));
+            self.stream.emit(&events::assistant(&final_text, &sid, None, None));
         }
         if sc.crash_after_deltas.is_some() {
             // Fewer text events than requested: crash where the result would have been.
@@ -561,10 +497,7 @@ impl<'r> Turn<'r> {
             return self.run.finish(sc.exit_code.unwrap_or(default_code));
         }
         let mut usage = obj([
-            (
-                "inputTokens",
-                (1000 + self.run.prompt.chars().count() / 4).into(),
-            ),
+            ("inputTokens", (1000 + self.run.prompt.chars().count() / 4).into()),
             ("outputTokens", (all_text.chars().count() / 4).max(1).into()),
             ("cacheReadTokens", 17920u64.into()),
             ("cacheWriteTokens", 0u64.into()),
@@ -574,9 +507,7 @@ impl<'r> Turn<'r> {
         }
         let result = events::result(&ResultFields {
             is_error: sc.error_result,
-            duration_ms: sc
-                .duration_ms
-                .unwrap_or_else(|| self.run.started.elapsed().as_millis().max(1) as u64),
+            duration_ms: sc.duration_ms.unwrap_or_else(|| self.run.started.elapsed().as_millis().max(1) as u64),
             text: &all_text,
             session_id: &sid,
             request_id: &self.request_id,
@@ -600,20 +531,17 @@ impl<'r> Turn<'r> {
                 if let Some(n) = self.run.sc.huge_line_bytes.filter(|n| *n > 0) {
                     // The whole `hugeLineBytes` prefix as ONE delta: one giant line.
                     self.before_text_event();
-                    self.stream
-                        .emit(&events::assistant(&text[..n], &sid, None, Some(now_ms())));
+                    self.stream.emit(&events::assistant(&text[..n], &sid, None, Some(now_ms())));
                     rest = &text[n..];
                 }
             }
             for piece in chunks(rest, self.run.sc.chunk_chars) {
                 self.before_text_event();
-                self.stream
-                    .emit(&events::assistant(&piece, &sid, None, Some(now_ms())));
+                self.stream.emit(&events::assistant(&piece, &sid, None, Some(now_ms())));
             }
             if !trailing {
                 let mc = self.new_model_call();
-                self.stream
-                    .emit(&events::assistant(text, &sid, Some(&mc), Some(now_ms())));
+                self.stream.emit(&events::assistant(text, &sid, Some(&mc), Some(now_ms())));
             }
         } else {
             self.before_text_event();
@@ -621,8 +549,7 @@ impl<'r> Turn<'r> {
                 self.stream.emit(&events::assistant(text, &sid, None, None));
             } else {
                 let mc = self.new_model_call();
-                self.stream
-                    .emit(&events::assistant(text, &sid, Some(&mc), Some(now_ms())));
+                self.stream.emit(&events::assistant(text, &sid, Some(&mc), Some(now_ms())));
             }
         }
     }
@@ -636,28 +563,16 @@ impl<'r> Turn<'r> {
         let call_id = ids::tool_call_id();
         let args = tools::args(spec, self.workspace, &call_id);
         let started_at = now_ms();
-        let info = ToolCallInfo {
-            call_id: &call_id,
-            key: &tools::key(&spec.kind),
-            args: &args,
-            started_at_ms: started_at,
-        };
-        self.stream
-            .emit(&events::tool_started(&info, &mc, &sid, started_at));
+        let info =
+            ToolCallInfo { call_id: &call_id, key: &tools::key(&spec.kind), args: &args, started_at_ms: started_at };
+        self.stream.emit(&events::tool_started(&info, &mc, &sid, started_at));
         let mut effective = spec.clone();
         let mut outcome = spec.outcome;
         if gated {
             self.queries += 1;
             let command = args.get("command").cloned().unwrap_or(Json::Null);
-            let query_args = obj([
-                ("command", command),
-                ("toolCallId", call_id.as_str().into()),
-            ]);
-            self.stream.emit(&events::interaction_query(
-                self.queries,
-                "shellRequestQuery",
-                query_args,
-            ));
+            let query_args = obj([("command", command), ("toolCallId", call_id.as_str().into())]);
+            self.stream.emit(&events::interaction_query(self.queries, "shellRequestQuery", query_args));
             match self.permission_answer() {
                 Ok(()) => {}
                 Err(reason) => {
@@ -668,19 +583,8 @@ impl<'r> Turn<'r> {
             }
         }
         let completed_at = now_ms();
-        let result = tools::result(
-            &effective,
-            outcome,
-            &args,
-            completed_at.saturating_sub(started_at),
-        );
-        self.stream.emit(&events::tool_completed(
-            &info,
-            &result,
-            completed_at,
-            &sid,
-            now_ms(),
-        ));
+        let result = tools::result(&effective, outcome, &args, completed_at.saturating_sub(started_at));
+        self.stream.emit(&events::tool_completed(&info, &result, completed_at, &sid, now_ms()));
     }
 
     /// Waits for the parent's answer to a permission query. Stdin is normally already at EOF (the
@@ -697,12 +601,7 @@ impl<'r> Turn<'r> {
         let decision = reply
             .get("response")
             .and_then(Json::as_object)
-            .and_then(|pairs| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| k.ends_with("Response"))
-                    .map(|(_, v)| v.clone())
-            });
+            .and_then(|pairs| pairs.iter().find(|(k, _)| k.ends_with("Response")).map(|(_, v)| v.clone()));
         match decision {
             Some(d) if d.get("approved").is_some() => Ok(()),
             Some(d) => Err(d
@@ -717,10 +616,7 @@ impl<'r> Turn<'r> {
 }
 
 fn first_segment(items: &[Item]) -> usize {
-    items
-        .iter()
-        .position(|i| matches!(i, Item::Segment(_)))
-        .unwrap_or(usize::MAX)
+    items.iter().position(|i| matches!(i, Item::Segment(_))).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
@@ -742,10 +638,7 @@ mod tests {
     #[test]
     fn session_ids_are_rekeyed() {
         let line = br#"{"type":"user","session_id":"old-id","x":1}"#;
-        assert_eq!(
-            replace_session_ids(line, "new"),
-            br#"{"type":"user","session_id":"new","x":1}"#.to_vec()
-        );
+        assert_eq!(replace_session_ids(line, "new"), br#"{"type":"user","session_id":"new","x":1}"#.to_vec());
     }
 
     #[test]

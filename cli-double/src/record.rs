@@ -55,26 +55,15 @@ impl Record {
                 .map(Json::Str)
                 .collect(),
         );
-        let cwd = std::env::current_dir()
-            .map(|p| p.to_string_lossy().into_owned())
-            .ok();
+        let cwd = std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).ok();
         let mut record = obj([
             ("pid", std::process::id().into()),
             ("ppid", process::ppid().into()),
             ("pgid", process::pgid().into()),
-            (
-                "argv",
-                Json::Arr(self.argv.iter().map(Json::from).collect()),
-            ),
+            ("argv", Json::Arr(self.argv.iter().map(Json::from).collect())),
             ("cwd", cwd.into()),
             ("subcommand", self.subcommand.as_str().into()),
-            (
-                "stdin",
-                self.stdin
-                    .as_ref()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-                    .into(),
-            ),
+            ("stdin", self.stdin.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).into()),
             ("stdinBytes", self.stdin.as_ref().map_or(0, Vec::len).into()),
             ("prompt", self.prompt.clone().into()),
             ("env", env),
@@ -96,20 +85,14 @@ impl Record {
         };
         let mut line = self.to_json().to_compact().into_bytes();
         line.push(b'\n');
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| {
-                // One write() call for the whole line; loop only if the kernel wrote a short count
-                // (it does not for regular files short of a full disk).
-                let n = f.write(&line)?;
-                f.write_all(&line[n..])
-            });
+        let written = std::fs::OpenOptions::new().create(true).append(true).open(&path).and_then(|mut f| {
+            // One write() call for the whole line; loop only if the kernel wrote a short count
+            // (it does not for regular files short of a full disk).
+            let n = f.write(&line)?;
+            f.write_all(&line[n..])
+        });
         if let Err(e) = written {
-            crate::output::stderr_line(&format!(
-                "cursor-agent-double: cannot write record to {path}: {e}"
-            ));
+            crate::output::stderr_line(&format!("cursor-agent-double: cannot write record to {path}: {e}"));
         }
     }
 }

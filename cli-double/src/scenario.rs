@@ -179,12 +179,12 @@ pub fn from_env() -> Result<Option<Json>, String> {
         return Ok(None);
     };
     let text = match raw.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("CURSOR_DOUBLE_SCENARIO: cannot read {path}: {e}"))?,
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| format!("CURSOR_DOUBLE_SCENARIO: cannot read {path}: {e}"))?
+        }
         None => raw,
     };
-    let value =
-        Json::parse(&text).map_err(|e| format!("CURSOR_DOUBLE_SCENARIO is not valid JSON: {e}"))?;
+    let value = Json::parse(&text).map_err(|e| format!("CURSOR_DOUBLE_SCENARIO is not valid JSON: {e}"))?;
     if value.as_object().is_none() {
         return Err("CURSOR_DOUBLE_SCENARIO must be a JSON object".to_owned());
     }
@@ -207,11 +207,7 @@ pub fn extract_directives(prompt: &str) -> Result<(String, Vec<Json>), String> {
         let mut stream = serde_json::Deserializer::from_str(body).into_iter::<Json>();
         let value = match stream.next() {
             Some(Ok(v)) => v,
-            Some(Err(e)) => {
-                return Err(format!(
-                    "invalid [[double:...]] directive in the prompt: {e}"
-                ))
-            }
+            Some(Err(e)) => return Err(format!("invalid [[double:...]] directive in the prompt: {e}")),
             None => return Err("empty [[double:...]] directive in the prompt".to_owned()),
         };
         let end = stream.byte_offset();
@@ -243,9 +239,7 @@ fn type_error(field: &str, expected: &str) -> String {
 }
 
 fn string(field: &str, v: &Json) -> Result<String, String> {
-    v.as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| type_error(field, "a string"))
+    v.as_str().map(str::to_owned).ok_or_else(|| type_error(field, "a string"))
 }
 
 fn boolean(field: &str, v: &Json) -> Result<bool, String> {
@@ -257,9 +251,7 @@ fn boolean(field: &str, v: &Json) -> Result<bool, String> {
 
 fn count(field: &str, v: &Json) -> Result<u64, String> {
     match v {
-        Json::Num(n) => n
-            .as_u64()
-            .ok_or_else(|| type_error(field, "a non-negative integer")),
+        Json::Num(n) => n.as_u64().ok_or_else(|| type_error(field, "a non-negative integer")),
         _ => Err(type_error(field, "a non-negative integer")),
     }
 }
@@ -322,17 +314,10 @@ fn from_json(v: &Json) -> Result<Scenario, String> {
             },
             "stderr" => s.stderr = Some(string(k, value)?),
             "fail" => {
-                s.fail = Some(
-                    FAILURES
-                        .iter()
-                        .copied()
-                        .find(|f| value.as_str() == Some(f.name()))
-                        .ok_or_else(|| {
-                            let names: Vec<String> =
-                                FAILURES.iter().map(|f| format!("\"{}\"", f.name())).collect();
-                            type_error(k, &format!("one of {}", names.join(", ")))
-                        })?,
-                )
+                s.fail = Some(FAILURES.iter().copied().find(|f| value.as_str() == Some(f.name())).ok_or_else(|| {
+                    let names: Vec<String> = FAILURES.iter().map(|f| format!("\"{}\"", f.name())).collect();
+                    type_error(k, &format!("one of {}", names.join(", ")))
+                })?)
             }
             "grandchild" => s.grandchild = boolean(k, value)?,
             "grandchildEscapes" => s.grandchild_escapes = boolean(k, value)?,
@@ -379,13 +364,7 @@ const STOP_REASONS: [&str; 5] = ["end_turn", "max_tokens", "max_turn_requests", 
 /// An array whose items are strings or objects (`what` names them in the error).
 fn items_of(field: &str, v: &Json, what: &str) -> Result<Vec<Json>, String> {
     match v {
-        Json::Arr(items)
-            if items
-                .iter()
-                .all(|i| matches!(i, Json::Str(_) | Json::Obj(_))) =>
-        {
-            Ok(items.clone())
-        }
+        Json::Arr(items) if items.iter().all(|i| matches!(i, Json::Str(_) | Json::Obj(_))) => Ok(items.clone()),
         _ => Err(type_error(field, &format!("an array of {what}"))),
     }
 }
@@ -404,10 +383,7 @@ fn tool(v: &Json) -> Result<ToolSpec, String> {
     let Some(pairs) = v.as_object() else {
         return Err(type_error("tools[]", "an object"));
     };
-    let mut t = ToolSpec {
-        kind: "shell".to_owned(),
-        ..ToolSpec::default()
-    };
+    let mut t = ToolSpec { kind: "shell".to_owned(), ..ToolSpec::default() };
     for (key, value) in pairs {
         let k = key.as_str();
         match k {
@@ -423,12 +399,7 @@ fn tool(v: &Json) -> Result<ToolSpec, String> {
                     Some("success") => Outcome::Success,
                     Some("failure") => Outcome::Failure,
                     Some("rejected") => Outcome::Rejected,
-                    _ => {
-                        return Err(type_error(
-                            "tools[].outcome",
-                            "\"success\", \"failure\" or \"rejected\"",
-                        ))
-                    }
+                    _ => return Err(type_error("tools[].outcome", "\"success\", \"failure\" or \"rejected\"")),
                 }
             }
             "result" => t.result = Some(value.clone()),
@@ -438,10 +409,7 @@ fn tool(v: &Json) -> Result<ToolSpec, String> {
         }
     }
     if t.kind.is_empty() || !t.kind.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(format!(
-            "tool kind '{}' must be a non-empty ASCII word",
-            t.kind
-        ));
+        return Err(format!("tool kind '{}' must be a non-empty ASCII word", t.kind));
     }
     Ok(t)
 }
@@ -452,10 +420,8 @@ mod tests {
 
     #[test]
     fn directives_are_removed_and_parsed() {
-        let (clean, found) = extract_directives(
-            "hi [[double:{\"answer\":\"a]]b\"}]] there\n[[double:{\"garbage\":true}]]",
-        )
-        .unwrap();
+        let (clean, found) =
+            extract_directives("hi [[double:{\"answer\":\"a]]b\"}]] there\n[[double:{\"garbage\":true}]]").unwrap();
         assert_eq!(clean, "hi  there\n");
         assert_eq!(found.len(), 2);
         let s = build(&found).unwrap();

@@ -35,8 +35,5 @@ pub fn email() -> String {
 
 /// Whether a stored browser login exists (`CURSOR_DOUBLE_LOGGED_IN=0` simulates a fresh machine).
 pub fn logged_in() -> bool {
-    !matches!(
-        var("CURSOR_DOUBLE_LOGGED_IN").as_deref(),
-        Some("0") | Some("false")
-    )
+    !matches!(var("CURSOR_DOUBLE_LOGGED_IN").as_deref(), Some("0") | Some("false"))
 }

@@ -118,12 +118,7 @@ mod tests {
     #[test]
     fn strips_csi_and_both_osc_endings() {
         let p = Painter { on: true };
-        let s = format!(
-            "{}{} - {}",
-            p.title("x"),
-            p.cyan("auto"),
-            p.link("https://x", "Auto")
-        );
+        let s = format!("{}{} - {}", p.title("x"), p.cyan("auto"), p.link("https://x", "Auto"));
         assert_eq!(strip_ansi(&s), "auto - Auto");
     }
 }

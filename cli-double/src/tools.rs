@@ -21,19 +21,13 @@ pub fn args(spec: &ToolSpec, workspace: &str, call_id: &str) -> Json {
     let user_str = |k: &str| user.get(k).and_then(Json::as_str).map(str::to_owned);
     let file = |name: &str| format!("{}/{name}", workspace.trim_end_matches('/'));
     let mut base = match spec.kind.as_str() {
-        "shell" => shell_args(
-            &user_str("command").unwrap_or_else(|| "npm test".to_owned()),
-            call_id,
-        ),
+        "shell" => shell_args(&user_str("command").unwrap_or_else(|| "npm test".to_owned()), call_id),
         "read" => obj([("path", file("app.ts").into())]),
         "edit" => obj([
             ("path", file("app.ts").into()),
             (
                 "strReplace",
-                obj([
-                    ("oldText", "export const version = 1;".into()),
-                    ("newText", "export const version = 2;".into()),
-                ]),
+                obj([("oldText", "export const version = 1;".into()), ("newText", "export const version = 2;".into())]),
             ),
         ]),
         "ls" => obj([("path", workspace.into()), ("ignore", arr([]))]),
@@ -43,15 +37,10 @@ pub fn args(spec: &ToolSpec, workspace: &str, call_id: &str) -> Json {
             ("outputMode", "content".into()),
             ("caseInsensitive", false.into()),
         ]),
-        "glob" => obj([
-            ("globPattern", "**/*.ts".into()),
-            ("targetDirectory", workspace.into()),
-        ]),
-        "write" => obj([
-            ("path", file("notes.md").into()),
-            ("fileText", "# Notes\n".into()),
-            ("toolCallId", call_id.into()),
-        ]),
+        "glob" => obj([("globPattern", "**/*.ts".into()), ("targetDirectory", workspace.into())]),
+        "write" => {
+            obj([("path", file("notes.md").into()), ("fileText", "# Notes\n".into()), ("toolCallId", call_id.into())])
+        }
         "delete" => obj([("path", file("old.txt").into())]),
         "mcp" => obj([
             ("name", "filesystem-read_file".into()),
@@ -67,27 +56,15 @@ pub fn args(spec: &ToolSpec, workspace: &str, call_id: &str) -> Json {
 
 /// Shell args in the 2026.09 shape (transcript 04), derived from the command line.
 fn shell_args(command: &str, call_id: &str) -> Json {
-    let simple: Vec<&str> = command
-        .split(['&', '|', ';'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    let names: Vec<Json> = simple
-        .iter()
-        .filter_map(|s| s.split_whitespace().next())
-        .map(|n| n.into())
-        .collect();
+    let simple: Vec<&str> = command.split(['&', '|', ';']).map(str::trim).filter(|s| !s.is_empty()).collect();
+    let names: Vec<Json> = simple.iter().filter_map(|s| s.split_whitespace().next()).map(|n| n.into()).collect();
     let executable: Vec<Json> = simple
         .iter()
         .filter_map(|s| {
             let mut words = s.split_whitespace();
             let name = words.next()?;
             let args = words.map(|w| obj([("type", "word".into()), ("value", w.into())]));
-            Some(obj([
-                ("name", name.into()),
-                ("args", arr(args)),
-                ("fullText", (*s).into()),
-            ]))
+            Some(obj([("name", name.into()), ("args", arr(args)), ("fullText", (*s).into())]))
         })
         .collect();
     obj([
@@ -103,14 +80,8 @@ fn shell_args(command: &str, call_id: &str) -> Json {
             obj([
                 ("parsingFailed", false.into()),
                 ("executableCommands", Json::Arr(executable)),
-                (
-                    "hasRedirects",
-                    (command.contains('<') || command.contains('>')).into(),
-                ),
-                (
-                    "hasCommandSubstitution",
-                    (command.contains("$(") || command.contains('`')).into(),
-                ),
+                ("hasRedirects", (command.contains('<') || command.contains('>')).into()),
+                ("hasCommandSubstitution", (command.contains("$(") || command.contains('`')).into()),
             ]),
         ),
         ("fileOutputThresholdBytes", "0".into()),
@@ -121,10 +92,7 @@ fn shell_args(command: &str, call_id: &str) -> Json {
 }
 
 fn str_arg(args: &Json, k: &str) -> String {
-    args.get(k)
-        .and_then(Json::as_str)
-        .unwrap_or_default()
-        .to_owned()
+    args.get(k).and_then(Json::as_str).unwrap_or_default().to_owned()
 }
 
 fn error(message: String) -> Json {
@@ -162,10 +130,7 @@ pub fn result(spec: &ToolSpec, outcome: Outcome, args: &Json, elapsed_ms: u64) -
                     ("interleavedOutput", stdout.into()),
                 ])
             } else {
-                let stdout = spec
-                    .output
-                    .clone()
-                    .unwrap_or_else(|| "1 failed\n".to_owned());
+                let stdout = spec.output.clone().unwrap_or_else(|| "1 failed\n".to_owned());
                 obj([
                     ("command", command.into()),
                     ("exitCode", 1u64.into()),
@@ -175,10 +140,7 @@ pub fn result(spec: &ToolSpec, outcome: Outcome, args: &Json, elapsed_ms: u64) -
                     ("aborted", false.into()),
                 ])
             };
-            obj([
-                (if ok { "success" } else { "failure" }, body),
-                ("isBackground", false.into()),
-            ])
+            obj([(if ok { "success" } else { "failure" }, body), ("isBackground", false.into())])
         }
         _ if !ok => error(match spec.kind.as_str() {
             "read" | "delete" => format!("File not found: {path}"),
@@ -194,10 +156,7 @@ fn success_body(kind: &str, spec: &ToolSpec, args: &Json) -> Json {
     let path = str_arg(args, "path");
     match kind {
         "read" => {
-            let content = spec
-                .output
-                .clone()
-                .unwrap_or_else(|| DEFAULT_FILE.to_owned());
+            let content = spec.output.clone().unwrap_or_else(|| DEFAULT_FILE.to_owned());
             obj([
                 ("content", content.as_str().into()),
                 ("isEmpty", content.is_empty().into()),
@@ -213,13 +172,7 @@ fn success_body(kind: &str, spec: &ToolSpec, args: &Json) -> Json {
             obj([
                 ("absPath", path.into()),
                 ("childrenDirs", arr([])),
-                (
-                    "childrenFiles",
-                    arr([
-                        obj([("name", "a.txt".into())]),
-                        obj([("name", "b.txt".into())]),
-                    ]),
-                ),
+                ("childrenFiles", arr([obj([("name", "a.txt".into())]), obj([("name", "b.txt".into())])])),
                 ("childrenWereProcessed", true.into()),
             ]),
         )]),
@@ -259,41 +212,21 @@ fn success_body(kind: &str, spec: &ToolSpec, args: &Json) -> Json {
             obj([
                 ("pattern", str_arg(args, "globPattern").into()),
                 ("path", dir.clone().into()),
-                (
-                    "files",
-                    arr([format!("{}/app.ts", dir.trim_end_matches('/')).into()]),
-                ),
+                ("files", arr([format!("{}/app.ts", dir.trim_end_matches('/')).into()])),
                 ("totalFiles", 1u64.into()),
                 ("clientTruncated", false.into()),
                 ("ripgrepTruncated", false.into()),
             ])
         }
         "write" => {
-            let text = args
-                .get("fileText")
-                .or_else(|| args.get("contents"))
-                .and_then(Json::as_str)
-                .unwrap_or("");
-            obj([
-                ("path", path.into()),
-                ("linesCreated", text.lines().count().into()),
-                ("fileSize", text.len().into()),
-            ])
+            let text = args.get("fileText").or_else(|| args.get("contents")).and_then(Json::as_str).unwrap_or("");
+            obj([("path", path.into()), ("linesCreated", text.lines().count().into()), ("fileSize", text.len().into())])
         }
         "delete" => obj([("path", path.into())]),
         "mcp" => obj([
             (
                 "content",
-                arr([obj([(
-                    "text",
-                    obj([(
-                        "text",
-                        spec.output
-                            .clone()
-                            .unwrap_or_else(|| "ok".to_owned())
-                            .into(),
-                    )]),
-                )])]),
+                arr([obj([("text", obj([("text", spec.output.clone().unwrap_or_else(|| "ok".to_owned()).into())]))])]),
             ),
             ("isError", false.into()),
         ]),
@@ -304,34 +237,22 @@ fn success_body(kind: &str, spec: &ToolSpec, args: &Json) -> Json {
 
 /// Edit results with a unified diff, for `strReplace` (transcript 04) or `streamContent` (new file).
 fn edit_body(args: &Json, path: &str) -> Json {
-    let (before, after, diff, added, removed) =
-        if let Some(content) = args.get("streamContent").and_then(Json::as_str) {
-            let lines: Vec<&str> = content.lines().collect();
-            let mut diff = format!("--- /dev/null\n+++ b{path}\n@@ -0,0 +1,{} @@", lines.len());
-            for l in &lines {
-                diff.push_str("\n+");
-                diff.push_str(l);
-            }
-            (String::new(), content.to_owned(), diff, lines.len(), 0)
-        } else {
-            let sr = args.get("strReplace");
-            let old = sr
-                .and_then(|s| s.get("oldText"))
-                .and_then(Json::as_str)
-                .unwrap_or("");
-            let new = sr
-                .and_then(|s| s.get("newText"))
-                .and_then(Json::as_str)
-                .unwrap_or("");
-            let diff = format!("--- a{path}\n+++ b{path}\n@@ -1 +1 @@\n-{old}\n+{new}");
-            (
-                format!("{old}\n"),
-                format!("{new}\n"),
-                diff,
-                new.lines().count().max(1),
-                old.lines().count().max(1),
-            )
-        };
+    let (before, after, diff, added, removed) = if let Some(content) = args.get("streamContent").and_then(Json::as_str)
+    {
+        let lines: Vec<&str> = content.lines().collect();
+        let mut diff = format!("--- /dev/null\n+++ b{path}\n@@ -0,0 +1,{} @@", lines.len());
+        for l in &lines {
+            diff.push_str("\n+");
+            diff.push_str(l);
+        }
+        (String::new(), content.to_owned(), diff, lines.len(), 0)
+    } else {
+        let sr = args.get("strReplace");
+        let old = sr.and_then(|s| s.get("oldText")).and_then(Json::as_str).unwrap_or("");
+        let new = sr.and_then(|s| s.get("newText")).and_then(Json::as_str).unwrap_or("");
+        let diff = format!("--- a{path}\n+++ b{path}\n@@ -1 +1 @@\n-{old}\n+{new}");
+        (format!("{old}\n"), format!("{new}\n"), diff, new.lines().count().max(1), old.lines().count().max(1))
+    };
     obj([
         ("path", path.into()),
         ("linesAdded", added.into()),
@@ -350,32 +271,23 @@ mod tests {
     /// The npm-test shell call of transcript 04, args and success result.
     #[test]
     fn shell_matches_transcript_04() {
-        let id =
-            "call_Rt5yU8iO1pA4sD7fG0hJ3kLz\nfc_0d2609f619ccdca801698ca0b1f2e3d4c5b6a7980112233445";
-        let spec = ToolSpec {
-            kind: "shell".into(),
-            ..ToolSpec::default()
-        };
+        let id = "call_Rt5yU8iO1pA4sD7fG0hJ3kLz\nfc_0d2609f619ccdca801698ca0b1f2e3d4c5b6a7980112233445";
+        let spec = ToolSpec { kind: "shell".into(), ..ToolSpec::default() };
         let a = args(&spec, "/home/dev/project", id);
         assert_eq!(
             a.to_compact(),
             r#"{"command":"npm test","workingDirectory":"","timeout":120000,"toolCallId":"call_Rt5yU8iO1pA4sD7fG0hJ3kLz\nfc_0d2609f619ccdca801698ca0b1f2e3d4c5b6a7980112233445","simpleCommands":["npm"],"hasInputRedirect":false,"hasOutputRedirect":false,"parsingResult":{"parsingFailed":false,"executableCommands":[{"name":"npm","args":[{"type":"word","value":"test"}],"fullText":"npm test"}],"hasRedirects":false,"hasCommandSubstitution":false},"fileOutputThresholdBytes":"0","isBackground":false,"skipApproval":false,"timeoutBehavior":"TIMEOUT_BEHAVIOR_BACKGROUND"}"#
         );
         let r = result(&spec, Outcome::Success, &a, 1811);
-        assert!(r.to_compact().starts_with(
-            r#"{"success":{"command":"npm test","workingDirectory":"","exitCode":0,"signal":"","#
-        ));
-        assert!(r.to_compact().ends_with(
-            r#""executionTime":1811,"interleavedOutput":"ok\n"},"isBackground":false}"#
-        ));
+        assert!(r
+            .to_compact()
+            .starts_with(r#"{"success":{"command":"npm test","workingDirectory":"","exitCode":0,"signal":"","#));
+        assert!(r.to_compact().ends_with(r#""executionTime":1811,"interleavedOutput":"ok\n"},"isBackground":false}"#));
     }
 
     #[test]
     fn edit_matches_transcript_04() {
-        let spec = ToolSpec {
-            kind: "edit".into(),
-            ..ToolSpec::default()
-        };
+        let spec = ToolSpec { kind: "edit".into(), ..ToolSpec::default() };
         let a = args(&spec, "/home/dev/project", "x");
         let r = result(&spec, Outcome::Success, &a, 1);
         assert_eq!(

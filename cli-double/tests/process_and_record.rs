@@ -20,9 +20,7 @@ fn records_a_one_mebibyte_stdin_intact() {
     let mut prompt = String::new();
     let mut i = 0;
     while prompt.len() < (1 << 20) + 100 {
-        prompt.push_str(&format!(
-            "line {i}: naïve 👩\u{200d}💻 \"quoted\" \\ tab\t\r\n"
-        ));
+        prompt.push_str(&format!("line {i}: naïve 👩\u{200d}💻 \"quoted\" \\ tab\t\r\n"));
         i += 1;
     }
     let out = double()
@@ -39,37 +37,13 @@ fn records_a_one_mebibyte_stdin_intact() {
     assert_eq!(str_at(r, &["stdin"]), Some(prompt.as_str()));
     assert_eq!(r.get("stdinBytes"), Some(&Json::from(prompt.len())));
     assert_eq!(str_at(r, &["subcommand"]), Some("print"));
-    assert_eq!(
-        r.get("argv"),
-        Some(&Json::Arr(
-            ["-p", "--trust", "--output-format", "json"]
-                .map(Json::from)
-                .to_vec()
-        ))
-    );
+    assert_eq!(r.get("argv"), Some(&Json::Arr(["-p", "--trust", "--output-format", "json"].map(Json::from).to_vec())));
     assert_eq!(str_at(r, &["env", "CURSOR_API_KEY"]), Some("sekrit"));
     assert_eq!(str_at(r, &["env", "NO_COLOR"]), Some("1"));
     assert!(r.get("env").unwrap().get("FORCE_COLOR").is_none());
     assert_eq!(r.get("grandchildPid"), Some(&Json::Null));
-    let keys: Vec<&str> = r
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .collect();
-    assert_eq!(
-        &keys[..8],
-        [
-            "pid",
-            "ppid",
-            "pgid",
-            "argv",
-            "cwd",
-            "subcommand",
-            "stdin",
-            "stdinBytes"
-        ]
-    );
+    let keys: Vec<&str> = r.as_object().unwrap().iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(&keys[..8], ["pid", "ppid", "pgid", "argv", "cwd", "subcommand", "stdin", "stdinBytes"]);
     let _ = std::fs::remove_file(path);
 }
 
@@ -93,19 +67,11 @@ fn concurrent_records_never_interleave() {
     }
     let recs = records(&path);
     assert_eq!(recs.len(), 8);
-    assert!(recs
-        .iter()
-        .all(|r| r.get("stdinBytes") == Some(&Json::from(300_000u64))));
+    assert!(recs.iter().all(|r| r.get("stdinBytes") == Some(&Json::from(300_000u64))));
     // Other subcommands are recorded too, with stdin null.
-    double()
-        .args(["models"])
-        .env("CURSOR_DOUBLE_RECORD", path.to_str().unwrap())
-        .run();
+    double().args(["models"]).env("CURSOR_DOUBLE_RECORD", path.to_str().unwrap()).run();
     let last = records(&path).pop().unwrap();
-    assert_eq!(
-        (str_at(&last, &["subcommand"]), last.get("stdin")),
-        (Some("models"), Some(&Json::Null))
-    );
+    assert_eq!((str_at(&last, &["subcommand"]), last.get("stdin")), (Some("models"), Some(&Json::Null)));
     let _ = std::fs::remove_file(path);
 }
 
@@ -135,10 +101,7 @@ fn hang_and_ignored_sigterm() {
     let mut child = double()
         .args(["-p", "--trust", "hi"])
         .env("CURSOR_DOUBLE_RECORD", path.to_str().unwrap())
-        .env(
-            "CURSOR_DOUBLE_SCENARIO",
-            r#"{"hang":"beforeOutput","ignoreSigterm":true}"#,
-        )
+        .env("CURSOR_DOUBLE_SCENARIO", r#"{"hang":"beforeOutput","ignoreSigterm":true}"#)
         .command()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -149,10 +112,7 @@ fn hang_and_ignored_sigterm() {
     // SAFETY: plain kill(2) on our own child.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "SIGTERM must be ignored"
-    );
+    assert!(child.try_wait().unwrap().is_none(), "SIGTERM must be ignored");
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = std::fs::remove_file(path);
@@ -170,10 +130,7 @@ fn pgid_and_sid(pid: i32) -> (i32, i32) {
 #[cfg(target_os = "linux")]
 #[test]
 fn grandchild_stays_in_or_escapes_the_process_group() {
-    for (escapes, scenario) in [
-        (false, r#"{"grandchild":true}"#),
-        (true, r#"{"grandchildEscapes":true}"#),
-    ] {
+    for (escapes, scenario) in [(false, r#"{"grandchild":true}"#), (true, r#"{"grandchildEscapes":true}"#)] {
         let path = temp_path("gc.jsonl");
         let out = double()
             .args(["-p", "--trust"])
@@ -194,11 +151,7 @@ fn grandchild_stays_in_or_escapes_the_process_group() {
         assert!(alive(gc), "grandchild outlives the double");
         let (pgid, sid) = pgid_and_sid(gc);
         if escapes {
-            assert_eq!(
-                (pgid, sid),
-                (gc, gc),
-                "setsid() makes it a session and group leader"
-            );
+            assert_eq!((pgid, sid), (gc, gc), "setsid() makes it a session and group leader");
         } else {
             assert_eq!(pgid, double_pgid);
         }
@@ -211,11 +164,7 @@ fn grandchild_stays_in_or_escapes_the_process_group() {
 #[test]
 fn startup_delay_happens_before_stdin_is_read() {
     let start = Instant::now();
-    let out = double()
-        .args(["-p", "--trust"])
-        .env("CURSOR_DOUBLE_STARTUP_MS", "300")
-        .stdin("x")
-        .run();
+    let out = double().args(["-p", "--trust"]).env("CURSOR_DOUBLE_STARTUP_MS", "300").stdin("x").run();
     assert_eq!(out.code, Some(0));
     assert!(start.elapsed() >= Duration::from_millis(300));
 }
@@ -227,18 +176,12 @@ fn close_stdin_early_answers_from_positional_prompt() {
         .env("CURSOR_DOUBLE_SCENARIO", r#"{"closeStdinEarly":true}"#)
         .stdin(vec![b'z'; 4 << 20])
         .run();
-    assert_eq!(
-        (out.code, out.stdout()),
-        (Some(0), "Echo: from argv\n".to_owned())
-    );
+    assert_eq!((out.code, out.stdout()), (Some(0), "Echo: from argv\n".to_owned()));
 }
 
 #[test]
 fn stderr_flood_does_not_block_a_draining_parent() {
-    let out = double()
-        .args(["-p", "--trust"])
-        .stdin("x [[double:{\"stderrBytes\":1000000}]]")
-        .run();
+    let out = double().args(["-p", "--trust"]).stdin("x [[double:{\"stderrBytes\":1000000}]]").run();
     assert_eq!(out.code, Some(0));
     assert_eq!(out.stderr.len(), 1_000_000);
     assert_eq!(out.stdout(), "Echo: x\n");

@@ -36,8 +36,12 @@ fn synthetic_deltas(n: usize) -> Vec<Vec<Vec<u8>>> {
     let session = "0441a3b5-2da9-4a6c-a778-8984c871a78d";
     let alphabet = b"the quick brown fox jumps over the lazy dog ";
     let mut lines = vec![
-        format!(r#"{{"type":"system","subtype":"init","apiKeySource":"login","cwd":"/tmp/w","session_id":"{session}","model":"Auto","permissionMode":"default"}}"#),
-        format!(r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"text","text":"go\n"}}]}},"session_id":"{session}"}}"#),
+        format!(
+            r#"{{"type":"system","subtype":"init","apiKeySource":"login","cwd":"/tmp/w","session_id":"{session}","model":"Auto","permissionMode":"default"}}"#
+        ),
+        format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"text","text":"go\n"}}]}},"session_id":"{session}"}}"#
+        ),
     ];
     let mut answer = String::with_capacity(n);
     for i in 0..n {
@@ -129,7 +133,8 @@ fn main() {
     let fx = measure(fx_bytes, samples, span, || parse_all(&fixtures));
     let reference = measure(fx_bytes, samples, span, || serde_all(&fixtures));
     let dl = measure(dl_bytes, samples.min(10), span.max(Duration::from_millis(200)), || parse_all(&deltas));
-    let dl_lines_per_s: Vec<f64> = dl.iter().map(|mbps| mbps * 1e6 / dl_bytes as f64 * lines_of(&deltas) as f64).collect();
+    let dl_lines_per_s: Vec<f64> =
+        dl.iter().map(|mbps| mbps * 1e6 / dl_bytes as f64 * lines_of(&deltas) as f64).collect();
 
     eprintln!(
         "parser: fixtures {:.1} MB/s (serde_json::Value {:.1} MB/s); 100k-delta turn {:.1} MB/s = {:.0} lines/s",

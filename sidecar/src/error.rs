@@ -31,8 +31,7 @@ impl BridgeError {
         BridgeError::new(ErrorKind::InvalidParams, message)
     }
     pub fn internal(message: impl Into<String>) -> Self {
-        BridgeError::new(ErrorKind::Internal, message)
-            .hint("This is a bug in Cursor Bridge; the log file has details.")
+        BridgeError::new(ErrorKind::Internal, message).hint("This is a bug in Cursor Bridge; the log file has details.")
     }
     pub fn cancelled() -> Self {
         BridgeError::new(ErrorKind::Cancelled, "Request cancelled")

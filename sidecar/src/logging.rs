@@ -34,7 +34,8 @@ pub fn init(state_dir: Option<&Path>) -> Logging {
     // jsonrpsee traces raw requests, `initialize.apiKey` and prompts included: never let it below
     // info, whatever the filter says (later directives for a target win).
     filter_spec.push_str(",jsonrpsee=info,jsonrpsee_core=info,jsonrpsee_server=info,jsonrpsee_types=info");
-    let file_filter = EnvFilter::try_new(&filter_spec).unwrap_or_else(|_| EnvFilter::new("info,cursor_bridge::content=off"));
+    let file_filter =
+        EnvFilter::try_new(&filter_spec).unwrap_or_else(|_| EnvFilter::new("info,cursor_bridge::content=off"));
     let off = spec.trim().eq_ignore_ascii_case("off");
 
     let dir = std::env::var_os(ENV_LOG_DIR)

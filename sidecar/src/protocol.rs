@@ -18,8 +18,7 @@ pub mod request {
     pub const STATUS: &str = "status";
     pub const SHUTDOWN: &str = "shutdown";
 
-    pub const ALL: &[&str] =
-        &[INITIALIZE, MODELS_LIST, CHAT_SEND, SESSIONS_LIST, SESSIONS_CLEAR, STATUS, SHUTDOWN];
+    pub const ALL: &[&str] = &[INITIALIZE, MODELS_LIST, CHAT_SEND, SESSIONS_LIST, SESSIONS_CLEAR, STATUS, SHUTDOWN];
 }
 
 /// Notifications, in either direction (no response).
@@ -464,16 +463,8 @@ pub enum DeltaBody {
 }
 
 impl DeltaBody {
-    pub const KINDS: &'static [&'static str] = &[
-        "text",
-        "thinking",
-        "thinkingDone",
-        "toolStarted",
-        "toolCompleted",
-        "permissionDenied",
-        "session",
-        "usage",
-    ];
+    pub const KINDS: &'static [&'static str] =
+        &["text", "thinking", "thinkingDone", "toolStarted", "toolCompleted", "permissionDenied", "session", "usage"];
 }
 
 /// `$/cancelRequest` params.

@@ -88,7 +88,9 @@ fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
         }
         let mut here = module.to_vec();
         here.extend(inline.iter().map(|(n, _)| n.clone()));
-        for (at, _) in line.match_indices("crate::").chain(line.match_indices("super::")).chain(line.match_indices("self::")) {
+        for (at, _) in
+            line.match_indices("crate::").chain(line.match_indices("super::")).chain(line.match_indices("self::"))
+        {
             // `super::` inside `crate::a::super::`… does not occur; skip matches inside identifiers.
             if at > 0 && line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
                 continue;
@@ -259,7 +261,10 @@ fn processes_start_only_through_the_process_helper() {
             continue;
         }
         for line in shipped_lines(&path, &text) {
-            if line.contains("Command::new") || line.contains("process::Command") || line.contains("std::process::Child") {
+            if line.contains("Command::new")
+                || line.contains("process::Command")
+                || line.contains("std::process::Child")
+            {
                 wrong.push(format!("{name}: `{}`", line.trim()));
             }
         }
@@ -276,7 +281,8 @@ fn only_the_writer_touches_stdout() {
             let prints = calls_macro(line, "println!(") || calls_macro(line, "print!(") || calls_macro(line, "dbg!(");
             let stdout = line.contains("io::stdout()");
             // main.rs: `--version`/`--help`, and handing stdout to the writer; `serve --help`.
-            let allowed = (name == "main.rs" && (prints || stdout)) || (name == "http/mod.rs" && line.contains("print!(\"{USAGE}\")"));
+            let allowed = (name == "main.rs" && (prints || stdout))
+                || (name == "http/mod.rs" && line.contains("print!(\"{USAGE}\")"));
             if (prints || stdout) && !allowed {
                 wrong.push(format!("{name}: `{}`", line.trim()));
             }
@@ -287,18 +293,22 @@ fn only_the_writer_touches_stdout() {
 
 #[test]
 fn sources_are_formatted() {
+    // The whole workspace (sidecar, xtask, the CLI double, the test client), as `cargo fmt` sees it.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let files: Vec<PathBuf> = sources().into_iter().map(|(_, p, _)| Path::new(SRC).join(p)).collect();
-    let out = std::process::Command::new(std::env::var("RUSTFMT").unwrap_or_else(|_| "rustfmt".into()))
+    let out = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(root)
-        .args(["--check", "--edition", "2021"])
-        .args(&files)
+        .args(["fmt", "--all", "--", "--check"])
         .output()
-        .expect("rustfmt runs (rustup component add rustfmt)");
+        .expect("cargo fmt runs (rustup component add rustfmt)");
     assert!(
         out.status.success(),
-        "run `cargo fmt` (rustfmt.toml):\n{}",
-        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("Diff in")).collect::<Vec<_>>().join("\n")
+        "run `cargo fmt` (rustfmt.toml):\n{}{}",
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("Diff in"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
@@ -325,7 +335,11 @@ fn contained(want: &serde_json::Value, got: &serde_json::Value, at: &str, proble
     }
 }
 
-fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(v: &serde_json::Value, what: &str, problems: &mut Vec<String>) {
+fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(
+    v: &serde_json::Value,
+    what: &str,
+    problems: &mut Vec<String>,
+) {
     match serde_json::from_value::<T>(v.clone()) {
         Ok(parsed) => contained(v, &serde_json::to_value(&parsed).unwrap(), what, problems),
         Err(e) => problems.push(format!("{what}: does not parse as {}: {e}", std::any::type_name::<T>())),
@@ -404,7 +418,8 @@ fn every_protocol_example_round_trips_through_its_type() {
 #[test]
 fn a_renamed_field_fails_the_round_trip() {
     let mut problems = Vec::new();
-    let example = serde_json::json!({"turnId": "t", "model": "auto", "mode": "ask", "converstionId": "typo", "messages": []});
+    let example =
+        serde_json::json!({"turnId": "t", "model": "auto", "mode": "ask", "converstionId": "typo", "messages": []});
     round_trip::<crate::protocol::ChatSendParams>(&example, "typo", &mut problems);
     assert_eq!(problems.len(), 1, "{problems:?}");
 }

@@ -99,10 +99,7 @@ impl fmt::Display for TargetSummary {
 /// naming the input and how to reproduce it, if any target crashed, hung or ran out of memory.
 pub fn run(root: &Path, seconds_per_target: u64) -> Result<FuzzSummary> {
     let seconds = match std::env::var(SECONDS_ENV) {
-        Ok(s) => s
-            .trim()
-            .parse::<u64>()
-            .with_context(|| format!("{SECONDS_ENV}={s:?} is not a number of seconds"))?,
+        Ok(s) => s.trim().parse::<u64>().with_context(|| format!("{SECONDS_ENV}={s:?} is not a number of seconds"))?,
         Err(_) => seconds_per_target,
     };
     if seconds == 0 {
@@ -122,10 +119,7 @@ pub fn run(root: &Path, seconds_per_target: u64) -> Result<FuzzSummary> {
     // Build once with the output shown (the first build takes minutes); the runs reuse it.
     let build_started = Instant::now();
     run_visible(&mut cargo_fuzz(root, "build", &sanitizer))?;
-    eprintln!(
-        "xtask: fuzz targets built in {:.0?}",
-        build_started.elapsed()
-    );
+    eprintln!("xtask: fuzz targets built in {:.0?}", build_started.elapsed());
 
     let log_dir = fuzz_dir.join("target").join("xtask-logs");
     fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
@@ -137,11 +131,7 @@ pub fn run(root: &Path, seconds_per_target: u64) -> Result<FuzzSummary> {
     }
 
     println!("fuzzing summary ({seconds} s per target):\n{summary}");
-    let crashed: Vec<&TargetSummary> = summary
-        .targets
-        .iter()
-        .filter(|t| !t.crashes.is_empty())
-        .collect();
+    let crashed: Vec<&TargetSummary> = summary.targets.iter().filter(|t| !t.crashes.is_empty()).collect();
     if !crashed.is_empty() {
         let mut msg = String::from("fuzzing found crashes:");
         for t in crashed {
@@ -163,13 +153,7 @@ pub fn run(root: &Path, seconds_per_target: u64) -> Result<FuzzSummary> {
     Ok(summary)
 }
 
-fn run_target(
-    root: &Path,
-    name: &str,
-    seconds: u64,
-    sanitizer: &str,
-    log_dir: &Path,
-) -> Result<TargetSummary> {
+fn run_target(root: &Path, name: &str, seconds: u64, sanitizer: &str, log_dir: &Path) -> Result<TargetSummary> {
     let fuzz_dir = root.join("fuzz");
     let seeds = fuzz_dir.join("seeds").join(name);
     let corpus = fuzz_dir.join("corpus").join(name);
@@ -196,57 +180,30 @@ fn run_target(
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
-    eprintln!(
-        "$ {}  (for {seconds} s, output in {})",
-        describe(&cmd),
-        log.display()
-    );
+    eprintln!("$ {}  (for {seconds} s, output in {})", describe(&cmd), log.display());
     let started = Instant::now();
-    let status = cmd
-        .status()
-        .with_context(|| format!("could not start {}", describe(&cmd)))?;
+    let status = cmd.status().with_context(|| format!("could not start {}", describe(&cmd)))?;
     let elapsed = started.elapsed().as_secs_f64();
     let text = fs::read_to_string(&log).unwrap_or_default();
 
-    let mut crashes: Vec<PathBuf> = findings(&artifacts)?
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        .collect();
+    let mut crashes: Vec<PathBuf> = findings(&artifacts)?.into_iter().filter(|p| !before.contains(p)).collect();
     crashes.sort();
     if !status.success() && crashes.is_empty() {
         // A failure that left no input behind (build error, bad flag, ...): show why.
-        bail!(
-            "{} failed ({status}); last lines of {}:\n{}",
-            describe(&cmd),
-            log.display(),
-            tail(&text, 30)
-        );
+        bail!("{} failed ({status}); last lines of {}:\n{}", describe(&cmd), log.display(), tail(&text, 30));
     }
     if !crashes.is_empty() {
-        eprintln!(
-            "xtask: fuzz target {name} found a problem (full output in {}):\n{}",
-            log.display(),
-            why(&text)
-        );
+        eprintln!("xtask: fuzz target {name} found a problem (full output in {}):\n{}", log.display(), why(&text));
     }
 
-    let status_line = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('#') && l.contains(" cov: "));
+    let status_line = text.lines().rev().find(|l| l.starts_with('#') && l.contains(" cov: "));
     let field = |line: Option<&str>, key: &str| -> Option<u64> {
         let rest = line?.split(key).nth(1)?;
-        let digits: String = rest
-            .trim_start()
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
+        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
         digits.parse().ok()
     };
     let stat = |key: &str| -> Option<u64> {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(&format!("stat::{key}:")))?;
+        let line = text.lines().find(|l| l.starts_with(&format!("stat::{key}:")))?;
         line.rsplit(':').next()?.trim().parse().ok()
     };
     let runs = stat("number_of_executed_units").unwrap_or(0);
@@ -255,8 +212,7 @@ fn run_target(
         sanitizer: sanitizer.to_owned(),
         seconds: elapsed,
         runs,
-        execs_per_sec: stat("average_exec_per_sec")
-            .unwrap_or_else(|| (runs as f64 / elapsed.max(1.0)) as u64),
+        execs_per_sec: stat("average_exec_per_sec").unwrap_or_else(|| (runs as f64 / elapsed.max(1.0)) as u64),
         coverage: field(status_line, " cov:"),
         features: field(status_line, " ft:"),
         corpus: field(status_line, " corp:"),
@@ -272,14 +228,8 @@ fn findings(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry?.path();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if ["crash-", "timeout-", "oom-", "leak-"]
-            .iter()
-            .any(|p| name.starts_with(p))
-        {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if ["crash-", "timeout-", "oom-", "leak-"].iter().any(|p| name.starts_with(p)) {
             found.push(path);
         }
     }
@@ -293,8 +243,7 @@ fn cargo() -> Command {
 /// `cargo fuzz <subcommand>` in the project root, with the sanitizer chosen.
 fn cargo_fuzz(root: &Path, subcommand: &str, sanitizer: &str) -> Command {
     let mut cmd = cargo();
-    cmd.current_dir(root)
-        .args(["fuzz", subcommand, "--sanitizer", sanitizer]);
+    cmd.current_dir(root).args(["fuzz", subcommand, "--sanitizer", sanitizer]);
     if sanitizer == "address" {
         // `-Zsanitizer=address` on a stable toolchain (see the module docs).
         cmd.env("RUSTC_BOOTSTRAP", "1");
@@ -318,9 +267,7 @@ fn ensure_cargo_fuzz() -> Result<()> {
 
 fn run_visible(cmd: &mut Command) -> Result<()> {
     eprintln!("$ {}", describe(cmd));
-    let status = cmd
-        .status()
-        .with_context(|| format!("could not start {}", describe(cmd)))?;
+    let status = cmd.status().with_context(|| format!("could not start {}", describe(cmd)))?;
     if !status.success() {
         bail!("{} failed ({status})", describe(cmd));
     }
@@ -328,14 +275,10 @@ fn run_visible(cmd: &mut Command) -> Result<()> {
 }
 
 fn describe(cmd: &Command) -> String {
-    let envs = cmd
-        .get_envs()
-        .filter_map(|(k, v)| Some(format!("{}={} ", k.to_string_lossy(), v?.to_string_lossy())));
-    envs.chain(std::iter::once(
-        cmd.get_program().to_string_lossy().into_owned(),
-    ))
-    .chain(cmd.get_args().map(|a| format!(" {}", a.to_string_lossy())))
-    .collect()
+    let envs = cmd.get_envs().filter_map(|(k, v)| Some(format!("{}={} ", k.to_string_lossy(), v?.to_string_lossy())));
+    envs.chain(std::iter::once(cmd.get_program().to_string_lossy().into_owned()))
+        .chain(cmd.get_args().map(|a| format!(" {}", a.to_string_lossy())))
+        .collect()
 }
 
 /// The panic message or sanitizer report of a failed run, else its last lines.

@@ -228,10 +228,7 @@ fn npm_ci_if_needed() -> Result<()> {
 fn host_triple() -> Result<String> {
     let out = Command::new("rustc").arg("-vV").output().context("running rustc -vV")?;
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .map(str::to_string)
-        .context("rustc -vV printed no host triple")
+    text.lines().find_map(|l| l.strip_prefix("host: ")).map(str::to_string).context("rustc -vV printed no host triple")
 }
 
 /// The `vsce --target` for a Rust target triple (the platforms VS Code publishes builds for).
@@ -307,7 +304,10 @@ fn install(target: &Option<String>) -> Result<()> {
     match find_code() {
         Some(code) => {
             run_cmd(Command::new(code).arg("--install-extension").arg(&vsix).arg("--force"))?;
-            println!("Installed {} into VS Code. Reload open windows (Developer: Reload Window) to use it.", vsix.display());
+            println!(
+                "Installed {} into VS Code. Reload open windows (Developer: Reload Window) to use it.",
+                vsix.display()
+            );
         }
         None => {
             println!("The extension is packaged: {}", vsix.display());

@@ -31,10 +31,7 @@ pub fn double() -> Double {
         cmd.env("PATH", path);
     }
     // A HOME of its own: the double keeps chat folders under $HOME/.cursor.
-    cmd.env(
-        "HOME",
-        std::env::temp_dir().join(format!("cli-double-test-home-{}", std::process::id())),
-    );
+    cmd.env("HOME", std::env::temp_dir().join(format!("cli-double-test-home-{}", std::process::id())));
     Double { cmd, stdin: None }
 }
 
@@ -56,10 +53,7 @@ impl Double {
     }
 
     pub fn run(mut self) -> Output {
-        self.cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        self.cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = self.cmd.spawn().expect("spawn double");
         let mut pipe = child.stdin.take().expect("stdin pipe");
         let input = self.stdin.unwrap_or_default();
@@ -69,11 +63,7 @@ impl Double {
         });
         let out = child.wait_with_output().expect("wait double");
         writer.join().expect("stdin writer");
-        Output {
-            code: out.status.code(),
-            stdout: out.stdout,
-            stderr: out.stderr,
-        }
+        Output { code: out.status.code(), stdout: out.stdout, stderr: out.stderr }
     }
 }
 
@@ -92,10 +82,7 @@ impl Output {
     }
     /// stdout as NDJSON events; every line must parse.
     pub fn events(&self) -> Vec<Json> {
-        self.stdout()
-            .lines()
-            .map(|l| Json::parse(l).unwrap_or_else(|e| panic!("bad NDJSON line {l:?}: {e}")))
-            .collect()
+        self.stdout().lines().map(|l| Json::parse(l).unwrap_or_else(|e| panic!("bad NDJSON line {l:?}: {e}"))).collect()
     }
 }
 
@@ -110,20 +97,13 @@ pub fn at<'a>(v: &'a Json, path: &[&str]) -> Option<&'a Json> {
 /// Text of an assistant event (`message.content[0].text`).
 pub fn assistant_text(v: &Json) -> &str {
     match at(v, &["message", "content"]) {
-        Some(Json::Arr(items)) => items
-            .first()
-            .and_then(|i| i.get("text"))
-            .and_then(Json::as_str)
-            .unwrap_or(""),
+        Some(Json::Arr(items)) => items.first().and_then(|i| i.get("text")).and_then(Json::as_str).unwrap_or(""),
         _ => "",
     }
 }
 
 pub fn kind(v: &Json) -> (String, String) {
-    (
-        str_at(v, &["type"]).unwrap_or_default().to_owned(),
-        str_at(v, &["subtype"]).unwrap_or_default().to_owned(),
-    )
+    (str_at(v, &["type"]).unwrap_or_default().to_owned(), str_at(v, &["subtype"]).unwrap_or_default().to_owned())
 }
 
 /// A fresh path under the temp dir (no tempfile crate in this package).
@@ -214,9 +194,7 @@ pub fn is_uuid_v4(s: &str) -> bool {
     let b = s.as_bytes();
     s.len() == 36
         && [8, 13, 18, 23].iter().all(|i| b[*i] == b'-')
-        && s.chars()
-            .enumerate()
-            .all(|(i, c)| [8, 13, 18, 23].contains(&i) || matches!(c, '0'..='9' | 'a'..='f'))
+        && s.chars().enumerate().all(|(i, c)| [8, 13, 18, 23].contains(&i) || matches!(c, '0'..='9' | 'a'..='f'))
         && b[14] == b'4'
         && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }

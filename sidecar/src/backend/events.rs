@@ -19,13 +19,31 @@ pub enum Event {
     Thinking(String),
     /// The current thinking block is complete.
     ThinkingDone,
-    ToolStarted { call_id: String, tool: String, summary: String },
+    ToolStarted {
+        call_id: String,
+        tool: String,
+        summary: String,
+    },
     /// `ok` is false for failures, errors and rejections.
-    ToolCompleted { call_id: String, tool: String, summary: String, ok: bool, detail: Option<String> },
+    ToolCompleted {
+        call_id: String,
+        tool: String,
+        summary: String,
+        ok: bool,
+        detail: Option<String>,
+    },
     /// The agent asked permission for something it may not do unattended and was refused.
-    PermissionDenied { tool: String, summary: String, hint: String },
+    PermissionDenied {
+        tool: String,
+        summary: String,
+        hint: String,
+    },
     /// Which session the turn runs in; sent once, before any text.
-    Session { session_id: String, resumed: bool, replayed: bool },
+    Session {
+        session_id: String,
+        resumed: bool,
+        replayed: bool,
+    },
     Usage(Usage),
 }
 

@@ -7,11 +7,11 @@ pub mod acp;
 pub mod cursor_print;
 pub mod events;
 pub mod process;
-pub mod seam;
-pub mod select;
 /// A backend that follows a script, for the in-process test tier.
 #[cfg(test)]
 pub mod scripted;
+pub mod seam;
+pub mod select;
 
 pub use events::{Activity, Event, EventSink};
 pub use seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};

@@ -838,6 +838,8 @@ pub(crate) mod tests {
             // CLI discovery probes candidates with `--version` from the blocking pool; each probe
             // is awaited (block_on) before the closure returns, so none outlives the thread.
             ("backend/cursor_print/locate.rs", "tokio::task::spawn_blocking(move || {"),
+            // Removing folders; starts nothing.
+            ("http/mod.rs", "spawn_blocking(move || engine.sweep_conversation_folders(FOLDER_GRACE))"),
         ];
         let needle = concat!("spawn_", "blocking(");
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

@@ -128,8 +128,12 @@ impl Scripted {
                 Step::Think(text) => sink.emit(Event::Thinking(text)).await,
                 Step::Tool => {
                     let (call_id, tool, summary) = ("c1".to_string(), "read".to_string(), "Read a.rs".to_string());
-                    sink.emit(Event::ToolStarted { call_id: call_id.clone(), tool: tool.clone(), summary: summary.clone() })
-                        .await;
+                    sink.emit(Event::ToolStarted {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        summary: summary.clone(),
+                    })
+                    .await;
                     sink.emit(Event::ToolCompleted { call_id, tool, summary, ok: true, detail: None }).await
                 }
                 Step::Silent(d) => tokio::time::sleep(d).await,

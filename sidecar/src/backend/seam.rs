@@ -92,8 +92,17 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn new(cli_path: Option<String>, api_key: Option<crate::protocol::Secret>, options: &crate::protocol::Options) -> Self {
-        Settings { cli_path, api_key, spares: options.spares, spare_idle: Duration::from_secs(options.spare_idle_seconds) }
+    pub fn new(
+        cli_path: Option<String>,
+        api_key: Option<crate::protocol::Secret>,
+        options: &crate::protocol::Options,
+    ) -> Self {
+        Settings {
+            cli_path,
+            api_key,
+            spares: options.spares,
+            spare_idle: Duration::from_secs(options.spare_idle_seconds),
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::cursor_print::CursorPrint;
-pub use super::seam::Settings;
 use super::seam::Backend;
+pub use super::seam::Settings;
 
 pub fn backend(settings: Settings) -> Arc<dyn Backend> {
     CursorPrint::new(settings)

@@ -94,7 +94,8 @@ impl Config {
 
     /// A new private folder for a new conversation below `conversation_folders`.
     pub fn new_conversation_folder(&self) -> Result<PathBuf> {
-        let root = self.conversation_folders.as_ref().ok_or_else(|| BridgeError::internal("no conversation folders"))?;
+        let root =
+            self.conversation_folders.as_ref().ok_or_else(|| BridgeError::internal("no conversation folders"))?;
         private_dir(&root.join(format!("c-{:016x}", crate::util::ids::random_u64())))
             .map_err(|e| BridgeError::internal(format!("cannot create a conversation folder: {e}")))
     }
@@ -133,9 +134,9 @@ impl Config {
                 None => return Err(BridgeError::invalid_params("no workspace folder")),
             },
         };
-        let path = path.canonicalize().map_err(|_| {
-            BridgeError::invalid_params(format!("workspace folder does not exist: {}", path.display()))
-        })?;
+        let path = path
+            .canonicalize()
+            .map_err(|_| BridgeError::invalid_params(format!("workspace folder does not exist: {}", path.display())))?;
         if !path.is_dir() {
             return Err(BridgeError::invalid_params(format!("workspace is not a folder: {}", path.display())));
         }

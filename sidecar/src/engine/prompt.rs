@@ -5,9 +5,9 @@
 //! inside `<userRequest>` identifies a turn: the context messages are the same for every chat in a
 //! workspace. A client that uses no such markers (a plain API client) has every user message count.
 
+use crate::engine::sessions::{answer_hash, request_hash};
 use crate::error::{BridgeError, Result};
 use crate::protocol::{ChatMessage, Role};
-use crate::engine::sessions::{answer_hash, request_hash};
 
 const OPEN: &str = "<userRequest>";
 const CLOSE: &str = "</userRequest>";
@@ -30,8 +30,7 @@ pub struct Conversation<'a> {
 
 impl<'a> Conversation<'a> {
     pub fn parse(messages: &'a [ChatMessage]) -> Result<Self> {
-        let uses_markers =
-            messages.iter().any(|m| m.role == Role::User && m.text.contains(OPEN));
+        let uses_markers = messages.iter().any(|m| m.role == Role::User && m.text.contains(OPEN));
         let requests: Vec<usize> = messages
             .iter()
             .enumerate()
@@ -42,9 +41,7 @@ impl<'a> Conversation<'a> {
             return Err(BridgeError::invalid_params("`messages` has no user message"));
         };
         if messages[last + 1..].iter().any(|m| m.role == Role::Assistant) {
-            return Err(BridgeError::invalid_params(
-                "the last message must be from the user (nothing to answer)",
-            ));
+            return Err(BridgeError::invalid_params("the last message must be from the user (nothing to answer)"));
         }
         Ok(Conversation { messages, requests, uses_markers })
     }
@@ -108,9 +105,7 @@ impl<'a> Conversation<'a> {
     pub fn new_chat_prompt(&self, replay_max_chars: usize, include_system: bool) -> String {
         let mut parts: Vec<String> = Vec::new();
         if include_system {
-            parts.extend(
-                self.messages.iter().filter(|m| m.role == Role::System).map(|m| m.text.clone()),
-            );
+            parts.extend(self.messages.iter().filter(|m| m.role == Role::System).map(|m| m.text.clone()));
         }
         let first_request = self.requests[0];
         // Context messages (no marker) that come before the new request, e.g. <environment_info>.
@@ -222,7 +217,12 @@ mod tests {
     #[test]
     fn history_is_the_typed_requests_only() {
         let a = vec![m(Role::User, ENV), copilot_turn("one"), m(Role::Assistant, "1"), copilot_turn("two")];
-        let b = vec![m(Role::User, "<environment_info>other</environment_info>"), copilot_turn("one"), m(Role::Assistant, "uno"), copilot_turn("three")];
+        let b = vec![
+            m(Role::User, "<environment_info>other</environment_info>"),
+            copilot_turn("one"),
+            m(Role::Assistant, "uno"),
+            copilot_turn("three"),
+        ];
         let ca = Conversation::parse(&a).unwrap();
         let cb = Conversation::parse(&b).unwrap();
         assert_eq!(ca.history_hashes(), cb.history_hashes());

@@ -29,10 +29,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
     }
 }
 
@@ -466,16 +463,32 @@ mod tests {
             ("history of another conversation is never taken over", lookup(Some("c2"), None, Mode::Agent, h_a), "new"),
             ("same requests, the answers this chat gave", with(lookup(None, None, Mode::Ask, h_ab), a_ab), "resume s2"),
             ("same requests, other answers: another chat", with(lookup(None, None, Mode::Ask, h_ab), a_other), "new"),
-            ("answers of a failed turn after the chat's own", with(lookup(None, None, Mode::Ask, h_ab), leak([a_ab, a_a].concat())), "resume s2"),
-            ("a request the chat never completed is sent again", lookup(Some("c3"), None, Mode::Ask, h_abf), "resume s3 missing 1"),
-            ("a request the chat never saw diverges", lookup(Some("c3"), None, Mode::Ask, leak(hashes(&["a", "b", "new"]))), "diverged s3"),
+            (
+                "answers of a failed turn after the chat's own",
+                with(lookup(None, None, Mode::Ask, h_ab), leak([a_ab, a_a].concat())),
+                "resume s2",
+            ),
+            (
+                "a request the chat never completed is sent again",
+                lookup(Some("c3"), None, Mode::Ask, h_abf),
+                "resume s3 missing 1",
+            ),
+            (
+                "a request the chat never saw diverges",
+                lookup(Some("c3"), None, Mode::Ask, leak(hashes(&["a", "b", "new"]))),
+                "diverged s3",
+            ),
             ("a chat that failed twice is given up", lookup(Some("c4"), None, Mode::Ask, h_a), "diverged s4"),
             ("conversation id, same history", lookup(Some("c1"), None, Mode::Agent, h_a), "resume s1"),
             ("conversation id, other mode still resumes", lookup(Some("c1"), None, Mode::Ask, h_a), "resume s1"),
             ("conversation id, edited history", lookup(Some("c1"), None, Mode::Agent, h_x), "diverged s1"),
             ("conversation id, retried last turn", lookup(Some("c1"), None, Mode::Agent, &[]), "diverged s1"),
             ("unknown conversation id, new chat", lookup(Some("zz"), None, Mode::Agent, &[]), "new"),
-            ("unknown conversation id falls back to a session of none", with(lookup(Some("zz"), None, Mode::Ask, h_ab), a_ab), "resume s2"),
+            (
+                "unknown conversation id falls back to a session of none",
+                with(lookup(Some("zz"), None, Mode::Ask, h_ab), a_ab),
+                "resume s2",
+            ),
             ("session id marker", lookup(None, Some("s2"), Mode::Ask, h_ab), "resume s2"),
             ("history match, same mode", with(lookup(None, None, Mode::Ask, h_ab), a_ab), "resume s2"),
             ("history match, other mode", with(lookup(None, None, Mode::Plan, h_ab), a_ab), "new"),
@@ -508,10 +521,8 @@ mod tests {
     fn most_recent_history_match_wins() {
         let clock = Arc::new(ManualClock::new(10 * MIN));
         let mut s = store(&clock, None);
-        s.sessions = vec![
-            session("old", None, Mode::Agent, &["a"], MIN),
-            session("new", None, Mode::Agent, &["a"], 2 * MIN),
-        ];
+        s.sessions =
+            vec![session("old", None, Mode::Agent, &["a"], MIN), session("new", None, Mode::Agent, &["a"], 2 * MIN)];
         let (history, answered) = (hashes(&["a"]), answers(&["a"]));
         let q = Lookup { answers: &answered, ..lookup(None, None, Mode::Agent, &history) };
         assert!(matches!(s.find(&q), Match::Resume { session: x, .. } if x.id == "new"));

@@ -131,7 +131,9 @@ impl Engine {
         let mut outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity).await;
         // A chat the agent no longer has (garbage-collected, other machine) fails before it says
         // anything; start a new chat with the history replayed rather than lose the conversation.
-        if plan.resumed && matches!(&outcome, Err(f) if !f.spoke && (f.chat_lost || f.error.kind == ErrorKind::CliFailed)) {
+        if plan.resumed
+            && matches!(&outcome, Err(f) if !f.spoke && (f.chat_lost || f.error.kind == ErrorKind::CliFailed))
+        {
             tracing::warn!(turn = %req.turn_id, "resume failed before any output; replaying into a new chat");
             if let Some(i) = incomplete.as_mut() {
                 i.resume_failed = true;
@@ -232,7 +234,16 @@ impl Engine {
                 }
                 let chat = Chat::Resume(session.chat_id.clone());
                 let prompt = conversation.resume_prompt_with(missing);
-                Ok(Plan { session: Some(session), chat, resumed: true, replayed: false, prompt, mode, model, unattended })
+                Ok(Plan {
+                    session: Some(session),
+                    chat,
+                    resumed: true,
+                    replayed: false,
+                    prompt,
+                    mode,
+                    model,
+                    unattended,
+                })
             }
             found => {
                 let session = match found {
@@ -259,7 +270,16 @@ impl Engine {
                 };
                 let replayed = conversation.has_history();
                 let prompt = self.new_chat_prompt(conversation);
-                Ok(Plan { session: Some(session), chat: Chat::New, resumed: false, replayed, prompt, mode, model, unattended })
+                Ok(Plan {
+                    session: Some(session),
+                    chat: Chat::New,
+                    resumed: false,
+                    replayed,
+                    prompt,
+                    mode,
+                    model,
+                    unattended,
+                })
             }
         }
     }
@@ -281,7 +301,10 @@ impl Engine {
             Err(_) => {
                 return Err(BridgeError::new(
                     ErrorKind::Timeout,
-                    format!("No free slot for {} s: {} turns are running", options.request_timeout_seconds, options.max_concurrent),
+                    format!(
+                        "No free slot for {} s: {} turns are running",
+                        options.request_timeout_seconds, options.max_concurrent
+                    ),
                 )
                 .hint(TIMEOUT_HINT_CONCURRENT)
                 .into())
@@ -370,7 +393,12 @@ impl Incomplete<'_> {
 impl Drop for Incomplete<'_> {
     fn drop(&mut self) {
         if !self.session_id.is_empty() {
-            lock(&self.engine.sessions).note_incomplete(&self.session_id, &self.chat_id, self.request, self.resume_failed);
+            lock(&self.engine.sessions).note_incomplete(
+                &self.session_id,
+                &self.chat_id,
+                self.request,
+                self.resume_failed,
+            );
         }
     }
 }

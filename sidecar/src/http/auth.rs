@@ -121,7 +121,8 @@ mod tests {
 
     #[test]
     fn loopback_host_names() {
-        for host in ["localhost", "localhost:9997", "127.0.0.1:9997", "127.1.2.3", "[::1]:80", "[::1]", "a.localhost:1"] {
+        for host in ["localhost", "localhost:9997", "127.0.0.1:9997", "127.1.2.3", "[::1]:80", "[::1]", "a.localhost:1"]
+        {
             assert!(is_loopback_host(host), "{host}");
         }
         for host in ["evil.example", "evil.example:9997", "10.0.0.1:9997", "[::2]:80", "localhost.evil.example"] {

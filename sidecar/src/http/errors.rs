@@ -144,7 +144,11 @@ impl From<BridgeError> for ApiError {
 
 fn end_sentence(s: &str) -> String {
     let s = s.trim_end();
-    if s.ends_with(['.', '!', '?', ':']) { s.to_string() } else { format!("{s}.") }
+    if s.ends_with(['.', '!', '?', ':']) {
+        s.to_string()
+    } else {
+        format!("{s}.")
+    }
 }
 
 #[cfg(test)]

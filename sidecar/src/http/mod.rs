@@ -236,7 +236,8 @@ pub fn main(args: &[String]) -> i32 {
         );
         return 2;
     }
-    if let Some(cli) = args.cli_path.as_deref().filter(|c| c.contains(std::path::MAIN_SEPARATOR) && !c.starts_with('~')) {
+    if let Some(cli) = args.cli_path.as_deref().filter(|c| c.contains(std::path::MAIN_SEPARATOR) && !c.starts_with('~'))
+    {
         // Said now, not as a 503 on every request (bare names and ~ are resolved by discovery).
         if !std::path::Path::new(cli).is_file() {
             eprintln!("cursor-bridge serve: --cli-path {cli} is not a file");

@@ -301,7 +301,9 @@ impl Drop for Hangup {
     fn drop(&mut self) {
         if self.armed {
             self.span.in_scope(|| {
-                tracing::info!("the request ended before its turn (client gone or server stopping); turn and CLI stopped")
+                tracing::info!(
+                    "the request ended before its turn (client gone or server stopping); turn and CLI stopped"
+                )
             });
         }
     }
@@ -349,7 +351,9 @@ async fn stream_completion(
         queue: VecDeque::new(),
         done: false,
     };
-    chunks.queue.push_back(chunks.chunk(Delta { role: Some("assistant"), content: Some(String::new()), ..Delta::default() }, None));
+    chunks.queue.push_back(
+        chunks.chunk(Delta { role: Some("assistant"), content: Some(String::new()), ..Delta::default() }, None),
+    );
     if let Some(delta) = first {
         chunks.push_delta(delta);
     }

@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 pub enum Workspaces {
     /// `--workspace DIR`: every turn runs there (the engine's default folder).
     Fixed(PathBuf),

@@ -102,7 +102,12 @@ where
 }
 
 /// [`serve`] on a connection of the caller's (the in-process tests give it a scripted backend).
-pub async fn serve_connection<R, W>(input: R, output: W, app: Arc<Connection>, outbox_rx: mpsc::Receiver<Vec<u8>>) -> i32
+pub async fn serve_connection<R, W>(
+    input: R,
+    output: W,
+    app: Arc<Connection>,
+    outbox_rx: mpsc::Receiver<Vec<u8>>,
+) -> i32
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -474,7 +479,10 @@ mod tests {
         assert_eq!(r["error"]["code"], code::INTERNAL_ERROR);
         assert_eq!(r["error"]["data"]["kind"], "internal");
 
-        client_in.write_all(&frame(serde_json::json!({"jsonrpc":"2.0","id":3,"method":"sessions/list"}))).await.unwrap();
+        client_in
+            .write_all(&frame(serde_json::json!({"jsonrpc":"2.0","id":3,"method":"sessions/list"})))
+            .await
+            .unwrap();
         let r = read_response(&mut client_out).await;
         assert_eq!(r["result"]["sessions"], serde_json::json!([]));
 

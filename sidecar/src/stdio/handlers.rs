@@ -73,15 +73,22 @@ pub fn module(conn: Arc<Connection>) -> RpcModule<Connection> {
     let mut m = RpcModule::from_arc(conn);
     let turns = Turns::default();
     let result = (|| -> Result<(), jsonrpsee::core::RegisterMethodError> {
-        m.register_async_method(request::INITIALIZE, |p, c, _| async move { initialize(&c, p).await.map_err(ErrorObjectOwned::from) })?;
-        m.register_async_method(request::MODELS_LIST, |p, c, _| async move { models_list(&c, p).await.map_err(ErrorObjectOwned::from) })?;
+        m.register_async_method(request::INITIALIZE, |p, c, _| async move {
+            initialize(&c, p).await.map_err(ErrorObjectOwned::from)
+        })?;
+        m.register_async_method(request::MODELS_LIST, |p, c, _| async move {
+            models_list(&c, p).await.map_err(ErrorObjectOwned::from)
+        })?;
         m.register_async_method(request::CHAT_SEND, move |p, c, _| {
             let turns = turns.clone();
             async move { chat_send(&c, &turns, p).await.map_err(ErrorObjectOwned::from) }
         })?;
         m.register_method(request::SESSIONS_LIST, |_, c, _| sessions_list(c).map_err(ErrorObjectOwned::from))?;
         m.register_method(request::SESSIONS_CLEAR, |p, c, _| sessions_clear(c, p).map_err(ErrorObjectOwned::from))?;
-        m.register_async_method(request::STATUS, |_, c, _| async move { status(&c).await.map_err(ErrorObjectOwned::from) })?;
+        m.register_async_method(
+            request::STATUS,
+            |_, c, _| async move { status(&c).await.map_err(ErrorObjectOwned::from) },
+        )?;
         m.register_method(request::SHUTDOWN, |_, c, _| -> Result<(), ErrorObjectOwned> {
             c.begin_shutdown();
             // Spares and prefetches end now; running turns were aborted by the dispatch loop.

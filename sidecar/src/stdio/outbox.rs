@@ -96,4 +96,3 @@ pub fn outbox() -> (Outbox, mpsc::Receiver<Vec<u8>>) {
     let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
     (Outbox(tx), rx)
 }
-

@@ -28,7 +28,8 @@ impl Client {
     fn start(backend: Arc<Scripted>, state_dir: Option<std::path::PathBuf>) -> Client {
         let (tx, rx) = outbox();
         let paths = Paths { state_dir, log_file: None };
-        let conn = Arc::new(Connection::with_backend(tx, paths, Box::new(move |_| backend.clone() as Arc<dyn Backend>)));
+        let conn =
+            Arc::new(Connection::with_backend(tx, paths, Box::new(move |_| backend.clone() as Arc<dyn Backend>)));
         let (input, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, output) = tokio::io::duplex(1 << 20);
         let server = tokio::spawn(serve_connection(server_in, server_out, conn, rx));
@@ -137,10 +138,14 @@ async fn a_turn_streams_numbered_deltas_then_answers() {
     let seqs: Vec<u64> = deltas.iter().map(|d| d["params"]["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
     assert!(deltas.iter().all(|d| d["method"] == "chat/delta" && d["params"]["turnId"] == "t1"));
-    let text: String = deltas.iter().filter_map(|d| d["params"]["text"].as_str().filter(|_| d["params"]["kind"] == "text")).collect();
+    let text: String =
+        deltas.iter().filter_map(|d| d["params"]["text"].as_str().filter(|_| d["params"]["kind"] == "text")).collect();
     assert_eq!(text, "Hello, world");
     let result = &response["result"];
-    assert_eq!((result["turnId"].as_str(), result["resumed"].as_bool(), result["stopReason"].as_str()), (Some("t1"), Some(false), Some("end")));
+    assert_eq!(
+        (result["turnId"].as_str(), result["resumed"].as_bool(), result["stopReason"].as_str()),
+        (Some("t1"), Some(false), Some("end"))
+    );
     assert!(result["sessionId"].as_str().unwrap().starts_with("cb-"));
     assert_eq!(c.finish().await, 0);
 }
@@ -176,9 +181,15 @@ async fn protocol_errors_are_typed_and_the_server_keeps_serving() {
     let unknown = c.request("no/such", json!({})).await;
     assert_eq!(unknown["error"]["code"], -32601);
     let bad = c.request("chat/send", json!({"turnId": 5})).await;
-    assert_eq!((bad["error"]["code"].as_i64(), bad["error"]["data"]["kind"].as_str()), (Some(-32602), Some("invalidParams")));
+    assert_eq!(
+        (bad["error"]["code"].as_i64(), bad["error"]["data"]["kind"].as_str()),
+        (Some(-32602), Some("invalidParams"))
+    );
     let failed = c.request("chat/send", chat("t", "[[fail:rateLimited]]")).await;
-    assert_eq!((failed["error"]["code"].as_i64(), failed["error"]["data"]["kind"].as_str()), (Some(-32000), Some("rateLimited")));
+    assert_eq!(
+        (failed["error"]["code"].as_i64(), failed["error"]["data"]["kind"].as_str()),
+        (Some(-32000), Some("rateLimited"))
+    );
     assert_eq!(failed["error"]["data"]["hint"], "scripted");
     c.pending.clear(); // the failed turn's session delta
     c.input.write_all(b"Content-Length: 5\r\n\r\n{oops").await.unwrap();

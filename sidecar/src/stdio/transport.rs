@@ -8,8 +8,8 @@
 //! arrives and never searched (a body holding `Content-Length:` text, a pasted log or a hostile
 //! one, must not turn into frames). Only bytes that are not a header are searched for the next one.
 
-use bytes_helpers::{find, find_ignore_ascii_case};
 use crate::util::text::cut_chars;
+use bytes_helpers::{find, find_ignore_ascii_case};
 use tokio_util::bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -121,10 +121,7 @@ impl Decoder for FrameCodec {
                         Ok(len) if len > self.max_frame => {
                             self.advance(buf, end + HEADER_END.len());
                             self.state = State::Skip(len);
-                            return Ok(Some(Err(FrameError::TooLarge {
-                                length: len,
-                                max: self.max_frame,
-                            })));
+                            return Ok(Some(Err(FrameError::TooLarge { length: len, max: self.max_frame })));
                         }
                         Ok(len) => {
                             self.advance(buf, end + HEADER_END.len());
@@ -201,11 +198,8 @@ fn parse_content_length(header: &[u8]) -> Result<usize, String> {
         };
         if name.trim().eq_ignore_ascii_case("content-length") {
             let value = value.trim();
-            length = Some(
-                value
-                    .parse::<usize>()
-                    .map_err(|_| format!("bad Content-Length: {:?}", cut_chars(value, 40)))?,
-            );
+            length =
+                Some(value.parse::<usize>().map_err(|_| format!("bad Content-Length: {:?}", cut_chars(value, 40)))?);
         }
         // Content-Type and unknown headers are allowed and ignored, as in LSP.
     }
@@ -230,9 +224,7 @@ mod bytes_helpers {
 
     /// The first match of a lower-case `needle`, ignoring ASCII case; no copy of the haystack.
     pub fn find_ignore_ascii_case(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-        haystack
-            .windows(needle.len())
-            .position(|w| w.eq_ignore_ascii_case(needle))
+        haystack.windows(needle.len()).position(|w| w.eq_ignore_ascii_case(needle))
     }
 }
 

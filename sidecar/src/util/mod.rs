@@ -2,8 +2,8 @@
 //! redaction, lock and abort guards, random ids, bounded line reading. Nothing here knows about
 //! the protocol, the engine or a backend.
 
-pub mod ids;
 pub mod fs;
+pub mod ids;
 pub mod io;
 pub mod redact;
 pub mod sync;

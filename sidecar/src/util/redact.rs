@@ -8,17 +8,8 @@ const REDACTED: &str = "[redacted]";
 const SECRET_PREFIXES: &[&str] = &["key_", "crsr_", "sk-", "sk_", "eyJ"];
 /// A word ending like this announces a secret in the next word (`CURSOR_API_KEY=…`,
 /// `Authorization: Bearer …`, `"token":"…"`, `--api-key …`).
-const SECRET_KEYWORDS: &[&str] = &[
-    "key",
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "bearer",
-    "authorization",
-    "credential",
-    "credentials",
-];
+const SECRET_KEYWORDS: &[&str] =
+    &["key", "token", "secret", "password", "passwd", "bearer", "authorization", "credential", "credentials"];
 
 fn is_secret_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/' | '~')
@@ -52,19 +43,13 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
             chars.next();
         }
         let word = &text[start..end];
-        let prefixed = SECRET_PREFIXES
-            .iter()
-            .any(|prefix| word.strip_prefix(prefix).is_some_and(looks_random));
+        let prefixed = SECRET_PREFIXES.iter().any(|prefix| word.strip_prefix(prefix).is_some_and(looks_random));
         let announced = previous_word.is_some_and(|(p_start, p_end)| {
             let separator = &text[p_end..start];
             let previous = text[p_start..p_end].to_ascii_lowercase();
             separator.len() <= 4
-                && separator
-                    .chars()
-                    .all(|c| matches!(c, ' ' | '\t' | ':' | '=' | '"' | '\''))
-                && SECRET_KEYWORDS
-                    .iter()
-                    .any(|keyword| previous.ends_with(keyword))
+                && separator.chars().all(|c| matches!(c, ' ' | '\t' | ':' | '=' | '"' | '\''))
+                && SECRET_KEYWORDS.iter().any(|keyword| previous.ends_with(keyword))
                 && looks_random(word)
         });
         if prefixed || announced {

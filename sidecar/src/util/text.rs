@@ -58,11 +58,7 @@ pub fn cut_chars(s: &str, max: usize) -> &str {
 /// `text` on one line (control characters as spaces), at most `max_chars` characters, ending in
 /// `…` when cut.
 pub fn one_line(text: &str, max_chars: usize) -> String {
-    let mut line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max_chars)
-        .collect();
+    let mut line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(max_chars).collect();
     if text.chars().count() > max_chars {
         line.pop();
         line.push('…');
@@ -90,10 +86,7 @@ pub fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
     if needle.is_empty() {
         return Some(0);
     }
-    haystack
-        .as_bytes()
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
+    haystack.as_bytes().windows(needle.len()).position(|w| w.eq_ignore_ascii_case(needle))
 }
 
 pub fn contains_ignore_case(haystack: &str, needle: &str) -> bool {

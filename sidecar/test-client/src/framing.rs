@@ -28,7 +28,8 @@ pub fn frames(messages: &[Value]) -> Vec<u8> {
 /// other.
 pub fn next_frame(data: &[u8]) -> Result<Option<(&[u8], usize)>, String> {
     let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else { return Ok(None) };
-    let header = std::str::from_utf8(&data[..end]).map_err(|_| format!("a header that is not UTF-8: {:?}", &data[..end]))?;
+    let header =
+        std::str::from_utf8(&data[..end]).map_err(|_| format!("a header that is not UTF-8: {:?}", &data[..end]))?;
     let mut len = None;
     for line in header.lines() {
         let (name, value) = line.split_once(':').ok_or_else(|| format!("header line {line:?} without a colon"))?;

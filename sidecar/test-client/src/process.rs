@@ -116,7 +116,8 @@ impl Launcher {
             None => cmd.stderr(Stdio::piped()),
         };
         let spawned = Instant::now();
-        let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting {}: {e}", self.exe.display())))?;
+        let mut child =
+            cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting {}: {e}", self.exe.display())))?;
         let stdout = child.stdout.take().expect("stdout is piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || read_frames(stdout, decode, tx));
@@ -134,7 +135,8 @@ impl Launcher {
                 Stderr::Captured(text)
             }
         };
-        let conn = Connection { stdin: child.stdin.take(), incoming: rx, queue: VecDeque::new(), next_id: self.first_id };
+        let conn =
+            Connection { stdin: child.stdin.take(), incoming: rx, queue: VecDeque::new(), next_id: self.first_id };
         Ok(Process { child, conn, spawned, stderr })
     }
 }

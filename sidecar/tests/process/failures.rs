@@ -18,12 +18,24 @@ fn failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'st
         ("usage limit", json!({"fail": "usageLimit"}), "auto", "usageLimit", ""),
         ("rate limit", json!({"fail": "rateLimit"}), "auto", "rateLimited", ""),
         ("network", json!({"fail": "network"}), "auto", "network", ""),
-        ("crash mid-stream keeps the streamed text", json!({"answer": "abcdefghijklmnop", "chunkChars": 2, "crashAfterDeltas": 3}), "auto", "network", "abcdef"),
+        (
+            "crash mid-stream keeps the streamed text",
+            json!({"answer": "abcdefghijklmnop", "chunkChars": 2, "crashAfterDeltas": 3}),
+            "auto",
+            "network",
+            "abcdef",
+        ),
         ("exit 0 without result", json!({"noResult": true, "answer": "half"}), "auto", "cliFailed", "half"),
         ("error result", json!({"errorResult": true, "answer": "x"}), "auto", "cliFailed", "x"),
         ("empty answer", json!({"answer": ""}), "auto", "emptyResponse", ""),
         ("a line longer than 16 MiB", json!({"hugeLineBytes": 17 * 1024 * 1024}), "auto", "cliFailed", ""),
-        ("plain exit 1", json!({"exitCode": 1, "stderr": "Segmentation fault", "noResult": true, "answer": ""}), "auto", "cliFailed", ""),
+        (
+            "plain exit 1",
+            json!({"exitCode": 1, "stderr": "Segmentation fault", "noResult": true, "answer": ""}),
+            "auto",
+            "cliFailed",
+            "",
+        ),
     ]
 }
 
@@ -84,7 +96,9 @@ fn missing_cli_is_cli_not_found_with_an_install_hint() {
     // A configured path that does not exist is an error about the setting, not a silent fallback.
     let dir2 = TestDir::new();
     let mut s2 = Sidecar::start(&dir2);
-    s2.initialize_with(json!({"protocolVersion": 1, "workspaceFolders": [dir2.workspace()], "cliPath": "/nope/cursor-agent"}));
+    s2.initialize_with(
+        json!({"protocolVersion": 1, "workspaceFolders": [dir2.workspace()], "cliPath": "/nope/cursor-agent"}),
+    );
     let (_, r) = s2.chat(ask("t1", "hi"));
     assert_eq!(error_kind(&r), "cliNotFound");
     assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("cliPath"), "{r}");
@@ -105,7 +119,10 @@ fn cancel_answers_minus_32800_and_kills_the_cli_and_its_grandchild_within_a_seco
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({}));
-    let prompt = directed("long job", json!({"grandchild": true, "answer": "x".repeat(200), "chunkChars": 1, "deltaDelayMs": 50}));
+    let prompt = directed(
+        "long job",
+        json!({"grandchild": true, "answer": "x".repeat(200), "chunkChars": 1, "deltaDelayMs": 50}),
+    );
     let id = s.send_request("chat/send", ask("c1", &prompt));
     let rec = wait_for_turn_record(&dir, 1).remove(0);
     let cli = rec["pid"].as_u64().unwrap();
@@ -123,7 +140,10 @@ fn cancel_answers_minus_32800_and_kills_the_cli_and_its_grandchild_within_a_seco
     let r = s.response(&json!(id));
     assert_eq!(r["error"]["code"], -32800, "{r}");
     assert_eq!(error_kind(&r), "cancelled");
-    assert!(eventually(Duration::from_secs(1), || !alive(cli) && !alive(grandchild)), "CLI or grandchild still running 1 s after cancel");
+    assert!(
+        eventually(Duration::from_secs(1), || !alive(cli) && !alive(grandchild)),
+        "CLI or grandchild still running 1 s after cancel"
+    );
     eprintln!("cancel to dead CLI: {:?}", cancelled_at.elapsed());
     // Exactly one answer: nothing else arrives for that id.
     std::thread::sleep(Duration::from_millis(300));
@@ -159,7 +179,8 @@ fn overall_timeout_stops_a_turn_that_keeps_talking() {
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({"requestTimeoutSeconds": 1, "idleTimeoutSeconds": 30}));
-    let (deltas, r) = s.chat(ask("t", &directed("go", json!({"answer": "y".repeat(400), "chunkChars": 1, "deltaDelayMs": 20}))));
+    let (deltas, r) =
+        s.chat(ask("t", &directed("go", json!({"answer": "y".repeat(400), "chunkChars": 1, "deltaDelayMs": 20}))));
     assert_eq!(error_kind(&r), "timeout", "{r}");
     assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("requestTimeoutSeconds"));
     assert!(!text_of(&deltas).is_empty(), "text streamed before the timeout stays");
@@ -297,7 +318,8 @@ fn a_grandchild_holding_stdout_open_does_not_stall_a_failed_turn() {
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({"idleTimeoutSeconds": 20}));
     let started = Instant::now();
-    let scenario = json!({"grandchild": true, "grandchildStdio": "inherit", "crashAfterDeltas": 2, "answer": "partial answer"});
+    let scenario =
+        json!({"grandchild": true, "grandchildStdio": "inherit", "crashAfterDeltas": 2, "answer": "partial answer"});
     let (_, r) = s.chat(ask("t", &directed("go", scenario)));
     assert_eq!(error_kind(&r), "network", "{r}");
     assert!(started.elapsed() < Duration::from_secs(5), "waited {:?} for a pipe an orphan held", started.elapsed());
@@ -310,7 +332,8 @@ fn garbage_and_invalid_utf8_on_the_cli_stdout_are_skipped() {
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({}));
-    let (d, r) = s.chat(ask("t", &directed("go", json!({"garbage": true, "answer": "clean answer ✓", "stderrBytes": 200000}))));
+    let (d, r) =
+        s.chat(ask("t", &directed("go", json!({"garbage": true, "answer": "clean answer ✓", "stderrBytes": 200000}))));
     assert!(r.get("result").is_some(), "{r}");
     assert_eq!(text_of(&d), "clean answer ✓");
 }
@@ -332,7 +355,10 @@ fn sigterm_stops_every_child_and_no_spare_runs_an_empty_prompt() {
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let status = wait_with_timeout(&mut s.child, TIMEOUT).expect("SIGTERM ends the sidecar");
     assert_eq!(status.code(), Some(0));
-    assert!(eventually(Duration::from_secs(3), || everything.iter().all(|p| !alive(*p as u64))), "children outlived the sidecar");
+    assert!(
+        eventually(Duration::from_secs(3), || everything.iter().all(|p| !alive(*p as u64))),
+        "children outlived the sidecar"
+    );
     assert!(!alive(rec["grandchildPid"].as_u64().unwrap()));
     std::thread::sleep(Duration::from_millis(300));
     // The kernel closes a dying process's files a moment before it sends its children the death
@@ -353,7 +379,8 @@ fn sigkill_of_the_sidecar_takes_its_cli_children_along() {
     // The warm spare: a print-mode CLI waiting for its prompt (a create-chat prefetch may also be
     // running; it ends by itself).
     let is_turn = |p: &u32| {
-        std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("--output-format"))
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--output-format"))
     };
     assert!(eventually(Duration::from_secs(5), || descendants(pid).iter().any(is_turn)), "the spare is up");
     let spares: Vec<u32> = descendants(pid).into_iter().filter(is_turn).collect();
@@ -366,8 +393,14 @@ fn sigkill_of_the_sidecar_takes_its_cli_children_along() {
     assert!(eventually(Duration::from_secs(5), || alive(cli)));
     s.child.kill().unwrap();
     let _ = s.child.wait();
-    assert!(eventually(Duration::from_secs(2), || !alive(cli)), "the CLI of a running turn ({cli}) outlived a killed sidecar");
-    assert!(eventually(Duration::from_secs(2), || spares.iter().all(|p| !alive(*p as u64))), "a spare outlived a killed sidecar: {spares:?}");
+    assert!(
+        eventually(Duration::from_secs(2), || !alive(cli)),
+        "the CLI of a running turn ({cli}) outlived a killed sidecar"
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || spares.iter().all(|p| !alive(*p as u64))),
+        "a spare outlived a killed sidecar: {spares:?}"
+    );
     std::thread::sleep(Duration::from_millis(300));
     // The kernel closes a dying process's files a moment before it sends its children the death
     // signal, so a spare may just see end of input while the sidecar is still exiting (its record

@@ -43,11 +43,7 @@ fn leftover_processes(sidecar_pid: u32) -> Vec<u32> {
 }
 
 fn pids_of_turns(dir: &TestDir) -> Vec<u64> {
-    dir.turns()
-        .iter()
-        .flat_map(|t| [t["pid"].as_u64(), t["grandchildPid"].as_u64()])
-        .flatten()
-        .collect()
+    dir.turns().iter().flat_map(|t| [t["pid"].as_u64(), t["grandchildPid"].as_u64()]).flatten().collect()
 }
 
 fn run_case(case: &Value, tally: &mut Tally) {
@@ -99,7 +95,8 @@ fn run_case(case: &Value, tally: &mut Tally) {
     // Still serving: the next turn works (unless the whole environment is broken, as when logged
     // out; then the next request must still be answered).
     if case.get("env").is_none() {
-        let (_, next) = s.chat(json!({"turnId": "next", "model": "auto", "mode": "agent", "messages": [user("still there?")]}));
+        let (_, next) =
+            s.chat(json!({"turnId": "next", "model": "auto", "mode": "agent", "messages": [user("still there?")]}));
         if next.get("result").is_none() {
             problems.push(format!("the next turn failed: {next}"));
         }
@@ -122,7 +119,11 @@ fn run_case(case: &Value, tally: &mut Tally) {
     for pid in &left {
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        problems.push(format!("left: {pid} {:?} {}", String::from_utf8_lossy(&cmd).replace('\0', " "), stat.split(' ').nth(2).unwrap_or("?")));
+        problems.push(format!(
+            "left: {pid} {:?} {}",
+            String::from_utf8_lossy(&cmd).replace('\0', " "),
+            stat.split(' ').nth(2).unwrap_or("?")
+        ));
     }
     tally.record(name, problems, left.len());
 }
@@ -136,7 +137,13 @@ fn script(dir: &TestDir, name: &str, body: &str, executable: bool) -> std::path:
 }
 
 /// Cases with a broken CLI binary instead of a scripted double.
-fn run_binary_case(name: &str, cli: Option<&str>, make: impl FnOnce(&TestDir) -> Option<std::path::PathBuf>, expect: &str, tally: &mut Tally) {
+fn run_binary_case(
+    name: &str,
+    cli: Option<&str>,
+    make: impl FnOnce(&TestDir) -> Option<std::path::PathBuf>,
+    expect: &str,
+    tally: &mut Tally,
+) {
     let dir = TestDir::new();
     let path = make(&dir);
     let mut s = Sidecar::start(&dir);
@@ -170,9 +177,27 @@ fn fault_matrix() {
         run_case(case, &mut tally);
     }
     run_binary_case("CLI missing", None, |_| None, "cliNotFound", &mut tally);
-    run_binary_case("CLI not executable", None, |d| Some(script(d, "cursor-agent", "#!/bin/sh\necho hi\n", false)), "cliNotFound", &mut tally);
-    run_binary_case("CLI exits at once", None, |d| Some(script(d, "cursor-agent", "#!/bin/sh\nexit 3\n", true)), "cliFailed", &mut tally);
-    run_binary_case("CLI prints only garbage", None, |d| Some(script(d, "cursor-agent", "#!/bin/sh\nhead -c 100000 /dev/urandom\nexit 0\n", true)), "cliFailed", &mut tally);
+    run_binary_case(
+        "CLI not executable",
+        None,
+        |d| Some(script(d, "cursor-agent", "#!/bin/sh\necho hi\n", false)),
+        "cliNotFound",
+        &mut tally,
+    );
+    run_binary_case(
+        "CLI exits at once",
+        None,
+        |d| Some(script(d, "cursor-agent", "#!/bin/sh\nexit 3\n", true)),
+        "cliFailed",
+        &mut tally,
+    );
+    run_binary_case(
+        "CLI prints only garbage",
+        None,
+        |d| Some(script(d, "cursor-agent", "#!/bin/sh\nhead -c 100000 /dev/urandom\nexit 0\n", true)),
+        "cliFailed",
+        &mut tally,
+    );
 
     let summary = format!(
         "fault matrix: {} faults tried, {} survived, leaked processes = {}",
@@ -190,7 +215,10 @@ fn cancel_racing_with_completion_answers_exactly_once() {
     s.initialize(&dir, json!({}));
     let mut ids = Vec::new();
     for i in 0..30 {
-        let id = s.send_request("chat/send", json!({"turnId": format!("r{i}"), "model": "auto", "mode": "agent", "messages": [user("quick")]}));
+        let id = s.send_request(
+            "chat/send",
+            json!({"turnId": format!("r{i}"), "model": "auto", "mode": "agent", "messages": [user("quick")]}),
+        );
         // Cancel at staggered moments: before, during and after the (fast) turn completes.
         if i % 3 != 0 {
             std::thread::sleep(Duration::from_millis((i % 7) as u64 * 3));

@@ -29,7 +29,11 @@ impl Server {
             .env_remove("CURSOR_BRIDGE_API_KEY")
             .envs(extra_env.iter().copied())
             .command();
-        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start cursor-bridge serve");
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let stderr = Arc::new(Mutex::new(String::new()));
@@ -60,7 +64,13 @@ impl Server {
     }
 
     /// One HTTP/1.1 request, answered and closed: (status, lower-cased headers, body).
-    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<(String, String)>, String) {
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, String) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
         stream.set_read_timeout(Some(TIMEOUT)).unwrap();
         let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
@@ -132,7 +142,11 @@ fn openai_venv() -> Result<PathBuf, String> {
     let run = |cmd: &mut Command, what: &str| -> Result<String, String> {
         let out = cmd.output().map_err(|e| format!("{what}: cannot run: {e}"))?;
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        if out.status.success() { Ok(text) } else { Err(format!("{what} failed ({}):\n{text}", out.status)) }
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(format!("{what} failed ({}):\n{text}", out.status))
+        }
     };
     run(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
     eprintln!("installing the openai package into {}", venv.display());

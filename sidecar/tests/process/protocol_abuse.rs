@@ -29,7 +29,10 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Expect)> {
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let mut not_utf8 = b"Content-Length: 4\r\n\r\n".to_vec();
     not_utf8.extend_from_slice(&[0xff, 0xfe, 0x80, 0x81]);
-    let big_string = format!(r#"{{"jsonrpc":"2.0","id":77,"method":"chat/send","params":{{"turnId":"x","text":"{}"}}}}"#, "a".repeat(8 << 20));
+    let big_string = format!(
+        r#"{{"jsonrpc":"2.0","id":77,"method":"chat/send","params":{{"turnId":"x","text":"{}"}}}}"#,
+        "a".repeat(8 << 20)
+    );
     vec![
         ("invalid JSON", framed("{not json"), Expect::NullIdError(-32700)),
         ("empty body", framed(""), Expect::NullIdError(-32700)),
@@ -43,21 +46,53 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Expect)> {
         ("no Content-Length", b"Content-Type: application/json\r\n\r\n".to_vec(), Expect::NullIdError(-32700)),
         // An oversized length's body is counted off, so a bogus one takes the rest of the stream:
         // those cases have tests of their own below.
-        ("Content-Length too short", b"Content-Length: 5\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"status\"}".to_vec(), Expect::AnyThenServe),
+        (
+            "Content-Length too short",
+            b"Content-Length: 5\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"status\"}".to_vec(),
+            Expect::AnyThenServe,
+        ),
         ("plain text typed at a terminal", b"hello sidecar\n\n".to_vec(), Expect::AnyThenServe),
         ("missing jsonrpc version", framed(r#"{"id":5,"method":"status"}"#), Expect::Error(-32600)),
         ("wrong jsonrpc version", framed(r#"{"jsonrpc":"1.0","id":5,"method":"status"}"#), Expect::Error(-32600)),
         ("object id", framed(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"status"}"#), Expect::NullIdError(-32600)),
         ("method not a string", framed(r#"{"jsonrpc":"2.0","id":6,"method":7}"#), Expect::NullIdError(-32600)),
         ("unknown method", framed(r#"{"jsonrpc":"2.0","id":7,"method":"no/such"}"#), Expect::Error(-32601)),
-        ("wrong param types", framed(r#"{"jsonrpc":"2.0","id":8,"method":"chat/send","params":{"turnId":1,"model":[],"mode":"x","messages":"y"}}"#), Expect::Error(-32602)),
-        ("params as a string", framed(r#"{"jsonrpc":"2.0","id":10,"method":"models/list","params":"refresh"}"#), Expect::Error(-32602)),
-        ("unknown option", framed(r#"{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"protocolVersion":1,"options":{"bogus":1}}}"#), Expect::Error(-32602)),
-        ("second initialize", framed(r#"{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"protocolVersion":1}}"#), Expect::Error(-32602)),
+        (
+            "wrong param types",
+            framed(
+                r#"{"jsonrpc":"2.0","id":8,"method":"chat/send","params":{"turnId":1,"model":[],"mode":"x","messages":"y"}}"#,
+            ),
+            Expect::Error(-32602),
+        ),
+        (
+            "params as a string",
+            framed(r#"{"jsonrpc":"2.0","id":10,"method":"models/list","params":"refresh"}"#),
+            Expect::Error(-32602),
+        ),
+        (
+            "unknown option",
+            framed(
+                r#"{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"protocolVersion":1,"options":{"bogus":1}}}"#,
+            ),
+            Expect::Error(-32602),
+        ),
+        (
+            "second initialize",
+            framed(r#"{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"protocolVersion":1}}"#),
+            Expect::Error(-32602),
+        ),
         ("a response sent to the server", framed(r#"{"jsonrpc":"2.0","id":13,"result":{}}"#), Expect::Error(-32600)),
-        ("cancel for an unknown id", framed(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":424242}}"#), Expect::Silence),
+        (
+            "cancel for an unknown id",
+            framed(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":424242}}"#),
+            Expect::Silence,
+        ),
         ("cancel without params", framed(r#"{"jsonrpc":"2.0","method":"$/cancelRequest"}"#), Expect::Silence),
-        ("unknown notification", framed(r#"{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"verbose"}}"#), Expect::Silence),
+        (
+            "unknown notification",
+            framed(r#"{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"verbose"}}"#),
+            Expect::Silence,
+        ),
         ("8 MiB frame with bad params", framed(&big_string), Expect::Error(-32602)),
     ]
 }
@@ -108,7 +143,11 @@ fn check(s: &mut Sidecar, name: &str, bytes: &[u8], expect: Expect, sentinel_id:
         }
     }
     let ok = met(&seen);
-    if ok { Ok(()) } else { Err(format!("{name}: expected {expect:?}, saw {seen:?}")) }
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{name}: expected {expect:?}, saw {seen:?}"))
+    }
 }
 
 #[test]
@@ -139,9 +178,7 @@ fn abusive_frames_are_answered_and_survived() {
             for_555.push(m);
         }
     }
-    let dup_ok = for_555.len() == 2
-        && for_555[0]["error"]["code"] == -32600
-        && for_555[1].get("result").is_some();
+    let dup_ok = for_555.len() == 2 && for_555[0]["error"]["code"] == -32600 && for_555[1].get("result").is_some();
     if !dup_ok {
         failures.push(format!("duplicate id: answers {for_555:?}"));
     }
@@ -224,10 +261,17 @@ fn sighup_mid_turn_answers_the_turn_stops_every_child_and_exits_0() {
     unsafe { libc::kill(pid as i32, libc::SIGHUP) };
     let status = wait_with_timeout(&mut s.child, TIMEOUT).expect("SIGHUP ends the sidecar");
     assert_eq!(status.code(), Some(0), "{status:?}");
-    assert!(eventually(Duration::from_secs(3), || everything.iter().all(|p| !alive(*p as u64))), "children outlived the sidecar");
+    assert!(
+        eventually(Duration::from_secs(3), || everything.iter().all(|p| !alive(*p as u64))),
+        "children outlived the sidecar"
+    );
     assert!(!alive(rec["grandchildPid"].as_u64().unwrap()));
     let answer = s.response_within(&json!(turn), Duration::from_secs(5));
-    assert_eq!((answer["error"]["code"].as_i64(), answer["error"]["message"].as_str()), (Some(-32800), Some("the sidecar is shutting down")), "{answer}");
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), answer["error"]["message"].as_str()),
+        (Some(-32800), Some("the sidecar is shutting down")),
+        "{answer}"
+    );
 }
 
 /// Started with SIGHUP ignored (`nohup`), the sidecar keeps it ignored: the person asked for it

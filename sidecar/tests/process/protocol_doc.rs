@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use cursor_bridge::protocol::{notification, request, DeltaBody, ErrorKind, Options};
 
 fn doc() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../protocol.md")).expect("protocol.md at the repo root")
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../protocol.md"))
+        .expect("protocol.md at the repo root")
 }
 
 /// Names in `### \`name\`` headings.
@@ -35,8 +36,7 @@ fn table_names(doc: &str, after_heading: &str) -> BTreeSet<String> {
 #[test]
 fn every_method_and_notification_is_documented_and_nothing_else() {
     let doc = doc();
-    let in_code: BTreeSet<String> =
-        request::ALL.iter().chain(notification::ALL).map(|s| s.to_string()).collect();
+    let in_code: BTreeSet<String> = request::ALL.iter().chain(notification::ALL).map(|s| s.to_string()).collect();
     assert_eq!(documented_sections(&doc), in_code, "### sections of protocol.md vs protocol.rs");
 }
 
@@ -52,7 +52,11 @@ fn every_error_kind_is_documented_with_its_code() {
     let in_code: BTreeSet<String> = ErrorKind::ALL.iter().map(|k| k.as_str().to_string()).collect();
     assert_eq!(table_names(&doc, "`data.kind`:"), in_code);
     for kind in ErrorKind::ALL {
-        assert!(doc.contains(&format!("| {} |", kind.code())), "code {} of {kind} is not in the codes table", kind.code());
+        assert!(
+            doc.contains(&format!("| {} |", kind.code())),
+            "code {} of {kind} is not in the codes table",
+            kind.code()
+        );
         // The wire name serde writes is the documented one.
         assert_eq!(serde_json::to_value(kind).unwrap(), serde_json::json!(kind.as_str()));
     }

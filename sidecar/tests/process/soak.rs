@@ -33,7 +33,10 @@ fn kind_of(i: usize) -> Kind {
 fn prompt(i: usize, kind: Kind) -> String {
     match kind {
         Kind::Answer => directed("go", json!({"answer": format!("answer {i} ✓"), "chunkChars": 4})),
-        Kind::Cancel => directed("go", json!({"answer": "z".repeat(100), "chunkChars": 1, "deltaDelayMs": 20, "grandchild": i % 2 == 0})),
+        Kind::Cancel => directed(
+            "go",
+            json!({"answer": "z".repeat(100), "chunkChars": 1, "deltaDelayMs": 20, "grandchild": i % 2 == 0}),
+        ),
         Kind::Crash => directed("go", json!({"answer": "crash soon", "chunkChars": 2, "crashAfterDeltas": 2})),
         Kind::Timeout => directed("go", json!({"hang": "midStream", "answer": "then silence"})),
     }
@@ -85,7 +88,11 @@ fn soak_1000_turns() {
             wrong.push(format!("answer for an unknown or finished request: {m}"));
             continue;
         };
-        let got = if m.get("result").is_some() { "ok".to_string() } else { m["error"]["data"]["kind"].as_str().unwrap_or("?").to_string() };
+        let got = if m.get("result").is_some() {
+            "ok".to_string()
+        } else {
+            m["error"]["data"]["kind"].as_str().unwrap_or("?").to_string()
+        };
         let fine = match kind {
             Kind::Answer => got == "ok",
             // A cancel may lose the race against a quick turn; either single answer is right.
@@ -143,4 +150,3 @@ fn soak_1000_turns() {
     assert!(rss1 <= rss0 + rss0 / 2 + 4096, "RSS grew: {summary}");
     assert!(s.finish().success());
 }
-

@@ -127,7 +127,8 @@ impl<'a> Launch<'a> {
         if self.cli_via_env {
             launcher = launcher.env("CURSOR_BRIDGE_CLI_PATH", double_exe());
         }
-        let Process { child, conn, stderr, .. } = launcher.envs(self.env).start(json_frame).expect("start cursor-bridge");
+        let Process { child, conn, stderr, .. } =
+            launcher.envs(self.env).start(json_frame).expect("start cursor-bridge");
         Sidecar { child, conn, stderr, notifications: Vec::new(), pending: Vec::new() }
     }
 }

@@ -18,7 +18,8 @@ fn send(turn: &str, model: &str, mode: &str, messages: Value) -> Value {
 fn streamed_text_equals_the_answer_with_unicode_intact() {
     let dir = TestDir::new();
     let mut s = ready(&dir);
-    let answer = "こんにちは、世界！🌍 Grüße — naïve café (é) 👩‍💻, שלום / مرحبا, tab:\t| \"quote\" C:\\temp 𝔘𝔫𝔦 🇯🇵\nline two";
+    let answer =
+        "こんにちは、世界！🌍 Grüße — naïve café (é) 👩‍💻, שלום / مرحبا, tab:\t| \"quote\" C:\\temp 𝔘𝔫𝔦 🇯🇵\nline two";
     let prompt = directed("greet me", json!({"answer": answer, "chunkChars": 3}));
     let (deltas, r) = s.chat(send("t1", "auto", "agent", json!([user(&prompt)])));
     assert!(r.get("result").is_some(), "{r}");
@@ -38,7 +39,8 @@ fn streamed_text_equals_the_answer_with_unicode_intact() {
 fn thinking_arrives_before_the_answer_and_is_closed() {
     let dir = TestDir::new();
     let mut s = ready(&dir);
-    let prompt = directed("Is 91 prime?", json!({"thinking": "91 = 7 × 13, so it is composite.", "answer": "No: 91 = 7 × 13."}));
+    let prompt =
+        directed("Is 91 prime?", json!({"thinking": "91 = 7 × 13, so it is composite.", "answer": "No: 91 = 7 × 13."}));
     let (deltas, r) = s.chat(send("t1", "sonnet-5-thinking", "ask", json!([user(&prompt)])));
     assert!(r.get("result").is_some(), "{r}");
     let thinking: String =
@@ -238,7 +240,8 @@ fn status_reports_the_cli_and_login() {
 fn a_refused_permission_request_is_reported_once_with_how_to_allow_it() {
     let dir = TestDir::new();
     let mut s = ready(&dir);
-    let (deltas, r) = s.chat(send("t1", "auto", "agent", json!([user(&directed("clean up", json!({"permissionQuery": true})))])));
+    let (deltas, r) =
+        s.chat(send("t1", "auto", "agent", json!([user(&directed("clean up", json!({"permissionQuery": true})))])));
     assert!(r.get("result").is_some(), "{r}");
     let denied: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "permissionDenied").collect();
     assert_eq!(denied.len(), 1, "{deltas:?}");
@@ -252,7 +255,8 @@ fn a_refused_permission_request_is_reported_once_with_how_to_allow_it() {
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({"force": true}));
-    let (deltas, _) = s.chat(send("t1", "auto", "agent", json!([user(&directed("clean up", json!({"permissionQuery": true})))])));
+    let (deltas, _) =
+        s.chat(send("t1", "auto", "agent", json!([user(&directed("clean up", json!({"permissionQuery": true})))])));
     assert!(deltas.iter().all(|d| d["kind"] != "permissionDenied"), "{deltas:?}");
     assert!(deltas.iter().any(|d| d["kind"] == "toolCompleted" && d["ok"] == true));
 }
@@ -269,7 +273,11 @@ fn a_restarted_sidecar_answers_models_from_its_file_cache_then_reports_changes()
     }
     // The account gained a model, and the CLI is slow to say so.
     let models = dir.path().join("models.txt");
-    std::fs::write(&models, "Available models\n\nauto - Auto (current, default)\nbrand-new-9 - Brand New 9\n\nTip: use --model <id>\n").unwrap();
+    std::fs::write(
+        &models,
+        "Available models\n\nauto - Auto (current, default)\nbrand-new-9 - Brand New 9\n\nTip: use --model <id>\n",
+    )
+    .unwrap();
     let mut s = Launch::new(&dir)
         .env("CURSOR_DOUBLE_MODELS_FILE", models.to_str().unwrap())
         .env("CURSOR_DOUBLE_MODELS_DELAY_MS", "1500")
@@ -288,7 +296,8 @@ fn a_restarted_sidecar_answers_models_from_its_file_cache_then_reports_changes()
             break m;
         }
     };
-    let ids: Vec<&str> = changed["params"]["models"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> =
+        changed["params"]["models"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["auto", "brand-new-9"]);
     // And the cache now holds the new list.
     let r = s.request("models/list", json!({}));

@@ -38,7 +38,11 @@ fn the_follow_up_turn_runs_on_the_spare_started_after_the_first() {
 
     // Another model is another command line: the spare is not used for it.
     let before = settled_children(&s);
-    let (_, r3) = s.chat(turn("t3", "gpt-5.6-sol", json!([user("first"), assistant("Echo: first"), user("second"), assistant("Echo: second"), user("third")])));
+    let (_, r3) = s.chat(turn(
+        "t3",
+        "gpt-5.6-sol",
+        json!([user("first"), assistant("Echo: first"), user("second"), assistant("Echo: second"), user("third")]),
+    ));
     assert!(r3.get("result").is_some(), "{r3}");
     let used3 = dir.turns()[2]["pid"].as_u64().unwrap() as u32;
     assert!(!before.contains(&used3), "a spare for another model was used");
@@ -69,6 +73,7 @@ fn a_new_conversation_can_use_a_fresh_spare_with_its_own_chat() {
     assert_eq!(r["result"]["resumed"], false, "{r}");
     let rec = &dir.turns()[1];
     assert!(spares.contains(&(rec["pid"].as_u64().unwrap() as u32)), "the new conversation used the fresh spare");
-    let chats: BTreeSet<String> = dir.turns().iter().map(|t| t["sessionId"].as_str().unwrap_or("").to_string()).collect();
+    let chats: BTreeSet<String> =
+        dir.turns().iter().map(|t| t["sessionId"].as_str().unwrap_or("").to_string()).collect();
     assert_eq!(chats.len(), 2, "two conversations, two chats: {chats:?}");
 }

@@ -40,7 +40,9 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// A stream-json line that is a text delta of partial output: an `assistant` event with
 /// `timestamp_ms` and no `model_call_id` (flushes have one or lack the other).
 fn is_text_delta(line: &[u8]) -> bool {
-    line.starts_with(br#"{"type":"assistant""#) && contains(line, b"\"timestamp_ms\"") && !contains(line, b"\"model_call_id\"")
+    line.starts_with(br#"{"type":"assistant""#)
+        && contains(line, b"\"timestamp_ms\"")
+        && !contains(line, b"\"model_call_id\"")
 }
 
 pub struct DirectRun {
@@ -59,7 +61,13 @@ fn uuid_like() -> String {
 }
 
 /// Run the double the way the sidecar runs a new chat's turn, reading its stdout directly.
-pub fn run_double_direct(bins: &Bins, dir: &Path, ws: &Path, env: &[(&str, String)], prompt: &str) -> Result<DirectRun> {
+pub fn run_double_direct(
+    bins: &Bins,
+    dir: &Path,
+    ws: &Path,
+    env: &[(&str, String)],
+    prompt: &str,
+) -> Result<DirectRun> {
     let mut cmd = Command::new(&bins.double);
     cmd.args(["-p", "--output-format", "stream-json", "--stream-partial-output", "--model", "auto", "--workspace"])
         .arg(ws)
@@ -106,4 +114,3 @@ pub fn run_double_direct(bins: &Bins, dir: &Path, ws: &Path, env: &[(&str, Strin
     }
     Ok(run)
 }
-

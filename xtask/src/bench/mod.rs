@@ -111,13 +111,18 @@ pub fn run(root: &Path, smoke: bool) -> Result<()> {
     let build_started = Instant::now();
     let bins = build(root, &target_dir)?;
     let build_secs = build_started.elapsed().as_secs_f64();
-    eprintln!("bench: release binaries ready in {build_secs:.1} s; measuring ({})", if smoke { "smoke" } else { "full" });
+    eprintln!(
+        "bench: release binaries ready in {build_secs:.1} s; measuring ({})",
+        if smoke { "smoke" } else { "full" }
+    );
 
     let load_before = loadavg();
     let measure_started = Instant::now();
     let ctx = Ctx { root, bins: &bins, plan: &plan };
-    let only: Option<Vec<String>> =
-        std::env::var(ONLY).ok().filter(|v| !v.trim().is_empty()).map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
+    let only: Option<Vec<String>> = std::env::var(ONLY)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
     type Section = fn(&Ctx) -> Result<Vec<Row>>;
     let sections: [(&str, Section); 8] = [
         ("first-delta", first_delta::measure),

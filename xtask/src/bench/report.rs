@@ -157,8 +157,10 @@ pub struct Report {
 impl Report {
     /// The table as Markdown with padded columns (readable on a terminal too).
     pub fn table(&self) -> String {
-        let header: Vec<String> =
-            ["Figure", "Median", "p95", "Reference (median / p95)", "Target", "Result", "n"].iter().map(|s| s.to_string()).collect();
+        let header: Vec<String> = ["Figure", "Median", "p95", "Reference (median / p95)", "Target", "Result", "n"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let mut lines: Vec<Vec<String>> = vec![header];
         lines.extend(self.rows.iter().map(Row::cells));
         let widths: Vec<usize> =
@@ -244,7 +246,11 @@ impl Report {
 }
 
 fn finite(x: f64) -> Value {
-    if x.is_finite() { json!((x * 1000.0).round() / 1000.0) } else { Value::Null }
+    if x.is_finite() {
+        json!((x * 1000.0).round() / 1000.0)
+    } else {
+        Value::Null
+    }
 }
 
 fn command_line(program: &str, args: &[&str]) -> Option<String> {
@@ -255,10 +261,15 @@ fn command_line(program: &str, args: &[&str]) -> Option<String> {
 fn machine_line() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, usize::from);
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = info.lines().find_map(|l| l.strip_prefix("model name")).map(|v| v.trim_start_matches([' ', '\t', ':']).to_string());
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:")).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok()));
+    let model = info
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string());
+    let mem = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    });
     format!(
         "{} CPU(s){}{}, {} {}",
         cpus,

@@ -8,7 +8,9 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use cursor_bridge_test_client::{initialize_params, request, wait_with_timeout, Connection, Launcher, Process, RecvError, Stamped, Stderr};
+use cursor_bridge_test_client::{
+    initialize_params, request, wait_with_timeout, Connection, Launcher, Process, RecvError, Stamped, Stderr,
+};
 use serde_json::{json, Value};
 
 use crate::bench::direct::base_env;
@@ -62,7 +64,8 @@ impl Sidecar {
         if let Some(state) = state {
             launcher = launcher.state_dir(state);
         }
-        let Process { child, conn, spawned, stderr } = launcher.envs(env.iter().map(|(k, v)| (k, v))).start(classify)?;
+        let Process { child, conn, spawned, stderr } =
+            launcher.envs(env.iter().map(|(k, v)| (k, v))).start(classify)?;
         Ok(Sidecar { child, conn, stderr, ws, double: bins.double.clone(), spawned })
     }
 
@@ -94,7 +97,11 @@ impl Sidecar {
     fn stderr_tail(&self) -> String {
         let text = self.stderr.text();
         let tail: String = text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
-        if tail.trim().is_empty() { String::new() } else { format!("; its stderr: {tail}") }
+        if tail.trim().is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr: {tail}")
+        }
     }
 
     /// A request and its result; notifications that arrive meanwhile are dropped.
@@ -114,7 +121,13 @@ impl Sidecar {
         }
     }
 
-    pub fn turn(&mut self, turn_id: &str, conversation: &str, messages: Vec<Value>, timeout: Duration) -> Result<TurnTrace> {
+    pub fn turn(
+        &mut self,
+        turn_id: &str,
+        conversation: &str,
+        messages: Vec<Value>,
+        timeout: Duration,
+    ) -> Result<TurnTrace> {
         let mut traces = self.turns(&[(turn_id.to_string(), conversation.to_string(), messages)], timeout)?;
         Ok(traces.remove(0))
     }
@@ -126,9 +139,13 @@ impl Sidecar {
             .iter()
             .enumerate()
             .map(|(k, (turn, conv, messages))| {
-                request(first_id + k as u64, "chat/send", json!({
-                    "turnId": turn, "model": "auto", "mode": "agent", "conversationId": conv, "messages": messages,
-                }))
+                request(
+                    first_id + k as u64,
+                    "chat/send",
+                    json!({
+                        "turnId": turn, "model": "auto", "mode": "agent", "conversationId": conv, "messages": messages,
+                    }),
+                )
             })
             .collect();
         let sent = self.conn.send(&bodies)?;

@@ -43,9 +43,16 @@ impl std::fmt::Display for RpcError {
 /// What the agent sends us unasked.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
-    Notification { method: String, params: Value },
+    Notification {
+        method: String,
+        params: Value,
+    },
     /// Must be answered with [`Connection::respond`] (or [`Connection::refuse`]).
-    Request { id: Value, method: String, params: Value },
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
 }
 
 /// Requests waiting for their answer; `closed` once the agent's output ended (a request made
@@ -274,21 +281,31 @@ mod tests {
         agent.say(&json!({"jsonrpc": "2.0", "id": init_id, "result": {"protocolVersion": 1}}).to_string()).await;
         assert_eq!(first.await.unwrap().unwrap(), json!({"protocolVersion": 1}));
         let e = second.await.unwrap().unwrap_err();
-        assert!(matches!(&e, RpcError::Remote { code: -32603, message, .. } if message.contains("session services")), "{e:?}");
+        assert!(
+            matches!(&e, RpcError::Remote { code: -32603, message, .. } if message.contains("session services")),
+            "{e:?}"
+        );
     }
 
     #[tokio::test]
     async fn the_agents_requests_and_notifications_arrive_and_can_be_answered() {
         let (conn, mut incoming, mut agent) = pair();
         agent.say(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk"}}}"#).await;
-        agent.say(r#"{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"S"}}"#).await;
+        agent
+            .say(r#"{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"S"}}"#)
+            .await;
         agent.say(r#"{"jsonrpc":"2.0","id":7,"method":"cursor/ask_question","params":{}}"#).await;
         let n = incoming.recv().await.unwrap();
-        assert!(matches!(&n, Incoming::Notification { method, params } if method == "session/update" && params["sessionId"] == "S"));
+        assert!(
+            matches!(&n, Incoming::Notification { method, params } if method == "session/update" && params["sessionId"] == "S")
+        );
         let Incoming::Request { id, method, .. } = incoming.recv().await.unwrap() else { panic!("a request") };
         assert_eq!((id.clone(), method.as_str()), (json!("p1"), "session/request_permission"));
         conn.respond(id, json!({"outcome": {"outcome": "cancelled"}})).await.unwrap();
-        assert_eq!(agent.next().await, json!({"jsonrpc": "2.0", "id": "p1", "result": {"outcome": {"outcome": "cancelled"}}}));
+        assert_eq!(
+            agent.next().await,
+            json!({"jsonrpc": "2.0", "id": "p1", "result": {"outcome": {"outcome": "cancelled"}}})
+        );
         let Incoming::Request { id, .. } = incoming.recv().await.unwrap() else { panic!("a request") };
         conn.refuse(id, -32601, "not supported").await.unwrap();
         let refused = agent.next().await;
@@ -313,7 +330,8 @@ mod tests {
     #[tokio::test]
     async fn an_abandoned_request_leaves_nothing_pending() {
         let (conn, _incoming, _agent) = pair();
-        let r = tokio::time::timeout(std::time::Duration::from_millis(20), conn.request("authenticate", json!({}))).await;
+        let r =
+            tokio::time::timeout(std::time::Duration::from_millis(20), conn.request("authenticate", json!({}))).await;
         assert!(r.is_err(), "the agent never answers");
         assert!(lock(&conn.pending).waiting.is_empty());
     }

@@ -60,7 +60,11 @@ impl Updates {
                 if new || kind == "tool_call" && !tool.done {
                     if new {
                         self.close_thinking(&mut out);
-                        out.push(Event::ToolStarted { call_id: id.to_string(), tool: tool_name.clone(), summary: summary.clone() });
+                        out.push(Event::ToolStarted {
+                            call_id: id.to_string(),
+                            tool: tool_name.clone(),
+                            summary: summary.clone(),
+                        });
                     }
                 }
                 let tool = self.tools.get_mut(id).expect("inserted above");
@@ -69,7 +73,13 @@ impl Updates {
                         tool.done = true;
                         let ok = status == "completed";
                         let detail = (!ok).then(|| failure_detail(update)).flatten();
-                        out.push(Event::ToolCompleted { call_id: id.to_string(), tool: tool_name, summary, ok, detail });
+                        out.push(Event::ToolCompleted {
+                            call_id: id.to_string(),
+                            tool: tool_name,
+                            summary,
+                            ok,
+                            detail,
+                        });
                     }
                     _ => {}
                 }
@@ -95,13 +105,20 @@ impl Updates {
 
 /// ACP tool kinds (`read`, `edit`, `execute`, …) as tool names; none given: `tool`.
 fn name_of(kind: &str) -> String {
-    if kind.is_empty() { "tool".into() } else { kind.to_string() }
+    if kind.is_empty() {
+        "tool".into()
+    } else {
+        kind.to_string()
+    }
 }
 
 /// The first text a failed tool call carries, on one line.
 fn failure_detail(update: &Value) -> Option<String> {
     update.get("content")?.as_array()?.iter().find_map(|c| {
-        c.pointer("/content/text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()).map(|t| one_line(t, SUMMARY_MAX_CHARS))
+        c.pointer("/content/text")
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| one_line(t, SUMMARY_MAX_CHARS))
     })
 }
 
@@ -132,7 +149,13 @@ mod tests {
             json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200000}),
             json!({"sessionUpdate": "some_kind_from_the_future", "x": 1}),
         ]);
-        let read = |ok| Event::ToolCompleted { call_id: "call-1".into(), tool: "read".into(), summary: "Read foo.rs".into(), ok, detail: None };
+        let read = |ok| Event::ToolCompleted {
+            call_id: "call-1".into(),
+            tool: "read".into(),
+            summary: "Read foo.rs".into(),
+            ok,
+            detail: None,
+        };
         assert_eq!(
             events,
             vec![

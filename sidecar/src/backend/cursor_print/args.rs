@@ -55,8 +55,7 @@ pub struct ChildEnv {
 }
 
 pub fn child_env(api_key: Option<&str>) -> ChildEnv {
-    let mut set: Vec<(OsString, OsString)> =
-        vec![("NO_COLOR".into(), "1".into()), ("FORCE_COLOR".into(), "0".into())];
+    let mut set: Vec<(OsString, OsString)> = vec![("NO_COLOR".into(), "1".into()), ("FORCE_COLOR".into(), "0".into())];
     if let Some(key) = api_key.filter(|k| !k.is_empty()) {
         set.push(("CURSOR_API_KEY".into(), key.into()));
     }
@@ -72,17 +71,10 @@ mod tests {
     use super::*;
 
     fn args(mode: Mode, resume: Option<&str>, force: bool) -> Vec<String> {
-        turn_args(&TurnArgs {
-            model: "sonnet-5",
-            mode,
-            workspace: Path::new("/w"),
-            resume,
-            force,
-            partial: true,
-        })
-        .into_iter()
-        .map(|a| a.into_string().unwrap())
-        .collect()
+        turn_args(&TurnArgs { model: "sonnet-5", mode, workspace: Path::new("/w"), resume, force, partial: true })
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
     }
 
     #[test]

@@ -10,10 +10,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::args::ChildEnv;
 use super::discovery::CliCommand;
 use super::models::{parse_model_list, CliModel, ModelListError};
-use crate::util::text::strip_ansi;
-use crate::error::{BridgeError, Result};
 use crate::backend::process::{self, SpawnSpec};
+use crate::error::{BridgeError, Result};
 use crate::protocol::ErrorKind;
+use crate::util::text::strip_ansi;
 
 /// Output kept from a one-shot command; more is dropped (a `models` list is ~10 KB).
 const MAX_OUTPUT: usize = 1024 * 1024;
@@ -91,12 +91,11 @@ fn cli_name(cli: &CliCommand) -> String {
 pub fn spawn_error(cli: &CliCommand, e: &std::io::Error) -> BridgeError {
     use std::io::ErrorKind as Io;
     match e.kind() {
-        Io::NotFound | Io::PermissionDenied => BridgeError::new(
-            ErrorKind::CliNotFound,
-            format!("The Cursor CLI could not be started ({})", e.kind()),
-        )
-        .hint(super::hints::INSTALL_HINT)
-        .detail(format!("{}: {e}", cli.display.display())),
+        Io::NotFound | Io::PermissionDenied => {
+            BridgeError::new(ErrorKind::CliNotFound, format!("The Cursor CLI could not be started ({})", e.kind()))
+                .hint(super::hints::INSTALL_HINT)
+                .detail(format!("{}: {e}", cli.display.display()))
+        }
         _ => BridgeError::new(ErrorKind::CliFailed, format!("The Cursor CLI could not be started: {e}"))
             .hint("See Cursor Bridge logs for details.")
             .detail(cli.display.display().to_string()),
@@ -115,16 +114,14 @@ pub async fn list_models(cli: &CliCommand, env: &ChildEnv) -> Result<Vec<CliMode
     let text = if out.stdout.trim().is_empty() { &out.stderr } else { &out.stdout };
     match parse_model_list(text) {
         Ok(models) => Ok(models),
-        Err(ModelListError::AuthRequired) => Err(BridgeError::new(
-            ErrorKind::AuthRequired,
-            "The Cursor CLI is not logged in, so it cannot list models",
-        )
-        .hint(super::hints::LOGIN_HINT)),
-        Err(ModelListError::NoModels) => Err(BridgeError::new(
-            ErrorKind::InvalidModel,
-            "Your Cursor account has no models available",
-        )
-        .hint("Check your Cursor plan at cursor.com/dashboard.")),
+        Err(ModelListError::AuthRequired) => {
+            Err(BridgeError::new(ErrorKind::AuthRequired, "The Cursor CLI is not logged in, so it cannot list models")
+                .hint(super::hints::LOGIN_HINT))
+        }
+        Err(ModelListError::NoModels) => {
+            Err(BridgeError::new(ErrorKind::InvalidModel, "Your Cursor account has no models available")
+                .hint("Check your Cursor plan at cursor.com/dashboard."))
+        }
         Err(ModelListError::Unrecognised { excerpt }) => {
             let failure = super::errors::classify(out.code, &out.stderr, None);
             if failure.kind != ErrorKind::CliFailed {
@@ -174,10 +171,7 @@ pub fn parse_status(text: &str) -> LoginStatus {
         }
         if let Some(i) = line.find("Logged in as") {
             let account = line[i + "Logged in as".len()..].trim();
-            return LoginStatus {
-                logged_in: Some(true),
-                account: (!account.is_empty()).then(|| account.to_string()),
-            };
+            return LoginStatus { logged_in: Some(true), account: (!account.is_empty()).then(|| account.to_string()) };
         }
     }
     LoginStatus::default()

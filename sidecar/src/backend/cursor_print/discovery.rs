@@ -54,19 +54,14 @@ pub struct Lookup<'a> {
 }
 
 pub fn discover(lookup: &Lookup<'_>) -> Result<CliCommand, DiscoveryError> {
-    let explicit = [
-        (lookup.configured.map(OsString::from), Source::Setting),
-        (lookup.env_path.clone(), Source::EnvVar),
-    ];
+    let explicit =
+        [(lookup.configured.map(OsString::from), Source::Setting), (lookup.env_path.clone(), Source::EnvVar)];
     for (value, source) in explicit {
         let Some(value) = value.filter(|v| !v.is_empty()) else { continue };
         let path = expand_home(Path::new(&value), lookup.home.as_deref());
         // A bare name ("agent") in the setting means "look it up on PATH".
-        let resolved = if path.components().count() == 1 && !path.exists() {
-            which_in(&path, lookup)
-        } else {
-            Some(path.clone())
-        };
+        let resolved =
+            if path.components().count() == 1 && !path.exists() { which_in(&path, lookup) } else { Some(path.clone()) };
         return match resolved.filter(|p| p.is_file()) {
             Some(p) => Ok(unwrap_launcher(&p)),
             None => Err(DiscoveryError::ConfiguredPathMissing { path, source }),
@@ -158,10 +153,7 @@ pub fn unwrap_launcher(path: &Path) -> CliCommand {
         Some(rt) => CliCommand {
             program: rt.join("node.exe"),
             prefix_args: vec![rt.join("index.js").into_os_string()],
-            env: vec![(
-                "CURSOR_INVOKED_AS".into(),
-                path.file_name().map(OsString::from).unwrap_or_default(),
-            )],
+            env: vec![("CURSOR_INVOKED_AS".into(), path.file_name().map(OsString::from).unwrap_or_default())],
             display: path.to_path_buf(),
         },
         None => CliCommand::plain(path.to_path_buf()),
@@ -178,8 +170,7 @@ fn newest_version_dir(dir: &Path) -> Option<PathBuf> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(looks_like_cursor_version)
-                && has_node_runtime(p)
+            p.file_name().and_then(|n| n.to_str()).is_some_and(looks_like_cursor_version) && has_node_runtime(p)
         })
         // Version names sort chronologically as strings (zero-padded dates come first).
         .max_by_key(|p| version_sort_key(p))
@@ -254,10 +245,7 @@ mod tests {
 
         let missing = dir.path().join("nope/agent").to_str().unwrap().to_string();
         l.configured = Some(&missing);
-        assert!(matches!(
-            discover(&l),
-            Err(DiscoveryError::ConfiguredPathMissing { source: Source::Setting, .. })
-        ));
+        assert!(matches!(discover(&l), Err(DiscoveryError::ConfiguredPathMissing { source: Source::Setting, .. })));
     }
 
     #[test]

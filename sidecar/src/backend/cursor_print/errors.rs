@@ -34,19 +34,15 @@ const QUOTE_MAX_CHARS: usize = 200;
 /// At most this many available model ids are named in an invalid-model message.
 const LISTED_MODELS: usize = 5;
 
-pub const HINT_AUTH: &str =
-    "Run `agent login` in a terminal, or set an API key (Cursor Bridge: Set API Key).";
-pub const HINT_MODEL: &str =
-    "Pick another model in the model picker (run `agent models` to see yours).";
+pub const HINT_AUTH: &str = "Run `agent login` in a terminal, or set an API key (Cursor Bridge: Set API Key).";
+pub const HINT_MODEL: &str = "Pick another model in the model picker (run `agent models` to see yours).";
 pub const HINT_USAGE: &str =
     "Wait until your Cursor usage limit resets, or check your plan and spend limit in your Cursor account.";
-pub const HINT_RATE: &str =
-    "Cursor is limiting how fast requests may be sent: wait a minute, then try again.";
-pub const HINT_NETWORK: &str =
-    "Check your internet connection and proxy settings (HTTPS_PROXY), then try again.";
-pub const HINT_TRUST: &str = "The bridge passes --trust, so your Cursor CLI is probably too old to know it: run `agent update`.";
-pub const HINT_CLI_VERSION: &str =
-    "Your Cursor CLI is too old or too new for this bridge: run `agent update`.";
+pub const HINT_RATE: &str = "Cursor is limiting how fast requests may be sent: wait a minute, then try again.";
+pub const HINT_NETWORK: &str = "Check your internet connection and proxy settings (HTTPS_PROXY), then try again.";
+pub const HINT_TRUST: &str =
+    "The bridge passes --trust, so your Cursor CLI is probably too old to know it: run `agent update`.";
+pub const HINT_CLI_VERSION: &str = "Your Cursor CLI is too old or too new for this bridge: run `agent update`.";
 pub const HINT_GENERIC: &str = "See Cursor Bridge logs for details.";
 
 const AUTH_PATTERNS: &[&str] = &[
@@ -59,31 +55,15 @@ const AUTH_PATTERNS: &[&str] = &[
     "unauthenticated",
 ];
 const INVALID_KEY_PATTERNS: &[&str] = &["api key is invalid", "invalid api key"];
-const MODEL_PATTERNS: &[&str] = &[
-    "cannot use this model",
-    "named models unavailable",
-    "model not found",
-];
+const MODEL_PATTERNS: &[&str] = &["cannot use this model", "named models unavailable", "model not found"];
 const USAGE_PATTERNS: &[&str] = &["usage limit", "spendlimithit", "quota exceeded"];
 const RATE_PATTERNS: &[&str] = &["rate limit", "rate-limit", "ratelimit", "too many requests"];
 const TRUST_PATTERNS: &[&str] = &["workspace trust required"];
 const UNKNOWN_OPTION_PATTERNS: &[&str] = &["unknown option"];
 /// Node's error codes; the first one found is named in the message.
-const NETWORK_CODES: &[&str] = &[
-    "ETIMEDOUT",
-    "ECONNRESET",
-    "ECONNREFUSED",
-    "EAI_AGAIN",
-    "ENOTFOUND",
-    "EHOSTUNREACH",
-    "ENETUNREACH",
-];
-const NETWORK_PATTERNS: &[&str] = &[
-    "fetch failed",
-    "network",
-    "socket hang up",
-    "connection lost",
-];
+const NETWORK_CODES: &[&str] =
+    &["ETIMEDOUT", "ECONNRESET", "ECONNREFUSED", "EAI_AGAIN", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH"];
+const NETWORK_PATTERNS: &[&str] = &["fetch failed", "network", "socket hang up", "connection lost"];
 
 /// Classifies a run that did not end with exit 0 + a successful `result` (§6).
 /// `exit_code`: `None` when the process was killed by a signal. `stream_error`: the message of a
@@ -97,12 +77,8 @@ pub fn classify(exit_code: Option<i32>, stderr: &str, stream_error: Option<&str>
         None => stderr.clone(),
     };
     let detail = bounded_tail(text.trim(), DETAIL_MAX_CHARS);
-    let failure = |kind, message: String, hint: &str| Failure {
-        kind,
-        message,
-        hint: hint.to_owned(),
-        detail: detail.clone(),
-    };
+    let failure =
+        |kind, message: String, hint: &str| Failure { kind, message, hint: hint.to_owned(), detail: detail.clone() };
 
     if contains_any(&text, AUTH_PATTERNS) {
         let message = if contains_any(&text, INVALID_KEY_PATTERNS) {
@@ -113,11 +89,7 @@ pub fn classify(exit_code: Option<i32>, stderr: &str, stream_error: Option<&str>
         return failure(ErrorKind::AuthRequired, message, HINT_AUTH);
     }
     if contains_any(&text, MODEL_PATTERNS) {
-        return failure(
-            ErrorKind::InvalidModel,
-            invalid_model_message(&text),
-            HINT_MODEL,
-        );
+        return failure(ErrorKind::InvalidModel, invalid_model_message(&text), HINT_MODEL);
     }
     if contains_any(&text, USAGE_PATTERNS) {
         let message = match reset_date(&text) {
@@ -127,15 +99,10 @@ pub fn classify(exit_code: Option<i32>, stderr: &str, stream_error: Option<&str>
         return failure(ErrorKind::UsageLimit, message, HINT_USAGE);
     }
     if contains_any(&text, RATE_PATTERNS) || contains_number(&text, "429") {
-        return failure(
-            ErrorKind::RateLimited,
-            "Cursor is rate-limiting requests right now.".to_owned(),
-            HINT_RATE,
-        );
+        return failure(ErrorKind::RateLimited, "Cursor is rate-limiting requests right now.".to_owned(), HINT_RATE);
     }
     if contains_any(&text, TRUST_PATTERNS) {
-        let message =
-            "The Cursor CLI refused to run because the workspace is not trusted.".to_owned();
+        let message = "The Cursor CLI refused to run because the workspace is not trusted.".to_owned();
         return failure(ErrorKind::CliFailed, message, HINT_TRUST);
     }
     if contains_any(&text, UNKNOWN_OPTION_PATTERNS) {
@@ -145,9 +112,7 @@ pub fn classify(exit_code: Option<i32>, stderr: &str, stream_error: Option<&str>
         };
         return failure(ErrorKind::CliFailed, message, HINT_CLI_VERSION);
     }
-    let network_code = NETWORK_CODES
-        .iter()
-        .find(|code| find_ignore_case(&text, code).is_some());
+    let network_code = NETWORK_CODES.iter().find(|code| find_ignore_case(&text, code).is_some());
     if network_code.is_some() || contains_any(&text, NETWORK_PATTERNS) {
         let message = match network_code {
             Some(code) => format!("The Cursor CLI could not reach Cursor's servers ({code})."),
@@ -155,11 +120,7 @@ pub fn classify(exit_code: Option<i32>, stderr: &str, stream_error: Option<&str>
         };
         return failure(ErrorKind::Network, message, HINT_NETWORK);
     }
-    failure(
-        ErrorKind::CliFailed,
-        generic_message(exit_code, &text),
-        HINT_GENERIC,
-    )
+    failure(ErrorKind::CliFailed, generic_message(exit_code, &text), HINT_GENERIC)
 }
 
 fn generic_message(exit_code: Option<i32>, text: &str) -> String {
@@ -173,10 +134,7 @@ fn generic_message(exit_code: Option<i32>, text: &str) -> String {
         Some(code) => format!("exited with code {code}"),
     };
     match text.lines().map(str::trim).find(|line| !line.is_empty()) {
-        Some(line) => format!(
-            "The Cursor CLI {status}: {}",
-            one_line(line, QUOTE_MAX_CHARS)
-        ),
+        Some(line) => format!("The Cursor CLI {status}: {}", one_line(line, QUOTE_MAX_CHARS)),
         None if exit_code == Some(0) => format!("The Cursor CLI {status}."),
         None => format!("The Cursor CLI {status} without an error message."),
     }
@@ -187,28 +145,19 @@ fn generic_message(exit_code: Option<i32>, text: &str) -> String {
 fn invalid_model_message(text: &str) -> String {
     const MODEL_MARKER: &str = "cannot use this model:";
     const LIST_MARKER: &str = "available models:";
-    let model = find_ignore_case(text, MODEL_MARKER)
-        .and_then(|at| leading_id(&text[at + MODEL_MARKER.len()..]));
+    let model = find_ignore_case(text, MODEL_MARKER).and_then(|at| leading_id(&text[at + MODEL_MARKER.len()..]));
     let mut message = match model {
         Some(model) => format!("Cursor cannot use the model `{model}` with this account"),
         None => "Cursor cannot use the selected model with this account".to_owned(),
     };
     let available: Vec<&str> = find_ignore_case(text, LIST_MARKER)
         .map(|at| {
-            let list = text[at + LIST_MARKER.len()..]
-                .lines()
-                .next()
-                .unwrap_or_default();
+            let list = text[at + LIST_MARKER.len()..].lines().next().unwrap_or_default();
             list.split(',').filter_map(leading_id).collect()
         })
         .unwrap_or_default();
     if !available.is_empty() {
-        let shown = available
-            .iter()
-            .take(LISTED_MODELS)
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ");
+        let shown = available.iter().take(LISTED_MODELS).copied().collect::<Vec<_>>().join(", ");
         message.push_str(&format!("; available: {shown}"));
         if available.len() > LISTED_MODELS {
             message.push_str(&format!(" and {} more", available.len() - LISTED_MODELS));
@@ -221,9 +170,8 @@ fn invalid_model_message(text: &str) -> String {
 /// The model id at the start of `s` (§8 id grammar), without a sentence-ending dot.
 fn leading_id(s: &str) -> Option<&str> {
     let s = s.trim_start();
-    let end = s
-        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '-')))
-        .unwrap_or(s.len());
+    let end =
+        s.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '-'))).unwrap_or(s.len());
     let id = s[..end].trim_end_matches('.');
     (!id.is_empty()).then_some(id)
 }
@@ -231,15 +179,9 @@ fn leading_id(s: &str) -> Option<&str> {
 /// The reset date in the usage-limit block: `chatMessage: *… ends on 10/2/2026.*` (§6). Looks in
 /// the `chatMessage:` line first, then in any line mentioning "reset".
 fn reset_date(text: &str) -> Option<&str> {
-    let chat_lines = text
-        .lines()
-        .filter(|line| find_ignore_case(line, "chatmessage:").is_some());
-    let reset_lines = text
-        .lines()
-        .filter(|line| find_ignore_case(line, "reset").is_some());
-    chat_lines
-        .chain(reset_lines)
-        .find_map(|line| line.split_whitespace().filter_map(as_date).next_back())
+    let chat_lines = text.lines().filter(|line| find_ignore_case(line, "chatmessage:").is_some());
+    let reset_lines = text.lines().filter(|line| find_ignore_case(line, "reset").is_some());
+    chat_lines.chain(reset_lines).find_map(|line| line.split_whitespace().filter_map(as_date).next_back())
 }
 
 /// `10/2/2026`, `2026-10-02`, `2.10.2026` inside a word such as `2026.*` → the date.
@@ -247,9 +189,7 @@ fn as_date(word: &str) -> Option<&str> {
     let date = word.trim_matches(|c: char| !c.is_ascii_digit());
     let parts: Vec<&str> = date.split(['/', '-', '.']).collect();
     let well_formed = parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| (1..=4).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts.iter().all(|p| (1..=4).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
         && parts.iter().any(|p| p.len() == 4);
     well_formed.then_some(date)
 }
@@ -258,10 +198,7 @@ fn as_date(word: &str) -> Option<&str> {
 fn quoted_after<'t>(text: &'t str, marker: &str) -> Option<&'t str> {
     let at = find_ignore_case(text, marker)? + marker.len();
     let rest = text[at..].lines().next()?.trim_start();
-    let quote = rest
-        .chars()
-        .next()
-        .filter(|c| matches!(c, '\'' | '"' | '`'))?;
+    let quote = rest.chars().next().filter(|c| matches!(c, '\'' | '"' | '`'))?;
     let inner = &rest[quote.len_utf8()..];
     let option = &inner[..inner.find(quote)?];
     (!option.is_empty()).then_some(option)
@@ -273,20 +210,12 @@ fn quoted_after<'t>(text: &'t str, marker: &str) -> Option<&'t str> {
 /// ANSI stripped, `\r` and other control characters (but `\n`, `\t`) removed, secrets redacted.
 fn sanitize(raw: &str) -> String {
     let stripped = strip_ansi(raw);
-    let printable: String = stripped
-        .chars()
-        .filter(|&c| c == '\n' || c == '\t' || !c.is_control())
-        .collect();
+    let printable: String = stripped.chars().filter(|&c| c == '\n' || c == '\t' || !c.is_control()).collect();
     redact_secrets(&printable).into_owned()
 }
 
-
-
-
 fn contains_any(haystack: &str, needles: &[&str]) -> bool {
-    needles
-        .iter()
-        .any(|needle| find_ignore_case(haystack, needle).is_some())
+    needles.iter().any(|needle| find_ignore_case(haystack, needle).is_some())
 }
 
 /// `number` as a whole token: not preceded or followed by a letter or digit.
@@ -305,7 +234,6 @@ fn contains_number(haystack: &str, number: &str) -> bool {
     }
     false
 }
-
 
 impl From<Failure> for BridgeError {
     fn from(f: Failure) -> Self {
@@ -330,10 +258,7 @@ mod tests {
     #[test]
     fn classification_table() {
         let auth = auth_stderr();
-        assert!(
-            auth.starts_with("Error: Authentication required."),
-            "fixture missing: {auth:?}"
-        );
+        assert!(auth.starts_with("Error: Authentication required."), "fixture missing: {auth:?}");
         // (stderr, stream error, expected kind, expected hint)
         let cases: &[(&str, Option<&str>, ErrorKind, &str)] = &[
             (&auth, None, ErrorKind::AuthRequired, HINT_AUTH),
@@ -372,15 +297,8 @@ mod tests {
         ];
         for (stderr, stream_error, kind, hint) in cases {
             let failure = classify(Some(1), stderr, *stream_error);
-            assert_eq!(
-                (failure.kind, failure.hint.as_str()),
-                (*kind, *hint),
-                "{stderr:?} / {stream_error:?}"
-            );
-            assert!(
-                !failure.message.is_empty() && !failure.message.contains('\n'),
-                "{failure:?}"
-            );
+            assert_eq!((failure.kind, failure.hint.as_str()), (*kind, *hint), "{stderr:?} / {stream_error:?}");
+            assert!(!failure.message.is_empty() && !failure.message.contains('\n'), "{failure:?}");
         }
     }
 
@@ -414,34 +332,20 @@ mod tests {
             (Some(2), "", Some("something odd"), "The Cursor CLI exited with code 2: something odd"),
         ];
         for (code, stderr, stream_error, message) in cases {
-            assert_eq!(
-                classify(*code, stderr, *stream_error).message,
-                *message,
-                "{stderr:?}"
-            );
+            assert_eq!(classify(*code, stderr, *stream_error).message, *message, "{stderr:?}");
         }
         let long = format!("Error: {}", "x".repeat(500));
         let message = classify(Some(1), &long, None).message;
-        assert!(
-            message.ends_with('…') && message.chars().count() < 260,
-            "{message}"
-        );
+        assert!(message.ends_with('…') && message.chars().count() < 260, "{message}");
     }
 
     #[test]
     fn detail_is_bounded_stripped_and_redacted() {
         assert_eq!(classify(Some(1), "", None).detail, None);
         assert_eq!(classify(Some(1), " \n ", None).detail, None);
+        assert_eq!(classify(Some(1), "\x1b[31mError:\x1b[0m boom\r\n", None).detail.as_deref(), Some("Error: boom"));
         assert_eq!(
-            classify(Some(1), "\x1b[31mError:\x1b[0m boom\r\n", None)
-                .detail
-                .as_deref(),
-            Some("Error: boom")
-        );
-        assert_eq!(
-            classify(Some(1), "stderr text", Some("stream text"))
-                .detail
-                .as_deref(),
+            classify(Some(1), "stderr text", Some("stream text")).detail.as_deref(),
             Some("stream text\nstderr text")
         );
 
@@ -451,9 +355,7 @@ mod tests {
         assert!(detail.starts_with('…') && detail.ends_with("THE END"));
 
         let multibyte = "é🙂".repeat(3_000);
-        let detail = classify(Some(1), &multibyte, None)
-            .detail
-            .unwrap_or_default();
+        let detail = classify(Some(1), &multibyte, None).detail.unwrap_or_default();
         assert_eq!(detail.chars().count(), DETAIL_MAX_CHARS);
 
         let key = "key_8f2b9c0d1e3a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
@@ -461,8 +363,7 @@ mod tests {
             format!("CURSOR_API_KEY={key} agent -p"),
             format!("Invalid API key: {key}"),
             "using sk-proj-AbC123dEf456GhI789jKl012 for fallback".to_owned(),
-            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.c2lnbmF0dXJlMTIz"
-                .to_owned(),
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.c2lnbmF0dXJlMTIz".to_owned(),
             "{\"accessToken\":\"AbCdEf0123456789GhIjKl\"}".to_owned(),
             "--api-key Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==".to_owned(),
             "token=0123456789abcdef0123456789abcdef".to_owned(),
@@ -470,27 +371,12 @@ mod tests {
         for secret_line in &secrets {
             let failure = classify(Some(1), secret_line, None);
             let detail = failure.detail.unwrap_or_default();
-            assert!(
-                detail.contains("[redacted]"),
-                "{secret_line:?} → {detail:?}"
-            );
-            for fragment in [
-                "8f2b9c0d1e3a",
-                "AbC123dEf456",
-                "c2lnbmF0dXJl",
-                "AbCdEf0123456789",
-                "Zm9vYmFy",
-                "0123456789abcdef",
-            ] {
-                assert!(
-                    !detail.contains(fragment),
-                    "{secret_line:?} leaked in {detail:?}"
-                );
-                assert!(
-                    !failure.message.contains(fragment),
-                    "{secret_line:?} leaked in {:?}",
-                    failure.message
-                );
+            assert!(detail.contains("[redacted]"), "{secret_line:?} → {detail:?}");
+            for fragment in
+                ["8f2b9c0d1e3a", "AbC123dEf456", "c2lnbmF0dXJl", "AbCdEf0123456789", "Zm9vYmFy", "0123456789abcdef"]
+            {
+                assert!(!detail.contains(fragment), "{secret_line:?} leaked in {detail:?}");
+                assert!(!failure.message.contains(fragment), "{secret_line:?} leaked in {:?}", failure.message);
             }
         }
         // Ordinary diagnostics stay readable.

@@ -102,8 +102,11 @@ impl CursorPrint {
             Chat::Resume(id) => {
                 if chat_store::is_gone(id, &t.workspace) {
                     tracing::warn!(chat = %id, "the chat is gone from the CLI's chat store");
-                    let error = BridgeError::new(crate::protocol::ErrorKind::CliFailed, "The Cursor CLI no longer has this chat")
-                        .hint("The conversation continues in a new chat with its history.");
+                    let error = BridgeError::new(
+                        crate::protocol::ErrorKind::CliFailed,
+                        "The Cursor CLI no longer has this chat",
+                    )
+                    .hint("The conversation continues in a new chat with its history.");
                     return Err(TurnFailure { error, spoke: false, chat_lost: true });
                 }
                 (Some(id.clone()), None)

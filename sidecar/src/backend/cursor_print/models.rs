@@ -15,8 +15,8 @@
 //!   activity); `imageInput` is always false (the bridge cannot forward images yet).
 
 use crate::protocol::{ModelCapabilities, ModelInfo};
-use crate::util::text::{contains_ignore_case, one_line};
 use crate::util::text::strip_ansi;
+use crate::util::text::{contains_ignore_case, one_line};
 
 /// One line of the model list.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,19 +83,13 @@ pub fn parse_model_list(output: &str) -> Result<Vec<CliModel>, ModelListError> {
     if contains_ignore_case(&text, "no models available") {
         return Err(ModelListError::NoModels);
     }
-    Err(ModelListError::Unrecognised {
-        excerpt: excerpt(&text),
-    })
+    Err(ModelListError::Unrecognised { excerpt: excerpt(&text) })
 }
 
 fn mentions_auth_failure(text: &str) -> bool {
-    [
-        "authentication required",
-        "not logged in",
-        "api key is invalid",
-    ]
-    .iter()
-    .any(|needle| contains_ignore_case(text, needle))
+    ["authentication required", "not logged in", "api key is invalid"]
+        .iter()
+        .any(|needle| contains_ignore_case(text, needle))
 }
 
 /// `[A-Za-z0-9][A-Za-z0-9._:/-]*` (§8).
@@ -122,19 +116,12 @@ fn parse_model_line(line: &str) -> Option<CliModel> {
     }
     let (name, is_current, is_default) = split_markers(name_part.trim_end());
     let name = if name.is_empty() { id } else { name };
-    Some(CliModel {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        is_current,
-        is_default,
-    })
+    Some(CliModel { id: id.to_owned(), name: name.to_owned(), is_current, is_default })
 }
 
 /// `8) id - name` / `8. id - name` → `id - name` (older builds, §8).
 fn strip_list_number(line: &str) -> &str {
-    let digits = line
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(line.len());
+    let digits = line.find(|c: char| !c.is_ascii_digit()).unwrap_or(line.len());
     if digits == 0 {
         return line;
     }
@@ -152,10 +139,7 @@ fn split_markers(mut name: &str) -> (&str, bool, bool) {
     while let Some(open) = name.strip_suffix(')').and_then(|inner| inner.rfind('(')) {
         let inner = &name[open + 1..name.len() - 1];
         let words: Vec<&str> = inner.split(',').map(str::trim).collect();
-        if !words
-            .iter()
-            .all(|w| w.eq_ignore_ascii_case("current") || w.eq_ignore_ascii_case("default"))
-        {
+        if !words.iter().all(|w| w.eq_ignore_ascii_case("current") || w.eq_ignore_ascii_case("default")) {
             break;
         }
         is_current |= words.iter().any(|w| w.eq_ignore_ascii_case("current"));
@@ -171,7 +155,6 @@ fn excerpt(text: &str) -> String {
     one_line(&joined, EXCERPT_MAX_CHARS)
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Families, limits, capabilities
 
@@ -184,11 +167,7 @@ pub fn to_model_info(m: &CliModel) -> ModelInfo {
         family: model_family(&m.id),
         max_input_tokens: limits.max_input_tokens,
         max_output_tokens: limits.max_output_tokens,
-        capabilities: ModelCapabilities {
-            thinking: supports_thinking(m),
-            tool_calling: true,
-            image_input: false,
-        },
+        capabilities: ModelCapabilities { thinking: supports_thinking(m), tool_calling: true, image_input: false },
         is_default: m.is_default,
     }
 }
@@ -222,17 +201,12 @@ pub fn model_limits(id: &str) -> ModelLimits {
     let window = if is_auto(&lower) {
         Some(AUTO_WINDOW)
     } else {
-        WINDOW_RULES
-            .iter()
-            .find(|(prefix, _)| lower.starts_with(prefix))
-            .map(|&(_, window)| window)
+        WINDOW_RULES.iter().find(|(prefix, _)| lower.starts_with(prefix)).map(|&(_, window)| window)
     };
     match window {
-        Some(max_input_tokens) => ModelLimits {
-            max_input_tokens,
-            max_output_tokens: KNOWN_MAX_OUTPUT_TOKENS,
-            known: true,
-        },
+        Some(max_input_tokens) => {
+            ModelLimits { max_input_tokens, max_output_tokens: KNOWN_MAX_OUTPUT_TOKENS, known: true }
+        }
         None => ModelLimits {
             max_input_tokens: UNKNOWN_MAX_INPUT_TOKENS,
             max_output_tokens: UNKNOWN_MAX_OUTPUT_TOKENS,
@@ -270,9 +244,7 @@ fn supports_thinking(m: &CliModel) -> bool {
     let id = m.id.to_ascii_lowercase();
     let name = m.name.to_lowercase();
     let says_reasoning = |s: &str| s.contains("thinking") || s.contains("reasoning");
-    let effort_suffix = ["-high", "-xhigh", "-max"]
-        .iter()
-        .any(|suffix| id.contains(suffix));
+    let effort_suffix = ["-high", "-xhigh", "-max"].iter().any(|suffix| id.contains(suffix));
     let effort_word = name.split_whitespace().any(|w| w == "high" || w == "max");
     let first_word = id.split('-').next().unwrap_or_default();
     let reasoning_family = id.starts_with("gpt-5") || matches!(first_word, "o1" | "o3" | "o4");
@@ -286,12 +258,7 @@ mod tests {
     use super::*;
 
     fn model(id: &str, name: &str, is_current: bool, is_default: bool) -> CliModel {
-        CliModel {
-            id: id.into(),
-            name: name.into(),
-            is_current,
-            is_default,
-        }
+        CliModel { id: id.into(), name: name.into(), is_current, is_default }
     }
 
     /// The §8 sample, as printed by 2026.09 (`Tip:` line included).
@@ -382,14 +349,8 @@ mod tests {
             ("\x1b]0;title\x1b\\after", "after"),
             ("\x1b(Bcharset \x1b7saved\x1b8", "charset saved"),
             ("\u{9b}31mC1 csi\u{9b}0m", "C1 csi"),
-            (
-                "unterminated \x1b]8;;http://x\nnext line",
-                "unterminated \nnext line",
-            ),
-            (
-                "osc interrupted \x1b]0;t\x1b[1mbold",
-                "osc interrupted bold",
-            ),
+            ("unterminated \x1b]8;;http://x\nnext line", "unterminated \nnext line"),
+            ("osc interrupted \x1b]0;t\x1b[1mbold", "osc interrupted bold"),
             ("trailing esc \x1b", "trailing esc "),
             ("esc before newline \x1b\nx", "esc before newline \nx"),
             ("\x1b[", ""),
@@ -412,13 +373,7 @@ mod tests {
             ("claude-opus-4-7-high", "claude-opus", 300_000, 32_768, true),
             ("sonnet-5", "claude-sonnet", 300_000, 32_768, true),
             ("claude-sonnet-5", "claude-sonnet", 300_000, 32_768, true),
-            (
-                "claude-4.5-sonnet-thinking",
-                "claude-sonnet",
-                300_000,
-                32_768,
-                true,
-            ),
+            ("claude-4.5-sonnet-thinking", "claude-sonnet", 300_000, 32_768, true),
             ("fable-5", "claude-fable", 300_000, 32_768, true),
             ("claude-x", "claude", 300_000, 32_768, true),
             ("gpt-5.6-sol", "gpt", 272_000, 32_768, true),
@@ -439,11 +394,7 @@ mod tests {
             assert_eq!(model_family(id), family, "{id}");
             assert_eq!(
                 model_limits(id),
-                ModelLimits {
-                    max_input_tokens: max_input,
-                    max_output_tokens: max_output,
-                    known
-                },
+                ModelLimits { max_input_tokens: max_input, max_output_tokens: max_output, known },
                 "{id}"
             );
         }
@@ -455,11 +406,7 @@ mod tests {
         let cases: &[(&str, &str, bool)] = &[
             ("auto", "Auto", false),
             ("composer-2.5", "Composer 2.5", false),
-            (
-                "claude-4.5-sonnet-thinking",
-                "Claude 4.5 Sonnet Thinking",
-                true,
-            ),
+            ("claude-4.5-sonnet-thinking", "Claude 4.5 Sonnet Thinking", true),
             ("sonnet-5", "Sonnet 5 Thinking", true),
             ("claude-opus-4-7-high", "Claude Opus 4.7 High", true),
             ("gpt-5.6-terra-xhigh", "GPT-5.6 Terra Extra High", true),
@@ -474,11 +421,7 @@ mod tests {
             let info = to_model_info(&model(id, name, false, id == "auto"));
             assert_eq!(
                 info.capabilities,
-                ModelCapabilities {
-                    thinking,
-                    tool_calling: true,
-                    image_input: false
-                },
+                ModelCapabilities { thinking, tool_calling: true, image_input: false },
                 "{id}"
             );
             assert_eq!((info.id.as_str(), info.name.as_str()), (id, name));
@@ -487,8 +430,7 @@ mod tests {
             assert_eq!(info.max_input_tokens, model_limits(id).max_input_tokens);
         }
         // The wire shape the editor receives.
-        let json = serde_json::to_value(to_model_info(&model("auto", "Auto", true, true)))
-            .unwrap_or_default();
+        let json = serde_json::to_value(to_model_info(&model("auto", "Auto", true, true))).unwrap_or_default();
         assert_eq!(
             json,
             serde_json::json!({"id":"auto","name":"Auto","family":"auto","maxInputTokens":200000,"maxOutputTokens":32768,

@@ -89,7 +89,9 @@ pub async fn drive(
                     .hint("See Cursor Bridge logs for details."),
                 )
             }
-            Err(e) => break Some(BridgeError::new(ErrorKind::CliFailed, format!("Reading the CLI's output failed: {e}"))),
+            Err(e) => {
+                break Some(BridgeError::new(ErrorKind::CliFailed, format!("Reading the CLI's output failed: {e}")))
+            }
             Ok(LineRead::Line) => {}
         }
         sink.alive();
@@ -122,11 +124,8 @@ pub async fn drive(
     }
     let status = match exit_status {
         Some(Ok(status)) => Some(status),
-        _ => match tokio::time::timeout(
-            if state.result.is_some() { LINGER_AFTER_RESULT } else { idle },
-            child.wait(),
-        )
-        .await
+        _ => match tokio::time::timeout(if state.result.is_some() { LINGER_AFTER_RESULT } else { idle }, child.wait())
+            .await
         {
             Ok(Ok(status)) => Some(status),
             _ => child.terminate(TERMINATE_GRACE).await,
@@ -226,5 +225,9 @@ impl Seen {
 
 fn permission_tool(query_type: &str) -> String {
     let t = query_type.trim_end_matches("RequestQuery").trim_end_matches("Query");
-    if t.is_empty() { "tool".into() } else { t.to_string() }
+    if t.is_empty() {
+        "tool".into()
+    } else {
+        t.to_string()
+    }
 }

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::{Config, Engine, Event, TurnOutcome, TurnRequest};
+use crate::backend::scripted::Scripted;
 use crate::error::Result;
 use crate::protocol::{ChatMessage, Mode, Options, Role};
-use crate::backend::scripted::Scripted;
 
 pub struct Harness {
     pub engine: Arc<Engine>,

@@ -3,8 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::backend::scripted::model;
 use super::*;
+use crate::backend::scripted::model;
 use crate::protocol::Options;
 
 #[tokio::test(start_paused = true)]

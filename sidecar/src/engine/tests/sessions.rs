@@ -27,7 +27,8 @@ async fn a_follow_up_resumes_the_chat_and_sends_only_the_new_message() {
 async fn history_alone_identifies_a_conversation_and_a_different_one_starts_a_new_chat() {
     let h = Harness::new(Options::default());
     h.send(request(vec![user("first question")])).await.1.unwrap();
-    let (_, same) = h.send(request(vec![user("first question"), assistant("Echo: first question"), user("second")])).await;
+    let (_, same) =
+        h.send(request(vec![user("first question"), assistant("Echo: first question"), user("second")])).await;
     assert!(same.unwrap().resumed);
     let (_, other) = h.send(request(vec![user("another opener"), assistant("…"), user("second")])).await;
     let other = other.unwrap();
@@ -43,7 +44,8 @@ async fn a_cleared_session_replays_the_conversation_into_a_new_chat() {
     let h = Harness::new(Options::default());
     h.send(in_conversation("c", vec![user("remember 42")])).await.1.unwrap();
     assert_eq!(h.engine.clear_sessions(None), 1);
-    let (events, r) = h.send(in_conversation("c", vec![user("remember 42"), assistant("ok"), user("what number?")])).await;
+    let (events, r) =
+        h.send(in_conversation("c", vec![user("remember 42"), assistant("ok"), user("what number?")])).await;
     let r = r.unwrap();
     assert!(!r.resumed && r.replayed);
     assert!(matches!(&events[0], Event::Session { replayed: true, .. }));
@@ -88,7 +90,8 @@ async fn sessions_survive_a_restart_through_the_state_folder() {
     let h = Harness::with_state(Options::default(), true);
     h.send(in_conversation("c", vec![user("persist me")])).await.1.unwrap();
     let restarted = h.restart();
-    let (_, r) = send_to(&restarted, in_conversation("c", vec![user("persist me"), assistant("x"), user("still?")])).await;
+    let (_, r) =
+        send_to(&restarted, in_conversation("c", vec![user("persist me"), assistant("x"), user("still?")])).await;
     assert!(r.unwrap().resumed);
 }
 
@@ -97,10 +100,7 @@ async fn a_finished_turn_warms_up_its_follow_up() {
     let h = Harness::new(Options { spares: 2, ..Options::default() });
     h.send(in_conversation("c", vec![user("hi")])).await.1.unwrap();
     let warmed = h.backend.warmed.lock().unwrap().clone();
-    assert!(
-        matches!(&warmed[..], [Warm::FollowUp { chat_id, fresh: true, .. }] if chat_id == "chat-1"),
-        "{warmed:?}"
-    );
+    assert!(matches!(&warmed[..], [Warm::FollowUp { chat_id, fresh: true, .. }] if chat_id == "chat-1"), "{warmed:?}");
     let off = Harness::new(Options { spares: 0, ..Options::default() });
     off.send(in_conversation("c", vec![user("hi")])).await.1.unwrap();
     assert!(off.backend.warmed.lock().unwrap().is_empty());

@@ -26,7 +26,8 @@ async fn an_untrusted_workspace_runs_ask_mode_in_a_private_scratch_folder() {
         assert_eq!(std::fs::metadata(&t.workspace).unwrap().permissions().mode() & 0o777, 0o700);
     }
     // The same untrusted folder keeps its scratch folder, so its conversations resume.
-    let (_, r) = h.send(request(vec![user("delete everything"), assistant("Echo: delete everything"), user("please")])).await;
+    let (_, r) =
+        h.send(request(vec![user("delete everything"), assistant("Echo: delete everything"), user("please")])).await;
     assert!(r.unwrap().resumed);
     assert_eq!(h.backend.turn(1).workspace, t.workspace);
 }

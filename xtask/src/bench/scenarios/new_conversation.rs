@@ -29,7 +29,13 @@ struct ConversationRun {
 }
 
 /// One cold sidecar: wait `first_after`, first message of a new conversation, think, second message.
-fn conversation_run(bins: &Bins, spares: u64, first_after: Duration, second: bool, tag: &str) -> Result<ConversationRun> {
+fn conversation_run(
+    bins: &Bins,
+    spares: u64,
+    first_after: Duration,
+    second: bool,
+    tag: &str,
+) -> Result<ConversationRun> {
     let dir = scratch()?;
     let env = [
         ("CURSOR_DOUBLE_STARTUP_MS", STARTUP_MS.to_string()),
@@ -49,11 +55,19 @@ fn conversation_run(bins: &Bins, spares: u64, first_after: Duration, second: boo
         return Ok(ConversationRun { new_first, resumed_first: f64::NAN });
     }
     std::thread::sleep(THINK_TIME);
-    let t2 = sc.turn(&format!("{tag}-2"), &conv, vec![user(q1), assistant(&t1.text), user("And then?")], Duration::from_secs(30))?;
+    let t2 = sc.turn(
+        &format!("{tag}-2"),
+        &conv,
+        vec![user(q1), assistant(&t1.text), user("And then?")],
+        Duration::from_secs(30),
+    )?;
     if t2.result["resumed"] != json!(true) {
         bail!("the second message did not resume the conversation's chat: {}", t2.result);
     }
-    Ok(ConversationRun { new_first, resumed_first: since(t2.first_text.ok_or_else(|| anyhow!("no text delta"))?, t2.sent) })
+    Ok(ConversationRun {
+        new_first,
+        resumed_first: since(t2.first_text.ok_or_else(|| anyhow!("no text delta"))?, t2.sent),
+    })
 }
 
 pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {

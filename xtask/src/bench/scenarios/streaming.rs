@@ -44,7 +44,11 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
         let early = if i % 2 == 0 { Some(direct(&sc)?) } else { None };
         let t = sc.turn(&format!("st-{i}"), &format!("st-conv-{i}"), vec![user("stream")], Duration::from_secs(120))?;
         if t.deltas != STREAM_CHARS || t.text != answer {
-            bail!("the sidecar delivered {} text deltas ({} chars), expected {STREAM_CHARS} deltas of the answer", t.deltas, t.text.chars().count());
+            bail!(
+                "the sidecar delivered {} text deltas ({} chars), expected {STREAM_CHARS} deltas of the answer",
+                t.deltas,
+                t.text.chars().count()
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
         let d = match early {

@@ -7,10 +7,7 @@ use crate::protocol::Usage;
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     /// `system/init` (§5.2). `model` is a display name ("Claude 4 Sonnet"), not the requested id.
-    Init {
-        session_id: String,
-        model: Option<String>,
-    },
+    Init { session_id: String, model: Option<String> },
     /// New answer text only, never cumulative. May start with an inserted paragraph break
     /// (`"\n\n"` or `"\n"`) when it follows tool calls, see `StreamParser`.
     Text(String),
@@ -21,18 +18,9 @@ pub enum StreamEvent {
     ThinkingDone,
     /// `tool_call/started` (§5.7). `tool` is a short human name ("shell", "read", …), `summary` one
     /// line (command, path, pattern, url …; may be empty).
-    ToolStarted {
-        call_id: String,
-        tool: String,
-        summary: String,
-    },
+    ToolStarted { call_id: String, tool: String, summary: String },
     /// `tool_call/completed`; may arrive without a `ToolStarted` (denials, §5.7).
-    ToolCompleted {
-        call_id: String,
-        tool: String,
-        summary: String,
-        outcome: ToolOutcome,
-    },
+    ToolCompleted { call_id: String, tool: String, summary: String, outcome: ToolOutcome },
     /// `interaction_query/request` (§5.9): the CLI asks permission (non-`--force` runs). With stdin
     /// closed it is auto-rejected and the tool completes as [`ToolOutcome::Rejected`].
     PermissionRequested { query_type: String, summary: String },

@@ -169,8 +169,7 @@ impl<'de, T: Deserialize<'de> + Fallback<'de>> Deserialize<'de> for Lenient<T> {
 /// An object whose keys are data, read entry by entry: `entry` must consume the value of every key
 /// it is given. Such a type implements `Deserialize` with [`entries`].
 pub(super) trait Entries<'de>: Default {
-    fn entry<A: MapAccess<'de>>(&mut self, key: Cow<'de, str>, map: &mut A)
-        -> Result<(), A::Error>;
+    fn entry<A: MapAccess<'de>>(&mut self, key: Cow<'de, str>, map: &mut A) -> Result<(), A::Error>;
 }
 
 /// `Deserialize::deserialize` of an [`Entries`] type.

@@ -188,8 +188,7 @@ impl StreamParser {
             self.malformed += 1;
             return;
         };
-        let Ok(Lenient(Some(event))) = serde_json::from_str::<Lenient<EventWire>>(&repaired.line)
-        else {
+        let Ok(Lenient(Some(event))) = serde_json::from_str::<Lenient<EventWire>>(&repaired.line) else {
             self.malformed += 1;
             return;
         };
@@ -228,9 +227,7 @@ impl StreamParser {
             EventKind::Result => self.on_result(event, out),
             EventKind::Error => {
                 let message = event.message.and_then(|m| m.text).or(event.error);
-                out.push(StreamEvent::ErrorEnvelope {
-                    message: message.map(Cow::into_owned).unwrap_or_default(),
-                });
+                out.push(StreamEvent::ErrorEnvelope { message: message.map(Cow::into_owned).unwrap_or_default() });
             }
             EventKind::Other => self.ignored += 1,
         }
@@ -291,11 +288,7 @@ impl StreamParser {
     ///    without deltas and without a tool call in between (cumulative output): all unseen;
     /// 4. otherwise it contradicts the deltas, and deltas win (§5.6 safe rule): nothing.
     fn reconcile_flush<'t>(&self, flush: &'t str, end_of_turn: bool) -> FlushVerdict<'t> {
-        let rest = if end_of_turn {
-            self.strip_streamed_prefix(flush)
-        } else {
-            None
-        };
+        let rest = if end_of_turn { self.strip_streamed_prefix(flush) } else { None };
         match rest.or_else(|| flush.strip_prefix(self.segment_text())) {
             Some("") => FlushVerdict::Duplicate,
             Some(unseen) => FlushVerdict::Unseen(unseen),
@@ -305,9 +298,7 @@ impl StreamParser {
     }
 
     fn segment_text(&self) -> &str {
-        self.segment_start
-            .and_then(|start| self.streamed.get(start..))
-            .unwrap_or("")
+        self.segment_start.and_then(|start| self.streamed.get(start..)).unwrap_or("")
     }
 
     /// `text` minus a prefix equal to the raw streamed text (inserted breaks skipped).
@@ -325,15 +316,9 @@ impl StreamParser {
         self.tool_boundary();
         let call = event.tool_call.unwrap_or_default();
         let call_id = self.call_id(event.call_id, &call);
-        let (tool, summary) =
-            describe_tool(&call).unwrap_or_else(|| ("unknown".into(), String::new()));
-        self.open_tools
-            .insert(call_id.clone(), (tool.clone(), summary.clone()));
-        out.push(StreamEvent::ToolStarted {
-            call_id,
-            tool,
-            summary,
-        });
+        let (tool, summary) = describe_tool(&call).unwrap_or_else(|| ("unknown".into(), String::new()));
+        self.open_tools.insert(call_id.clone(), (tool.clone(), summary.clone()));
+        out.push(StreamEvent::ToolStarted { call_id, tool, summary });
     }
 
     fn on_tool_completed(&mut self, event: EventWire<'_>, out: &mut Vec<StreamEvent>) {
@@ -344,9 +329,7 @@ impl StreamParser {
         let described = describe_tool(&call);
         let started = self.open_tools.remove(&call_id);
         let (tool, summary) = match (described, started) {
-            (Some((tool, summary)), Some((_, started_summary))) if summary.is_empty() => {
-                (tool, started_summary)
-            }
+            (Some((tool, summary)), Some((_, started_summary))) if summary.is_empty() => (tool, started_summary),
             (Some(described), _) => described,
             (None, Some(started)) => started,
             (None, None) => ("unknown".into(), String::new()),
@@ -355,30 +338,17 @@ impl StreamParser {
         let outcome = tool_outcome(&call.body)
             .or_else(|| event.result.as_deref().and_then(outcome_from_word))
             .unwrap_or(ToolOutcome::Success);
-        out.push(StreamEvent::ToolCompleted {
-            call_id,
-            tool,
-            summary,
-            outcome,
-        });
+        out.push(StreamEvent::ToolCompleted { call_id, tool, summary, outcome });
     }
 
     fn on_permission_query(&mut self, event: EventWire<'_>, out: &mut Vec<StreamEvent>) {
         let query = *event.query.unwrap_or_default();
-        let query_type = event
-            .query_type
-            .or(query.kind)
-            .unwrap_or(Cow::Borrowed("unknown"));
+        let query_type = event.query_type.or(query.kind).unwrap_or(Cow::Borrowed("unknown"));
         // `shellRequestQuery` → shell, `webFetchRequestQuery` → webFetch (§5.9).
-        let short = query_type
-            .strip_suffix("RequestQuery")
-            .or_else(|| query_type.strip_suffix("Query"))
-            .unwrap_or(&query_type);
+        let short =
+            query_type.strip_suffix("RequestQuery").or_else(|| query_type.strip_suffix("Query")).unwrap_or(&query_type);
         let summary = summarize(&tool_display_name(short), &query.args);
-        out.push(StreamEvent::PermissionRequested {
-            query_type: query_type.into_owned(),
-            summary,
-        });
+        out.push(StreamEvent::PermissionRequested { query_type: query_type.into_owned(), summary });
     }
 
     fn on_result(&mut self, event: EventWire<'_>, out: &mut Vec<StreamEvent>) {
@@ -405,9 +375,8 @@ impl StreamParser {
     }
 
     fn call_id(&mut self, top_level: Option<Cow<'_, str>>, call: &ToolCallWire<'_>) -> String {
-        if let Some(id) = top_level
-            .or_else(|| call.tool_call_id.clone())
-            .or_else(|| call.body.args.tool_call_id.clone())
+        if let Some(id) =
+            top_level.or_else(|| call.tool_call_id.clone()).or_else(|| call.body.args.tool_call_id.clone())
         {
             return id.into_owned();
         }
@@ -441,11 +410,7 @@ impl StreamParser {
         let mut leading_low = edges.leading_low;
         if let Some((pending_channel, high)) = self.pending_high.take() {
             if pending_channel != channel {
-                self.emit_piece(
-                    pending_channel,
-                    String::from(char::REPLACEMENT_CHARACTER),
-                    out,
-                );
+                self.emit_piece(pending_channel, String::from(char::REPLACEMENT_CHARACTER), out);
             } else if let Some(low) = leading_low.take() {
                 piece.push(combine_surrogates(high, low));
             } else {
@@ -492,12 +457,7 @@ impl StreamParser {
 
 /// Newlines to insert between `before` and `after` so that one blank line separates them.
 fn paragraph_break(before: &str, after: &str) -> &'static str {
-    let trailing = before
-        .bytes()
-        .rev()
-        .take_while(|&b| b == b'\n')
-        .count()
-        .min(2);
+    let trailing = before.bytes().rev().take_while(|&b| b == b'\n').count().min(2);
     let leading = after.bytes().take_while(|&b| b == b'\n').count().min(2);
     match trailing + leading {
         0 => "\n\n",

@@ -68,19 +68,11 @@ pub(super) fn repair_lone_surrogates(line: &str, keep_edges: bool) -> Option<Rep
                             continue;
                         }
                         let at_end = bytes.get(i + 6) == Some(&b'"');
-                        lones.push(Lone {
-                            start: i,
-                            unit,
-                            edge: at_end.then_some(false),
-                        });
+                        lones.push(Lone { start: i, unit, edge: at_end.then_some(false) });
                     }
                     0xDC00..=0xDFFF => {
                         let at_start = i == string_start;
-                        lones.push(Lone {
-                            start: i,
-                            unit,
-                            edge: at_start.then_some(true),
-                        });
+                        lones.push(Lone { start: i, unit, edge: at_start.then_some(true) });
                     }
                     _ => {}
                 }

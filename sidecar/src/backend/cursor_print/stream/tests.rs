@@ -46,29 +46,21 @@ impl Run {
     }
     fn started(&self) -> Vec<(&str, &str)> {
         self.pick(|e| match e {
-            StreamEvent::ToolStarted { tool, summary, .. } => {
-                Some((tool.as_str(), summary.as_str()))
-            }
+            StreamEvent::ToolStarted { tool, summary, .. } => Some((tool.as_str(), summary.as_str())),
             _ => None,
         })
     }
     fn completed(&self) -> Vec<(&str, &str, ToolOutcome)> {
         self.pick(|e| match e {
-            StreamEvent::ToolCompleted {
-                tool,
-                summary,
-                outcome,
-                ..
-            } => Some((tool.as_str(), summary.as_str(), outcome.clone())),
+            StreamEvent::ToolCompleted { tool, summary, outcome, .. } => {
+                Some((tool.as_str(), summary.as_str(), outcome.clone()))
+            }
             _ => None,
         })
     }
     fn permissions(&self) -> Vec<(&str, &str)> {
         self.pick(|e| match e {
-            StreamEvent::PermissionRequested {
-                query_type,
-                summary,
-            } => Some((query_type.as_str(), summary.as_str())),
+            StreamEvent::PermissionRequested { query_type, summary } => Some((query_type.as_str(), summary.as_str())),
             _ => None,
         })
     }
@@ -84,16 +76,11 @@ fn run_lines<L: AsRef<[u8]>>(partial: bool, lines: &[L]) -> Run {
         parser.push_line(line.as_ref(), &mut events);
     }
     let result = parser.finish(&mut events);
-    Run {
-        events,
-        result,
-        parser,
-    }
+    Run { events, result, parser }
 }
 
 fn run_fixture(fixture: &str, partial: bool) -> Run {
-    let bytes =
-        std::fs::read(format!("{FIXTURES}{fixture}")).unwrap_or_else(|e| panic!("{fixture}: {e}"));
+    let bytes = std::fs::read(format!("{FIXTURES}{fixture}")).unwrap_or_else(|e| panic!("{fixture}: {e}"));
     let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     run_lines(partial, &lines)
 }
@@ -114,12 +101,7 @@ struct Expected {
 impl Expected {
     /// A successful turn answering `text`; the one ignored line is the `user` prompt echo.
     fn answer(text: impl Into<String>) -> Self {
-        Expected {
-            text: text.into(),
-            result: true,
-            ignored: 1,
-            ..Expected::default()
-        }
+        Expected { text: text.into(), result: true, ignored: 1, ..Expected::default() }
     }
 }
 
@@ -135,16 +117,8 @@ fn check(fixture: &str, expected: Expected) {
         assert_eq!(run.thinking(), expected.thinking, "{label}: thinking");
         assert_eq!(run.started(), expected.started, "{label}: started");
         assert_eq!(run.completed(), expected.completed, "{label}: completed");
-        assert_eq!(
-            run.permissions(),
-            expected.permissions,
-            "{label}: permissions"
-        );
-        assert_eq!(
-            run.parser.ignored_lines(),
-            expected.ignored,
-            "{label}: ignored"
-        );
+        assert_eq!(run.permissions(), expected.permissions, "{label}: permissions");
+        assert_eq!(run.parser.ignored_lines(), expected.ignored, "{label}: ignored");
         assert_eq!(run.parser.malformed_lines(), 0, "{label}: malformed");
         assert_eq!(
             run.parser.saw_tools(),
@@ -156,61 +130,34 @@ fn check(fixture: &str, expected: Expected) {
                 StreamEvent::Text(t) | StreamEvent::Thinking(t) => {
                     assert!(!t.is_empty(), "{label}: empty")
                 }
-                StreamEvent::ToolStarted { call_id, .. }
-                | StreamEvent::ToolCompleted { call_id, .. } => {
-                    assert!(
-                        call_id.contains('\n'),
-                        "{label}: call_id decoded with its newline (§11.3)"
-                    )
+                StreamEvent::ToolStarted { call_id, .. } | StreamEvent::ToolCompleted { call_id, .. } => {
+                    assert!(call_id.contains('\n'), "{label}: call_id decoded with its newline (§11.3)")
                 }
                 _ => {}
             }
         }
         // Thinking: one block, closed before the answer starts.
-        let done_count = run
-            .events
-            .iter()
-            .filter(|e| **e == StreamEvent::ThinkingDone)
-            .count();
-        assert_eq!(
-            done_count,
-            usize::from(!expected.thinking.is_empty()),
-            "{label}: ThinkingDone"
-        );
+        let done_count = run.events.iter().filter(|e| **e == StreamEvent::ThinkingDone).count();
+        assert_eq!(done_count, usize::from(!expected.thinking.is_empty()), "{label}: ThinkingDone");
         if let Some(done) = run.position(|e| *e == StreamEvent::ThinkingDone) {
             assert!(run.position(|e| matches!(e, StreamEvent::Thinking(_))) < Some(done));
             assert!(run.position(|e| matches!(e, StreamEvent::Text(_))) > Some(done));
         }
-        let result_events: Vec<&StreamEvent> = run
-            .events
-            .iter()
-            .filter(|e| matches!(e, StreamEvent::Result(_)))
-            .collect();
+        let result_events: Vec<&StreamEvent> =
+            run.events.iter().filter(|e| matches!(e, StreamEvent::Result(_))).collect();
         match &run.result {
             Some(result) => {
                 assert_eq!(result_events, vec![&StreamEvent::Result(result.clone())]);
-                assert_eq!(
-                    run.events.last(),
-                    result_events.first().copied(),
-                    "{label}: last"
-                );
+                assert_eq!(run.events.last(), result_events.first().copied(), "{label}: last");
             }
             None => assert!(result_events.is_empty(), "{label}"),
         }
         match (&run.result, expected.result) {
             (Some(result), true) => {
                 assert!(result.success, "{label}");
-                assert_eq!(
-                    run.parser.raw_streamed(),
-                    result.text,
-                    "{label}: text minus breaks = result.result"
-                );
+                assert_eq!(run.parser.raw_streamed(), result.text, "{label}: text minus breaks = result.result");
                 if let Some(StreamEvent::Init { session_id, .. }) = run.events.first() {
-                    assert_eq!(
-                        Some(session_id),
-                        result.session_id.as_ref(),
-                        "{label}: session id"
-                    );
+                    assert_eq!(Some(session_id), result.session_id.as_ref(), "{label}: session id");
                 }
             }
             (None, false) => {}
@@ -255,13 +202,7 @@ fn transcript_01_plain_answer_cumulative() {
 #[test]
 fn transcript_01_json_format_uses_result_text() {
     // `--output-format json` prints only the result object: its text is the fallback.
-    check(
-        "01-plain-answer.json-format.json",
-        Expected {
-            ignored: 0,
-            ..Expected::answer("4")
-        },
-    );
+    check("01-plain-answer.json-format.json", Expected { ignored: 0, ..Expected::answer("4") });
 }
 
 #[test]
@@ -271,24 +212,15 @@ fn transcript_02_partial_deltas() {
         Expected {
             started: vec![("ls", "/home/dev/project")],
             completed: vec![("ls", "/home/dev/project", ToolOutcome::Success)],
-            ..Expected::answer(paragraphs(&[
-                "I'll list the files.",
-                "There are two files: `a.txt` and `b.txt`.",
-            ]))
+            ..Expected::answer(paragraphs(&["I'll list the files.", "There are two files: `a.txt` and `b.txt`."]))
         },
     );
     let run = run_fixture("02-partial-output-deltas.jsonl", true);
-    let texts: Vec<&StreamEvent> = run
-        .events
-        .iter()
-        .filter(|e| matches!(e, StreamEvent::Text(_)))
-        .collect();
+    let texts: Vec<&StreamEvent> = run.events.iter().filter(|e| matches!(e, StreamEvent::Text(_))).collect();
     assert_eq!(texts.len(), 8, "one Text per delta, flushes dropped");
     assert_eq!(texts[4], &StreamEvent::Text("\n\nThere".into()));
     // A parser not told about partial output detects the delta shape and switches.
-    assert!(run_fixture("02-partial-output-deltas.jsonl", false)
-        .parser
-        .is_partial());
+    assert!(run_fixture("02-partial-output-deltas.jsonl", false).parser.is_partial());
 }
 
 #[test]
@@ -329,8 +261,7 @@ fn transcript_04_tool_calls() {
         path,
     )));
     // The text format shows only the last segment; it is the end of what we streamed.
-    let last = std::fs::read_to_string(format!("{FIXTURES}04-tool-calls.text-format.txt"))
-        .unwrap_or_default();
+    let last = std::fs::read_to_string(format!("{FIXTURES}04-tool-calls.text-format.txt")).unwrap_or_default();
     assert!(!last.trim().is_empty() && run.text().ends_with(last.trim_end()));
 }
 
@@ -341,13 +272,7 @@ fn transcript_05_stream_ends_early() {
         Expected {
             text: "Let me run the tests.".into(),
             started: vec![("shell", "pytest -q")],
-            completed: vec![(
-                "shell",
-                "pytest -q",
-                ToolOutcome::Failure {
-                    detail: Some("exit code 1".into()),
-                },
-            )],
+            completed: vec![("shell", "pytest -q", ToolOutcome::Failure { detail: Some("exit code 1".into()) })],
             result: false,
             ignored: 4, // user, connection, retry, connection
             ..Expected::default()
@@ -358,9 +283,7 @@ fn transcript_05_stream_ends_early() {
 #[test]
 fn transcript_06_auth_failure_has_empty_stdout() {
     check("06-auth-failure.stdout.jsonl", Expected::default());
-    assert!(run_fixture("06-auth-failure.stdout.jsonl", true)
-        .events
-        .is_empty());
+    assert!(run_fixture("06-auth-failure.stdout.jsonl", true).events.is_empty());
 }
 
 #[test]
@@ -371,18 +294,12 @@ fn transcript_07_unicode() {
     let run = run_fixture("07-unicode-emoji.jsonl", true);
     let woman = run.position(|e| *e == StreamEvent::Text(" 👩".into()));
     let rest = run.position(|e| *e == StreamEvent::Text("\u{200d}💻 coder".into()));
-    assert!(
-        woman.is_some() && rest == woman.map(|i| i + 1),
-        "{:?}",
-        run.events
-    );
+    assert!(woman.is_some() && rest == woman.map(|i| i + 1), "{:?}", run.events);
 }
 
 #[test]
 fn transcript_08_long_multiline() {
-    let mut text = String::from(
-        "# Migration plan\n\nBelow is a step-by-step plan for moving the service to Rust.\n\n",
-    );
+    let mut text = String::from("# Migration plan\n\nBelow is a step-by-step plan for moving the service to Rust.\n\n");
     for step in 1..=30 {
         text.push_str(&format!(
             "{step}. Step {step}: port module `mod_{step:02}` and add tests (est. {}h).\n",
@@ -407,9 +324,7 @@ fn transcript_10_permission_rejected() {
             completed: vec![(
                 "shell",
                 "rm -rf build",
-                ToolOutcome::Rejected {
-                    reason: Some("permission mode does not allow interactive approval".into()),
-                },
+                ToolOutcome::Rejected { reason: Some("permission mode does not allow interactive approval".into()) },
             )],
             permissions: vec![("shellRequestQuery", "rm -rf build")],
             ..Expected::answer(paragraphs(&[
@@ -428,8 +343,7 @@ fn content(text: &str) -> Value {
 }
 /// Partial-mode delta: `timestamp_ms`, no `model_call_id`.
 fn delta(text: &str) -> String {
-    json!({"type": "assistant", "message": content(text), "session_id": "s", "timestamp_ms": 1})
-        .to_string()
+    json!({"type": "assistant", "message": content(text), "session_id": "s", "timestamp_ms": 1}).to_string()
 }
 /// Segment (flush): `model_call_id` + `timestamp_ms`.
 fn segment(text: &str) -> String {
@@ -446,10 +360,7 @@ fn tool(subtype: &str, call_id: &str, tool_call: Value) -> String {
 }
 fn shell_pair(call_id: &str) -> [String; 2] {
     let body = json!({"shellToolCall": {"args": {"command": "true"}}});
-    [
-        tool("started", call_id, body.clone()),
-        tool("completed", call_id, body),
-    ]
+    [tool("started", call_id, body.clone()), tool("completed", call_id, body)]
 }
 fn result(text: &str) -> String {
     json!({"type": "result", "subtype": "success", "is_error": false, "result": text, "session_id": "s"}).to_string()
@@ -466,19 +377,10 @@ fn lines(parts: &[&[String]]) -> Vec<String> {
 }
 
 fn started_event(call_id: &str, tool: &str, summary: &str) -> StreamEvent {
-    StreamEvent::ToolStarted {
-        call_id: call_id.into(),
-        tool: tool.into(),
-        summary: summary.into(),
-    }
+    StreamEvent::ToolStarted { call_id: call_id.into(), tool: tool.into(), summary: summary.into() }
 }
 fn completed_event(call_id: &str, tool: &str, summary: &str, outcome: ToolOutcome) -> StreamEvent {
-    StreamEvent::ToolCompleted {
-        call_id: call_id.into(),
-        tool: tool.into(),
-        summary: summary.into(),
-        outcome,
-    }
+    StreamEvent::ToolCompleted { call_id: call_id.into(), tool: tool.into(), summary: summary.into(), outcome }
 }
 
 /// Runs each `(label, lines, events)` case through a partial-mode parser: exactly these events,
@@ -507,51 +409,24 @@ fn partial_flushes_never_duplicate_and_never_lose_text() {
         ),
         (
             "end-of-turn flush = whole response",
-            lines(&[
-                &[delta("A"), segment("A")],
-                &[s1.clone(), c1.clone()],
-                &[delta("B"), last("AB"), result("AB")],
-            ]),
+            lines(&[&[delta("A"), segment("A")], &[s1.clone(), c1.clone()], &[delta("B"), last("AB"), result("AB")]]),
             "A\n\nB",
         ),
         (
             "end-of-turn flush = whole response, last segment had no deltas",
-            lines(&[
-                &[delta("A"), segment("A")],
-                &[s1.clone(), c1.clone()],
-                &[last("AB"), result("AB")],
-            ]),
+            lines(&[&[delta("A"), segment("A")], &[s1.clone(), c1.clone()], &[last("AB"), result("AB")]]),
             "A\n\nB",
         ),
         (
             "end-of-turn flush = last segment, which had no deltas",
-            lines(&[
-                &[delta("A"), segment("A")],
-                &[s1.clone(), c1.clone()],
-                &[last("B"), result("AB")],
-            ]),
+            lines(&[&[delta("A"), segment("A")], &[s1.clone(), c1.clone()], &[last("B"), result("AB")]]),
             "A\n\nB",
         ),
-        (
-            "flush longer than its deltas adds the tail",
-            lines(&[&[delta("Hel"), last("Hello")]]),
-            "Hello",
-        ),
-        (
-            "flush that disagrees with the deltas is dropped",
-            lines(&[&[delta("Hello"), last("Goodbye")]]),
-            "Hello",
-        ),
+        ("flush longer than its deltas adds the tail", lines(&[&[delta("Hel"), last("Hello")]]), "Hello"),
+        ("flush that disagrees with the deltas is dropped", lines(&[&[delta("Hello"), last("Goodbye")]]), "Hello"),
         (
             "repeated flushes",
-            lines(&[&[
-                delta("A"),
-                segment("A"),
-                segment("A"),
-                last("A"),
-                last("A"),
-                result("A"),
-            ]]),
+            lines(&[&[delta("A"), segment("A"), segment("A"), last("A"), last("A"), result("A")]]),
             "A",
         ),
         (
@@ -559,19 +434,10 @@ fn partial_flushes_never_duplicate_and_never_lose_text() {
             lines(&[&[delta("A")], &[s1.clone(), c1.clone()], &[result("AB")]]),
             "A\n\nB",
         ),
-        (
-            "result that disagrees adds nothing",
-            lines(&[&[delta("A"), result("Something else")]]),
-            "A",
-        ),
+        ("result that disagrees adds nothing", lines(&[&[delta("A"), result("Something else")]]), "A"),
         (
             "contradicting flushes are all dropped",
-            lines(&[&[
-                delta("Hello"),
-                segment("Goodbye"),
-                last("Goodbye"),
-                result("Hello"),
-            ]]),
+            lines(&[&[delta("Hello"), segment("Goodbye"), last("Goodbye"), result("Hello")]]),
             "Hello",
         ),
         (
@@ -581,14 +447,7 @@ fn partial_flushes_never_duplicate_and_never_lose_text() {
         ),
         (
             "deltas after a flush without a tool start a new segment",
-            lines(&[&[
-                delta("A"),
-                segment("A"),
-                delta("B"),
-                segment("B"),
-                last("AB"),
-                result("AB"),
-            ]]),
+            lines(&[&[delta("A"), segment("A"), delta("B"), segment("B"), last("AB"), result("AB")]]),
             "AB",
         ),
     ];
@@ -601,15 +460,8 @@ fn partial_flushes_never_duplicate_and_never_lose_text() {
 #[test]
 fn cumulative_segments_are_emitted_whole() {
     let [s1, c1] = shell_pair("c1");
-    let input = lines(&[
-        &[segment("First.")],
-        &[s1, c1],
-        &[
-            segment("Second."),
-            last("Third."),
-            result("First.Second.Third."),
-        ],
-    ]);
+    let input =
+        lines(&[&[segment("First.")], &[s1, c1], &[segment("Second."), last("Third."), result("First.Second.Third.")]]);
     let run = run_lines(false, &input);
     assert_eq!(run.text(), "First.\n\nSecond.Third.");
     assert!(!run.parser.is_partial());
@@ -621,19 +473,10 @@ fn paragraph_breaks() {
     let [s2, c2] = shell_pair("c2");
     // (label, lines, text as streamed, text as the CLI sent it)
     let cases: Vec<(&str, Vec<String>, &str, &str)> = vec![
-        (
-            "never at the very start",
-            lines(&[&[s1.clone(), c1.clone(), delta("Hi")]]),
-            "Hi",
-            "Hi",
-        ),
+        ("never at the very start", lines(&[&[s1.clone(), c1.clone(), delta("Hi")]]), "Hi", "Hi"),
         (
             "one break for several tools",
-            lines(&[
-                &[delta("A")],
-                &[s1.clone(), c1.clone(), s2.clone(), c2.clone()],
-                &[delta("B"), delta("C")],
-            ]),
+            lines(&[&[delta("A")], &[s1.clone(), c1.clone(), s2.clone(), c2.clone()], &[delta("B"), delta("C")]]),
             "A\n\nBC",
             "ABC",
         ),
@@ -657,20 +500,11 @@ fn paragraph_breaks() {
         ),
         (
             "next text starts with a blank line",
-            lines(&[
-                &[delta("A")],
-                &[s1.clone(), c1.clone()],
-                &[delta("\n\n\nB")],
-            ]),
+            lines(&[&[delta("A")], &[s1.clone(), c1.clone()], &[delta("\n\n\nB")]]),
             "A\n\n\nB",
             "A\n\n\nB",
         ),
-        (
-            "no tool, no break",
-            lines(&[&[delta("A"), delta("B")]]),
-            "AB",
-            "AB",
-        ),
+        ("no tool, no break", lines(&[&[delta("A"), delta("B")]]), "AB", "AB"),
         (
             "a tool completing without a start still separates",
             lines(&[&[delta("A"), c1.clone(), delta("B")]]),
@@ -692,34 +526,19 @@ fn thinking_blocks_are_closed() {
         (
             "text without thinking/completed",
             vec![thinking("hmm"), delta("Answer")],
-            vec![
-                StreamEvent::Thinking("hmm".into()),
-                StreamEvent::ThinkingDone,
-                StreamEvent::Text("Answer".into()),
-            ],
+            vec![StreamEvent::Thinking("hmm".into()), StreamEvent::ThinkingDone, StreamEvent::Text("Answer".into())],
         ),
         (
             "tool call without thinking/completed",
             vec![thinking("hmm"), s1.clone()],
-            vec![
-                StreamEvent::Thinking("hmm".into()),
-                StreamEvent::ThinkingDone,
-                started_event("c1", "shell", "true"),
-            ],
+            vec![StreamEvent::Thinking("hmm".into()), StreamEvent::ThinkingDone, started_event("c1", "shell", "true")],
         ),
         (
             "EOF without thinking/completed",
             vec![thinking("hmm")],
-            vec![
-                StreamEvent::Thinking("hmm".into()),
-                StreamEvent::ThinkingDone,
-            ],
+            vec![StreamEvent::Thinking("hmm".into()), StreamEvent::ThinkingDone],
         ),
-        (
-            "completed without deltas",
-            vec![thinking_done(), delta("A")],
-            vec![StreamEvent::Text("A".into())],
-        ),
+        ("completed without deltas", vec![thinking_done(), delta("A")], vec![StreamEvent::Text("A".into())]),
         (
             "two blocks",
             vec![
@@ -740,11 +559,7 @@ fn thinking_blocks_are_closed() {
                 StreamEvent::ThinkingDone,
             ],
         ),
-        (
-            "empty thinking text",
-            vec![thinking(""), delta("A")],
-            vec![StreamEvent::Text("A".into())],
-        ),
+        ("empty thinking text", vec![thinking(""), delta("A")], vec![StreamEvent::Text("A".into())]),
     ];
     check_events(cases);
 }
@@ -770,13 +585,7 @@ fn garbage_and_invalid_utf8_are_counted_not_fatal() {
     ];
     let mut input = garbage.clone();
     input.push(delta("still works").into_bytes());
-    input.push(
-        b"\xef\xbb\xbf"
-            .iter()
-            .copied()
-            .chain(delta(" after a BOM").into_bytes())
-            .collect(),
-    );
+    input.push(b"\xef\xbb\xbf".iter().copied().chain(delta(" after a BOM").into_bytes()).collect());
     input.push(format!("{}\r", delta(" and CRLF")).into_bytes());
     let run = run_lines(true, &input);
     assert_eq!(run.text(), "still works after a BOM and CRLF");
@@ -814,10 +623,7 @@ fn content_blocks() {
             "Hello, world",
         ),
         (json!("a bare string"), "a bare string"),
-        (
-            json!({"type":"text","text":"a single block"}),
-            "a single block",
-        ),
+        (json!({"type":"text","text":"a single block"}), "a single block"),
         (
             json!([1, null, {"type":"text","text":5}, "bare element", {"text":"untyped block"}]),
             "bare elementuntyped block",
@@ -826,7 +632,8 @@ fn content_blocks() {
         (json!(null), ""),
     ];
     for (content, expected) in cases {
-        let line = json!({"type":"assistant","message":{"role":"assistant","content":content},"extra":{"future":[1]}}).to_string();
+        let line = json!({"type":"assistant","message":{"role":"assistant","content":content},"extra":{"future":[1]}})
+            .to_string();
         assert_eq!(run_lines(false, &[line]).text(), *expected, "{content}");
     }
 }
@@ -834,12 +641,7 @@ fn content_blocks() {
 fn completed_with(tool_call: Value) -> (String, String, ToolOutcome) {
     let run = run_lines(false, &[tool("completed", "id", tool_call.clone())]);
     match run.events.as_slice() {
-        [StreamEvent::ToolCompleted {
-            tool,
-            summary,
-            outcome,
-            ..
-        }] => (tool.clone(), summary.clone(), outcome.clone()),
+        [StreamEvent::ToolCompleted { tool, summary, outcome, .. }] => (tool.clone(), summary.clone(), outcome.clone()),
         other => panic!("{tool_call}: {other:?}"),
     }
 }
@@ -847,71 +649,23 @@ fn completed_with(tool_call: Value) -> (String, String, ToolOutcome) {
 #[test]
 fn tool_names_and_summaries() {
     let cases: &[(Value, &str, &str)] = &[
-        (
-            json!({"shellToolCall":{"args":{"command":"cargo test \\\n  --all"}}}),
-            "shell",
-            "cargo test \\   --all",
-        ),
-        (
-            json!({"readToolCall":{"args":{"path":"src/main.rs","offset":10}}}),
-            "read",
-            "src/main.rs",
-        ),
-        (
-            json!({"editToolCall":{"args":{"path":"/a/b.rs","streamContent":"fn main() {}"}}}),
-            "edit",
-            "/a/b.rs",
-        ),
-        (
-            json!({"writeToolCall":{"args":{"path":"new.txt","fileText":"x"}}}),
-            "write",
-            "new.txt",
-        ),
-        (
-            json!({"deleteToolCall":{"args":{"path":"old.txt"}}}),
-            "delete",
-            "old.txt",
-        ),
-        (
-            json!({"grepToolCall":{"args":{"pattern":"TODO","path":"src"}}}),
-            "grep",
-            "TODO in src",
-        ),
-        (
-            json!({"grepToolCall":{"args":{"pattern":"fn\\s+main","path":""}}}),
-            "grep",
-            "fn\\s+main",
-        ),
-        (
-            json!({"globToolCall":{"args":{"globPattern":"**/*.rs","targetDirectory":"/p"}}}),
-            "glob",
-            "**/*.rs",
-        ),
-        (
-            json!({"lsToolCall":{"args":{"path":"/p","ignore":[]}}}),
-            "ls",
-            "/p",
-        ),
+        (json!({"shellToolCall":{"args":{"command":"cargo test \\\n  --all"}}}), "shell", "cargo test \\   --all"),
+        (json!({"readToolCall":{"args":{"path":"src/main.rs","offset":10}}}), "read", "src/main.rs"),
+        (json!({"editToolCall":{"args":{"path":"/a/b.rs","streamContent":"fn main() {}"}}}), "edit", "/a/b.rs"),
+        (json!({"writeToolCall":{"args":{"path":"new.txt","fileText":"x"}}}), "write", "new.txt"),
+        (json!({"deleteToolCall":{"args":{"path":"old.txt"}}}), "delete", "old.txt"),
+        (json!({"grepToolCall":{"args":{"pattern":"TODO","path":"src"}}}), "grep", "TODO in src"),
+        (json!({"grepToolCall":{"args":{"pattern":"fn\\s+main","path":""}}}), "grep", "fn\\s+main"),
+        (json!({"globToolCall":{"args":{"globPattern":"**/*.rs","targetDirectory":"/p"}}}), "glob", "**/*.rs"),
+        (json!({"lsToolCall":{"args":{"path":"/p","ignore":[]}}}), "ls", "/p"),
         (
             json!({"mcpToolCall":{"args":{"name":"github-create_issue","args":{"title":"t"},"providerIdentifier":"github","toolName":"create_issue"}}}),
             "mcp",
             "github/create_issue",
         ),
-        (
-            json!({"mcpToolCall":{"args":{"name":"lookup"}}}),
-            "mcp",
-            "lookup",
-        ),
-        (
-            json!({"webFetchToolCall":{"args":{"url":"https://example.com/a"}}}),
-            "webFetch",
-            "https://example.com/a",
-        ),
-        (
-            json!({"webSearchToolCall":{"args":{"searchTerm":"rust serde borrow"}}}),
-            "webSearch",
-            "rust serde borrow",
-        ),
+        (json!({"mcpToolCall":{"args":{"name":"lookup"}}}), "mcp", "lookup"),
+        (json!({"webFetchToolCall":{"args":{"url":"https://example.com/a"}}}), "webFetch", "https://example.com/a"),
+        (json!({"webSearchToolCall":{"args":{"searchTerm":"rust serde borrow"}}}), "webSearch", "rust serde borrow"),
         (
             json!({"updateTodosToolCall":{"args":{"todos":[{"id":"1","content":"x","status":"TODO_STATUS_PENDING"}]}}}),
             "todos",
@@ -922,22 +676,10 @@ fn tool_names_and_summaries() {
             "search",
             "where is auth handled",
         ),
-        (
-            json!({"readLintsToolCall":{"args":{"paths":["a.rs"]}}}),
-            "readLints",
-            "",
-        ),
-        (
-            json!({"futureThingToolCall":{"args":{"url":"https://x"}}}),
-            "futureThing",
-            "https://x",
-        ),
+        (json!({"readLintsToolCall":{"args":{"paths":["a.rs"]}}}), "readLints", ""),
+        (json!({"futureThingToolCall":{"args":{"url":"https://x"}}}), "futureThing", "https://x"),
         (json!({"shellToolCall":{}}), "shell", ""),
-        (
-            json!({"shellToolCall":{"args":{"command":42}}}),
-            "shell",
-            "",
-        ),
+        (json!({"shellToolCall":{"args":{"command":42}}}), "shell", ""),
         (json!({"shellToolCall":"not an object"}), "shell", ""),
         // Sibling keys first, in any order (§5.7, §11.4).
         (
@@ -951,26 +693,14 @@ fn tool_names_and_summaries() {
             "run_terminal_cmd",
             "ls -la",
         ),
-        (
-            json!({"function":{"name":"read_file","arguments":{"path":"/x"}}}),
-            "read_file",
-            "/x",
-        ),
-        (
-            json!({"function":{"name":"odd","arguments":"not json"}}),
-            "odd",
-            "",
-        ),
+        (json!({"function":{"name":"read_file","arguments":{"path":"/x"}}}), "read_file", "/x"),
+        (json!({"function":{"name":"odd","arguments":"not json"}}), "odd", ""),
         (json!({"function":{"arguments":"{}"}}), "function", ""),
         (json!({}), "unknown", ""),
     ];
     for (tool_call, tool, summary) in cases {
         let (got_tool, got_summary, _) = completed_with(tool_call.clone());
-        assert_eq!(
-            (got_tool.as_str(), got_summary.as_str()),
-            (*tool, *summary),
-            "{tool_call}"
-        );
+        assert_eq!((got_tool.as_str(), got_summary.as_str()), (*tool, *summary), "{tool_call}");
     }
 
     let long = "x".repeat(500);
@@ -978,82 +708,43 @@ fn tool_names_and_summaries() {
     assert_eq!(summary.chars().count(), SUMMARY_MAX_CHARS);
     assert!(summary.ends_with('…'));
     let exact = "y".repeat(SUMMARY_MAX_CHARS);
-    assert_eq!(
-        completed_with(json!({"shellToolCall":{"args":{"command":exact.clone()}}})).1,
-        exact
-    );
+    assert_eq!(completed_with(json!({"shellToolCall":{"args":{"command":exact.clone()}}})).1, exact);
 }
 
 #[test]
 fn tool_outcomes() {
-    let failure = |detail: &str| ToolOutcome::Failure {
-        detail: Some(detail.into()),
-    };
+    let failure = |detail: &str| ToolOutcome::Failure { detail: Some(detail.into()) };
     let cases: Vec<(Value, ToolOutcome)> = vec![
         (json!({"success":{"exitCode":0}}), ToolOutcome::Success),
         (
             json!({"failure":{"command":"x","exitCode":2,"signal":"","stderr":"boom\n","aborted":false}}),
             failure("exit code 2"),
         ),
-        (
-            json!({"failure":{"signal":"SIGKILL","aborted":true}}),
-            failure("signal SIGKILL, aborted"),
-        ),
-        (
-            json!({"failure":{"message":"disk full"}}),
-            failure("disk full"),
-        ),
+        (json!({"failure":{"signal":"SIGKILL","aborted":true}}), failure("signal SIGKILL, aborted")),
+        (json!({"failure":{"message":"disk full"}}), failure("disk full")),
         (json!({"failure":{}}), ToolOutcome::Failure { detail: None }),
         (
             json!({"error":{"message":"File not found: x"}}),
-            ToolOutcome::Error {
-                message: Some("File not found: x".into()),
-            },
+            ToolOutcome::Error { message: Some("File not found: x".into()) },
         ),
-        (
-            json!({"error":{"error":{"message":"nested"}}}),
-            ToolOutcome::Error {
-                message: Some("nested".into()),
-            },
-        ),
-        (
-            json!({"error":"plain text"}),
-            ToolOutcome::Error {
-                message: Some("plain text".into()),
-            },
-        ),
-        (
-            json!({"rejected":{"reason":"User said no"}}),
-            ToolOutcome::Rejected {
-                reason: Some("User said no".into()),
-            },
-        ),
-        (
-            json!({"rejected":{}}),
-            ToolOutcome::Rejected { reason: None },
-        ),
+        (json!({"error":{"error":{"message":"nested"}}}), ToolOutcome::Error { message: Some("nested".into()) }),
+        (json!({"error":"plain text"}), ToolOutcome::Error { message: Some("plain text".into()) }),
+        (json!({"rejected":{"reason":"User said no"}}), ToolOutcome::Rejected { reason: Some("User said no".into()) }),
+        (json!({"rejected":{}}), ToolOutcome::Rejected { reason: None }),
         (json!("rejected"), ToolOutcome::Rejected { reason: None }),
         (json!("Success"), ToolOutcome::Success),
         (json!("failed"), ToolOutcome::Failure { detail: None }),
         (json!(true), ToolOutcome::Success),
         (json!(false), ToolOutcome::Failure { detail: None }),
         (json!({"success":true}), ToolOutcome::Success),
-        (
-            json!({"success":false}),
-            ToolOutcome::Failure { detail: None },
-        ),
-        (
-            json!({"isBackground":false,"failure":{"exitCode":1}}),
-            failure("exit code 1"),
-        ),
+        (json!({"success":false}), ToolOutcome::Failure { detail: None }),
+        (json!({"isBackground":false,"failure":{"exitCode":1}}), failure("exit code 1")),
         (json!({"weird":{}}), ToolOutcome::Success),
         (json!({"error":null}), ToolOutcome::Success),
         (json!("something new"), ToolOutcome::Success),
         (
             json!({"rejected":{"reason":"line one\nline two"}}),
-            ToolOutcome::Rejected {
-                reason: Some("line one line two".into()),
-            },
+            ToolOutcome::Rejected { reason: Some("line one line two".into()) },
         ),
     ];
     for (result, expected) in cases {
@@ -1061,23 +752,15 @@ fn tool_outcomes() {
         assert_eq!(completed_with(tool_call).2, expected, "{result}");
     }
     // Outcome keys directly in the tool body, and a top-level `"result":"rejected"`.
-    assert_eq!(
-        completed_with(json!({"shellToolCall":{"args":{},"success":true}})).2,
-        ToolOutcome::Success
-    );
+    assert_eq!(completed_with(json!({"shellToolCall":{"args":{},"success":true}})).2, ToolOutcome::Success);
     assert_eq!(
         completed_with(json!({"shellToolCall":{"args":{},"rejected":{"reason":"no"}}})).2,
-        ToolOutcome::Rejected {
-            reason: Some("no".into())
-        }
+        ToolOutcome::Rejected { reason: Some("no".into()) }
     );
     let line = json!({"type":"tool_call","subtype":"completed","call_id":"id","tool_call":{"shellToolCall":{"args":{}}},"result":"rejected"}).to_string();
     assert!(matches!(
         run_lines(false, &[line]).events.as_slice(),
-        [StreamEvent::ToolCompleted {
-            outcome: ToolOutcome::Rejected { reason: None },
-            ..
-        }]
+        [StreamEvent::ToolCompleted { outcome: ToolOutcome::Rejected { reason: None }, .. }]
     ));
 }
 
@@ -1085,21 +768,16 @@ fn tool_outcomes() {
 fn tool_call_ids() {
     let body = json!({"shellToolCall":{"args":{"command":"ls"}}});
     let no_args = json!({"shellToolCall":{"result":{"rejected":{}}}});
-    let without_call_id = |tool_call: Value| {
-        json!({"type":"tool_call","subtype":"started","tool_call":tool_call}).to_string()
-    };
+    let without_call_id =
+        |tool_call: Value| json!({"type":"tool_call","subtype":"started","tool_call":tool_call}).to_string();
     let input = vec![
         tool("started", "call_1\nfc_1", body.clone()),
         // completed without args: tool and summary come from the start.
         tool("completed", "call_1\nfc_1", no_args.clone()),
         // completed without a start.
         tool("completed", "call_2", body.clone()),
-        without_call_id(
-            json!({"toolCallId":"sibling\nid","shellToolCall":{"args":{"command":"a"}}}),
-        ),
-        without_call_id(
-            json!({"shellToolCall":{"args":{"command":"b","toolCallId":"inside-args"}}}),
-        ),
+        without_call_id(json!({"toolCallId":"sibling\nid","shellToolCall":{"args":{"command":"a"}}})),
+        without_call_id(json!({"shellToolCall":{"args":{"command":"b","toolCallId":"inside-args"}}})),
         without_call_id(json!({"shellToolCall":{"args":{"command":"c"}}})),
     ];
     let run = run_lines(false, &input);
@@ -1135,11 +813,7 @@ fn permission_requests() {
             "shellRequestQuery",
             "rm -rf /tmp/x echo done",
         ),
-        (
-            json!({"type":"interaction_query","subtype":"request"}),
-            "unknown",
-            "",
-        ),
+        (json!({"type":"interaction_query","subtype":"request"}), "unknown", ""),
     ];
     for (line, query_type, summary) in cases {
         let run = run_lines(false, &[line.to_string()]);
@@ -1165,54 +839,27 @@ fn results() {
         (json!({"subtype":"error_during_execution"}), false, None, ""),
         (json!({"subtype":null}), false, None, ""),
         (json!({"is_error":"yes"}), true, None, "ok"),
-        (
-            json!({"usage":{"inputTokens":5}}),
-            true,
-            Some(Usage {
-                input_tokens: 5,
-                ..Usage::default()
-            }),
-            "ok",
-        ),
+        (json!({"usage":{"inputTokens":5}}), true, Some(Usage { input_tokens: 5, ..Usage::default() }), "ok"),
         (
             json!({"usage":{"input_tokens":1,"output_tokens":2,"cache_read_tokens":3,"cache_write_tokens":4}}),
             true,
-            Some(Usage {
-                input_tokens: 1,
-                output_tokens: 2,
-                cache_read_tokens: 3,
-                cache_write_tokens: 4,
-            }),
+            Some(Usage { input_tokens: 1, output_tokens: 2, cache_read_tokens: 3, cache_write_tokens: 4 }),
             "ok",
         ),
         (
             json!({"usage":{"inputTokens":"7","outputTokens":-1,"cacheReadTokens":2.0,"cacheWriteTokens":null}}),
             true,
-            Some(Usage {
-                input_tokens: 7,
-                cache_read_tokens: 2,
-                ..Usage::default()
-            }),
+            Some(Usage { input_tokens: 7, cache_read_tokens: 2, ..Usage::default() }),
             "ok",
         ),
         (json!({"usage":"n/a"}), true, None, "ok"),
     ];
     for (patch, success, usage, fallback_text) in cases {
         let run = with(patch.clone());
-        let result = run
-            .result
-            .clone()
-            .unwrap_or_else(|| panic!("{patch}: no result"));
+        let result = run.result.clone().unwrap_or_else(|| panic!("{patch}: no result"));
         assert_eq!((result.success, result.usage), (success, usage), "{patch}");
-        assert_eq!(
-            run.text(),
-            fallback_text,
-            "{patch}: fallback only for a successful turn"
-        );
-        assert_eq!(
-            (result.request_id.as_deref(), result.duration_ms),
-            (Some("r"), Some(12))
-        );
+        assert_eq!(run.text(), fallback_text, "{patch}: fallback only for a successful turn");
+        assert_eq!((result.request_id.as_deref(), result.duration_ms), (Some("r"), Some(12)));
     }
     // A second result is ignored; the first one stays.
     let mut parser = StreamParser::new(false);
@@ -1241,19 +888,10 @@ fn error_envelope_and_init() {
     assert_eq!(
         run_lines(false, &input).events,
         vec![
-            StreamEvent::ErrorEnvelope {
-                message: "quota exceeded for this workspace".into()
-            },
-            StreamEvent::ErrorEnvelope {
-                message: "other shape".into()
-            },
-            StreamEvent::ErrorEnvelope {
-                message: String::new()
-            },
-            StreamEvent::Init {
-                session_id: "abc".into(),
-                model: None
-            },
+            StreamEvent::ErrorEnvelope { message: "quota exceeded for this workspace".into() },
+            StreamEvent::ErrorEnvelope { message: "other shape".into() },
+            StreamEvent::ErrorEnvelope { message: String::new() },
+            StreamEvent::Init { session_id: "abc".into(), model: None },
         ]
     );
 }
@@ -1264,9 +902,7 @@ fn raw_delta(escaped_text: &str) -> String {
     )
 }
 fn raw_thinking(escaped_text: &str) -> String {
-    format!(
-        r#"{{"type":"thinking","subtype":"delta","text":"{escaped_text}","session_id":"s","timestamp_ms":1}}"#
-    )
+    format!(r#"{{"type":"thinking","subtype":"delta","text":"{escaped_text}","session_id":"s","timestamp_ms":1}}"#)
 }
 
 #[test]
@@ -1279,49 +915,21 @@ fn lone_surrogates_are_repaired() {
             vec![raw_delta(r"smile \ud83d"), raw_delta(r"\ude00 ok")],
             vec![text("smile "), text("😀 ok")],
         ),
-        (
-            "upper-case hex",
-            vec![raw_delta(r"a\uD83D"), raw_delta(r"\uDE00b")],
-            vec![text("a"), text("😀b")],
-        ),
-        (
-            "delta holding only the high half",
-            vec![raw_delta(r"\ud83d"), raw_delta(r"\ude00")],
-            vec![text("😀")],
-        ),
-        (
-            "lone high inside a delta",
-            vec![raw_delta(r"a\ud83db")],
-            vec![text("a\u{fffd}b")],
-        ),
-        (
-            "lone low inside a delta",
-            vec![raw_delta(r"a\ude00b")],
-            vec![text("a\u{fffd}b")],
-        ),
-        (
-            "low half with nothing pending",
-            vec![raw_delta(r"\ude00x")],
-            vec![text("\u{fffd}x")],
-        ),
+        ("upper-case hex", vec![raw_delta(r"a\uD83D"), raw_delta(r"\uDE00b")], vec![text("a"), text("😀b")]),
+        ("delta holding only the high half", vec![raw_delta(r"\ud83d"), raw_delta(r"\ude00")], vec![text("😀")]),
+        ("lone high inside a delta", vec![raw_delta(r"a\ud83db")], vec![text("a\u{fffd}b")]),
+        ("lone low inside a delta", vec![raw_delta(r"a\ude00b")], vec![text("a\u{fffd}b")]),
+        ("low half with nothing pending", vec![raw_delta(r"\ude00x")], vec![text("\u{fffd}x")]),
         (
             "high half not followed by its low",
             vec![raw_delta(r"a\ud83d"), delta("next")],
             vec![text("a"), text("\u{fffd}next")],
         ),
-        (
-            "high half at EOF",
-            vec![raw_delta(r"end\ud83d")],
-            vec![text("end"), text("\u{fffd}")],
-        ),
+        ("high half at EOF", vec![raw_delta(r"end\ud83d")], vec![text("end"), text("\u{fffd}")]),
         (
             "high half then a tool",
             vec![raw_delta(r"a\ud83d"), shell_pair("c")[0].clone()],
-            vec![
-                text("a"),
-                text("\u{fffd}"),
-                started_event("c", "shell", "true"),
-            ],
+            vec![text("a"), text("\u{fffd}"), started_event("c", "shell", "true")],
         ),
         (
             "thinking pair split across deltas",
@@ -1331,18 +939,9 @@ fn lone_surrogates_are_repaired() {
         (
             "pending text half, then thinking",
             vec![raw_delta(r"a\ud83d"), thinking("t")],
-            vec![
-                text("a"),
-                text("\u{fffd}"),
-                think("t"),
-                StreamEvent::ThinkingDone,
-            ],
+            vec![text("a"), text("\u{fffd}"), think("t"), StreamEvent::ThinkingDone],
         ),
-        (
-            "proper pair needs no repair",
-            vec![raw_delta(r"\ud83d\ude00")],
-            vec![text("😀")],
-        ),
+        ("proper pair needs no repair", vec![raw_delta(r"\ud83d\ude00")], vec![text("😀")]),
         (
             "two trailing halves are ambiguous",
             vec![format!(
@@ -1350,42 +949,20 @@ fn lone_surrogates_are_repaired() {
             )],
             vec![text("a\u{fffd}b\u{fffd}")],
         ),
-        (
-            "escaped backslash is not an escape",
-            vec![raw_delta(r"C:\\ud83d")],
-            vec![text(r"C:\ud83d")],
-        ),
+        ("escaped backslash is not an escape", vec![raw_delta(r"C:\\ud83d")], vec![text(r"C:\ud83d")]),
     ];
     check_events(cases);
-    assert_eq!(
-        run_lines(true, &[raw_delta(r"\ud83d\ude00")])
-            .parser
-            .repaired_lines(),
-        0
-    );
-    assert_eq!(
-        run_lines(true, &[raw_delta(r"a\ud83d"), raw_delta(r"\ude00")])
-            .parser
-            .repaired_lines(),
-        2
-    );
+    assert_eq!(run_lines(true, &[raw_delta(r"\ud83d\ude00")]).parser.repaired_lines(), 0);
+    assert_eq!(run_lines(true, &[raw_delta(r"a\ud83d"), raw_delta(r"\ude00")]).parser.repaired_lines(), 2);
 
     // Outside text deltas an edge surrogate is just lone: U+FFFD in the summary.
     let line = r#"{"type":"tool_call","subtype":"started","call_id":"c","tool_call":{"shellToolCall":{"args":{"command":"echo \ud83d"}}}}"#;
-    assert_eq!(
-        run_lines(false, &[line]).started(),
-        vec![("shell", "echo \u{fffd}")]
-    );
+    assert_eq!(run_lines(false, &[line]).started(), vec![("shell", "echo \u{fffd}")]);
     // And the result text (used as fallback) is repaired the same way.
     let line = r#"{"type":"result","subtype":"success","is_error":false,"result":"x\ud83d"}"#;
     assert_eq!(run_lines(false, &[line]).text(), "x\u{fffd}");
     // A broken line that has nothing to do with surrogates stays malformed.
-    assert_eq!(
-        run_lines(false, &[r#"{"text":"\ud83d", oops}"#])
-            .parser
-            .malformed_lines(),
-        1
-    );
+    assert_eq!(run_lines(false, &[r#"{"text":"\ud83d", oops}"#]).parser.malformed_lines(), 1);
 }
 
 #[test]
@@ -1403,9 +980,7 @@ fn never_panics_on_truncated_or_mutated_lines() {
         seed ^= seed << 17;
         seed
     };
-    let specials = [
-        b'"', b'\\', b'{', b'}', b'[', b']', b':', b',', b'u', b'd', b'8', 0xff, 0xc3, b'\n',
-    ];
+    let specials = [b'"', b'\\', b'{', b'}', b'[', b']', b':', b',', b'u', b'd', b'8', 0xff, 0xc3, b'\n'];
     for fixture in fixtures {
         let bytes = std::fs::read(format!("{FIXTURES}{fixture}")).unwrap_or_default();
         for partial in [false, true] {
@@ -1439,7 +1014,10 @@ fn never_panics_on_truncated_or_mutated_lines() {
 /// no `result`. Whatever `finish()` adds must keep the streamed text and the Text events equal.
 #[test]
 fn fuzz_regression_finish_after_split_surrogates() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fuzz-regressions/stream-parser-finish-after-surrogates.jsonl");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/fuzz-regressions/stream-parser-finish-after-surrogates.jsonl"
+    );
     let data = std::fs::read(path).unwrap();
     for partial in [false, true] {
         let mut parser = StreamParser::new(partial);
@@ -1457,7 +1035,13 @@ fn fuzz_regression_finish_after_split_surrogates() {
         }
         let from = events.len();
         let _ = parser.finish(&mut events);
-        let added: Vec<_> = events[from..].iter().filter_map(|e| match e { StreamEvent::Text(t) => Some(t.clone()), _ => None }).collect();
+        let added: Vec<_> = events[from..]
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::Text(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
         for t in &added {
             text.push_str(t);
         }
@@ -1484,8 +1068,7 @@ fn lenient_scalars() {
         ("18446744073709551615", Some(u64::MAX)),
     ];
     for (value, expected) in cases {
-        let line =
-            format!(r#"{{"type":"result","subtype":"success","result":"","duration_ms":{value}}}"#);
+        let line = format!(r#"{{"type":"result","subtype":"success","result":"","duration_ms":{value}}}"#);
         let run = run_lines(false, &[line]);
         assert_eq!(run.result.and_then(|r| r.duration_ms), *expected, "{value}");
     }
@@ -1505,11 +1088,7 @@ fn lenient_scalars() {
             r#"{{"type":"assistant","message":{{"content":"x"}},"timestamp_ms":{timestamp},"model_call_id":{model_call_id}}}"#
         );
         let run = run_lines(false, &[line]);
-        assert_eq!(
-            run.parser.is_partial(),
-            *is_delta,
-            "{timestamp} / {model_call_id}"
-        );
+        assert_eq!(run.parser.is_partial(), *is_delta, "{timestamp} / {model_call_id}");
         assert_eq!(run.text(), "x");
     }
 }
@@ -1519,32 +1098,17 @@ fn repeated_keys() {
     // Both spellings of a key in one object: camelCase wins, the line is not lost.
     let line = r#"{"type":"result","subtype":"success","result":"","usage":{"inputTokens":5,"input_tokens":9,"output_tokens":2}}"#;
     let usage = run_lines(false, &[line]).result.and_then(|r| r.usage);
+    assert_eq!(usage, Some(Usage { input_tokens: 5, output_tokens: 2, ..Usage::default() }));
     assert_eq!(
-        usage,
-        Some(Usage {
-            input_tokens: 5,
-            output_tokens: 2,
-            ..Usage::default()
-        })
-    );
-    assert_eq!(
-        completed_with(
-            json!({"shellToolCall":{"result":{"failure":{"exitCode":1,"exit_code":2}}}})
-        )
-        .2,
-        ToolOutcome::Failure {
-            detail: Some("exit code 1".into())
-        }
+        completed_with(json!({"shellToolCall":{"result":{"failure":{"exitCode":1,"exit_code":2}}}})).2,
+        ToolOutcome::Failure { detail: Some("exit code 1".into()) }
     );
 
     // Objects keyed by data keep their rules: the first tool kind, the first outcome entry that
     // counts (not `null`, not `false` unless `"success": false`), the first query; the last
     // `toolCallId`.
     let line = r#"{"type":"tool_call","subtype":"started","tool_call":{"toolCallId":"a","readToolCall":{"args":{"path":"p"}},"toolCallId":"b","shellToolCall":{"args":{"command":"c"}}}}"#;
-    assert_eq!(
-        run_lines(false, &[line]).events,
-        vec![started_event("b", "read", "p")]
-    );
+    assert_eq!(run_lines(false, &[line]).events, vec![started_event("b", "read", "p")]);
     let line = r#"{"type":"tool_call","subtype":"started","call_id":"c","tool_call":{"shellToolCall":{"args":{"command":"one"}},"shellToolCall":{"args":{"command":"two"}}}}"#;
     assert_eq!(run_lines(false, &[line]).started(), vec![("shell", "one")]);
     let outcome_of = |body: &str| {
@@ -1559,44 +1123,26 @@ fn repeated_keys() {
     let cases: &[(&str, ToolOutcome)] = &[
         (
             r#"{"result":{"error":null,"rejected":false,"failure":{"exitCode":3},"success":{}}}"#,
-            ToolOutcome::Failure {
-                detail: Some("exit code 3".into()),
-            },
+            ToolOutcome::Failure { detail: Some("exit code 3".into()) },
         ),
-        (
-            r#"{"result":{"success":false,"failure":{"exitCode":3}}}"#,
-            ToolOutcome::Failure { detail: None },
-        ),
+        (r#"{"result":{"success":false,"failure":{"exitCode":3}}}"#, ToolOutcome::Failure { detail: None }),
         (
             r#"{"result":{"rejected":{"reason":"first"},"rejected":{"reason":"second"}}}"#,
-            ToolOutcome::Rejected {
-                reason: Some("first".into()),
-            },
+            ToolOutcome::Rejected { reason: Some("first".into()) },
         ),
         (
             r#"{"error":false,"rejected":{"reason":"direct"},"failure":{}}"#,
-            ToolOutcome::Rejected {
-                reason: Some("direct".into()),
-            },
+            ToolOutcome::Rejected { reason: Some("direct".into()) },
         ),
         // `result` (the last one) wins over outcome keys in the body.
-        (
-            r#"{"success":{},"result":"failed","result":"rejected"}"#,
-            ToolOutcome::Rejected { reason: None },
-        ),
-        (
-            r#"{"rejected":{},"result":"no idea"}"#,
-            ToolOutcome::Rejected { reason: None },
-        ),
+        (r#"{"success":{},"result":"failed","result":"rejected"}"#, ToolOutcome::Rejected { reason: None }),
+        (r#"{"rejected":{},"result":"no idea"}"#, ToolOutcome::Rejected { reason: None }),
     ];
     for (body, expected) in cases {
         assert_eq!(&outcome_of(body), expected, "{body}");
     }
     let line = r#"{"type":"interaction_query","subtype":"request","query":{"id":1,"shellRequestQuery":"no body","shellRequestQuery":{"args":{"command":"a"}},"webFetchRequestQuery":{"args":{"url":"u"}}}}"#;
-    assert_eq!(
-        run_lines(false, &[line]).permissions(),
-        vec![("shellRequestQuery", "a")]
-    );
+    assert_eq!(run_lines(false, &[line]).permissions(), vec![("shellRequestQuery", "a")]);
 
     // A key repeated in a derived object fails the line (serde rejects a duplicate field; the
     // CLI's JSON.stringify never writes one); the parser goes on.

@@ -3,9 +3,7 @@
 use std::borrow::Cow;
 
 use super::event::ToolOutcome;
-use super::wire::{
-    OutcomeEntry, OutcomeKind, ResultWire, ToolArgsWire, ToolBodyWire, ToolCallWire,
-};
+use super::wire::{OutcomeEntry, OutcomeKind, ResultWire, ToolArgsWire, ToolBodyWire, ToolCallWire};
 
 /// A tool summary is at most this many characters (one line in the editor's tool list).
 pub(super) const SUMMARY_MAX_CHARS: usize = 200;
@@ -21,15 +19,8 @@ pub(super) fn describe_tool(call: &ToolCallWire<'_>) -> Option<(String, String)>
     }
     // Legacy `{"function":{"name","arguments"}}`: keep the name as given.
     let legacy = call.legacy.as_ref()?;
-    let tool = legacy
-        .name
-        .as_deref()
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or("function");
-    Some((
-        one_line(tool, SUMMARY_MAX_CHARS),
-        summarize("", &legacy.arguments),
-    ))
+    let tool = legacy.name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("function");
+    Some((one_line(tool, SUMMARY_MAX_CHARS), summarize("", &legacy.arguments)))
 }
 
 /// `shell` for `shellToolCall` etc.; unknown kinds keep their key minus `ToolCall`.
@@ -50,13 +41,10 @@ pub(super) fn summarize(tool: &str, args: &ToolArgsWire<'_>) -> String {
     let specific: Option<Cow<'_, str>> = match tool {
         "shell" => args.command.clone(),
         "read" | "edit" | "write" | "delete" | "ls" => args.path.clone(),
-        "grep" => args
-            .pattern
-            .as_ref()
-            .map(|pattern| match args.path.as_deref() {
-                Some(path) if !path.is_empty() => Cow::Owned(format!("{pattern} in {path}")),
-                _ => pattern.clone(),
-            }),
+        "grep" => args.pattern.as_ref().map(|pattern| match args.path.as_deref() {
+            Some(path) if !path.is_empty() => Cow::Owned(format!("{pattern} in {path}")),
+            _ => pattern.clone(),
+        }),
         "glob" => args.glob_pattern.clone().or_else(|| args.pattern.clone()),
         "webFetch" => args.url.clone(),
         "webSearch" => args.search_term.clone().or_else(|| args.query.clone()),
@@ -64,9 +52,7 @@ pub(super) fn summarize(tool: &str, args: &ToolArgsWire<'_>) -> String {
         "mcp" => {
             let tool_name = args.tool_name.as_ref().or(args.name.as_ref());
             match (args.provider_identifier.as_deref(), tool_name) {
-                (Some(provider), Some(name)) if !provider.is_empty() => {
-                    Some(Cow::Owned(format!("{provider}/{name}")))
-                }
+                (Some(provider), Some(name)) if !provider.is_empty() => Some(Cow::Owned(format!("{provider}/{name}"))),
                 (_, Some(name)) => Some(name.clone()),
                 (Some(provider), None) => Some(Cow::Borrowed(provider)),
                 (None, None) => None,
@@ -75,23 +61,13 @@ pub(super) fn summarize(tool: &str, args: &ToolArgsWire<'_>) -> String {
         _ => None,
     };
     let chosen = specific.filter(|s| !s.trim().is_empty()).or_else(|| {
-        [
-            &args.command,
-            &args.path,
-            &args.pattern,
-            &args.glob_pattern,
-            &args.url,
-            &args.search_term,
-            &args.query,
-        ]
-        .into_iter()
-        .flatten()
-        .find(|s| !s.trim().is_empty())
-        .cloned()
+        [&args.command, &args.path, &args.pattern, &args.glob_pattern, &args.url, &args.search_term, &args.query]
+            .into_iter()
+            .flatten()
+            .find(|s| !s.trim().is_empty())
+            .cloned()
     });
-    chosen
-        .map(|s| one_line(&s, SUMMARY_MAX_CHARS))
-        .unwrap_or_default()
+    chosen.map(|s| one_line(&s, SUMMARY_MAX_CHARS)).unwrap_or_default()
 }
 
 /// Control characters (newlines, tabs …) become spaces; trimmed; at most `max_chars` characters,
@@ -134,11 +110,8 @@ pub(super) fn tool_outcome(body: &ToolBodyWire<'_>) -> Option<ToolOutcome> {
 /// One entry of the outcome union. `"success": false` counts as a failure.
 fn entry_outcome(entry: &OutcomeEntry<'_>) -> ToolOutcome {
     let body = &entry.body;
-    let detail = |s: &Option<Cow<'_, str>>| {
-        s.as_deref()
-            .map(|s| one_line(s, DETAIL_MAX_CHARS))
-            .filter(|s| !s.is_empty())
-    };
+    let detail =
+        |s: &Option<Cow<'_, str>>| s.as_deref().map(|s| one_line(s, DETAIL_MAX_CHARS)).filter(|s| !s.is_empty());
     match entry.kind {
         OutcomeKind::Success if body.is_false => ToolOutcome::Failure { detail: None },
         OutcomeKind::Success => ToolOutcome::Success,
@@ -157,15 +130,11 @@ fn entry_outcome(entry: &OutcomeEntry<'_>) -> ToolOutcome {
                 parts.extend(detail(&body.message).or_else(|| detail(&body.error)));
             }
             let joined = parts.join(", ");
-            ToolOutcome::Failure {
-                detail: (!joined.is_empty()).then(|| one_line(&joined, DETAIL_MAX_CHARS)),
-            }
+            ToolOutcome::Failure { detail: (!joined.is_empty()).then(|| one_line(&joined, DETAIL_MAX_CHARS)) }
         }
-        OutcomeKind::Error => ToolOutcome::Error {
-            message: detail(&body.message).or_else(|| detail(&body.error)),
-        },
-        OutcomeKind::Rejected => ToolOutcome::Rejected {
-            reason: detail(&body.reason).or_else(|| detail(&body.message)),
-        },
+        OutcomeKind::Error => ToolOutcome::Error { message: detail(&body.message).or_else(|| detail(&body.error)) },
+        OutcomeKind::Rejected => {
+            ToolOutcome::Rejected { reason: detail(&body.reason).or_else(|| detail(&body.message)) }
+        }
     }
 }

@@ -186,10 +186,7 @@ impl<'a> BlockWire<'a> {
 impl<'de> Fallback<'de> for BlockWire<'de> {
     fn from_other(value: Loose<'de>) -> Option<Self> {
         let text = value.into_str()?;
-        Some(BlockWire {
-            block_type: None,
-            text: Some(text),
-        })
+        Some(BlockWire { block_type: None, text: Some(text) })
     }
 }
 
@@ -205,11 +202,7 @@ pub(super) struct ToolCallWire<'a> {
 }
 
 impl<'de> Entries<'de> for ToolCallWire<'de> {
-    fn entry<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
+    fn entry<A: MapAccess<'de>>(&mut self, key: Cow<'de, str>, map: &mut A) -> Result<(), A::Error> {
         if key.ends_with("ToolCall") && self.kind.is_none() {
             self.body = map.next_value::<Lenient<_>>()?.0.unwrap_or_default();
             self.kind = Some(key);
@@ -235,17 +228,11 @@ pub(super) struct ToolBodyWire<'a> {
 }
 
 impl<'de> Entries<'de> for ToolBodyWire<'de> {
-    fn entry<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
+    fn entry<A: MapAccess<'de>>(&mut self, key: Cow<'de, str>, map: &mut A) -> Result<(), A::Error> {
         match (&*key, OutcomeKind::of(&key)) {
             ("args", _) => self.args = map.next_value::<Lenient<_>>()?.0.unwrap_or_default(),
             ("result", _) => self.result = map.next_value::<Lenient<_>>()?.0,
-            (_, Some(kind)) if self.direct.is_none() => {
-                self.direct = OutcomeEntry::read(kind, map)?
-            }
+            (_, Some(kind)) if self.direct.is_none() => self.direct = OutcomeEntry::read(kind, map)?,
             _ => skip(map)?,
         }
         Ok(())
@@ -267,11 +254,7 @@ impl Default for ResultWire<'_> {
 }
 
 impl<'de> Entries<'de> for ResultWire<'de> {
-    fn entry<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
+    fn entry<A: MapAccess<'de>>(&mut self, key: Cow<'de, str>, map: &mut A) -> Result<(), A::Error> {
         match OutcomeKind::of(&key) {
             Some(kind) if matches!(self, ResultWire::Union(None)) => {
                 *self = ResultWire::Union(OutcomeEntry::read(kind, map)?);
@@ -324,9 +307,7 @@ impl<'de> OutcomeEntry<'de> {
     /// Reads the value of an outcome key.
     fn read<A: MapAccess<'de>>(kind: OutcomeKind, map: &mut A) -> Result<Option<Self>, A::Error> {
         let body = map.next_value::<Lenient<OutcomeBody>>()?.0;
-        Ok(body
-            .filter(|body| kind == OutcomeKind::Success || !body.is_false)
-            .map(|body| OutcomeEntry { kind, body }))
+        Ok(body.filter(|body| kind == OutcomeKind::Success || !body.is_false).map(|body| OutcomeEntry { kind, body }))
     }
 }
 
@@ -369,14 +350,8 @@ impl<'de> Fallback<'de> for OutcomeBody<'de> {
     fn from_other(value: Loose<'de>) -> Option<Self> {
         match value {
             Loose::Null => None,
-            Loose::Str(text) => Some(OutcomeBody {
-                message: Some(text),
-                ..OutcomeBody::default()
-            }),
-            Loose::Bool(false) => Some(OutcomeBody {
-                is_false: true,
-                ..OutcomeBody::default()
-            }),
+            Loose::Str(text) => Some(OutcomeBody { message: Some(text), ..OutcomeBody::default() }),
+            Loose::Bool(false) => Some(OutcomeBody { is_false: true, ..OutcomeBody::default() }),
             _ => Some(OutcomeBody::default()),
         }
     }
@@ -453,11 +428,7 @@ pub(super) struct QueryWire<'a> {
 }
 
 impl<'de> Entries<'de> for QueryWire<'de> {
-    fn entry<A: MapAccess<'de>>(
-        &mut self,
-        key: Cow<'de, str>,
-        map: &mut A,
-    ) -> Result<(), A::Error> {
+    fn entry<A: MapAccess<'de>>(&mut self, key: Cow<'de, str>, map: &mut A) -> Result<(), A::Error> {
         if key == "id" || self.kind.is_some() {
             return skip(map);
         }
