@@ -1,4 +1,5 @@
-//! Command-line parsing that behaves like the commander.js parser of the real CLI (reference §2).
+//! Command-line parsing that behaves like the commander.js parser of the real CLI
+//! (docs/cursor-cli.md §2.1).
 //!
 //! What matters for faithfulness:
 //! * options may come before or after the positional prompt words;
@@ -50,7 +51,8 @@ const fn choice(long: &'static str, value_name: &'static str, choices: &'static 
 
 pub const OUTPUT_FORMATS: &[&str] = &["text", "json", "stream-json"];
 
-/// Reference §2.1 (verbatim `--help` of 2026.09.28) plus `--format` of `status`/`whoami`/`about`.
+/// The options of the 2026.09.28 `--help` (docs/cursor-cli.md §2.1) plus `--format` of
+/// `status`/`whoami`/`about`.
 pub static OPTIONS: &[OptSpec] = &[
     flag("version", Some('v')),
     value("api-key", None, "<key>"),
@@ -89,7 +91,8 @@ pub static OPTIONS: &[OptSpec] = &[
     },
 ];
 
-/// Subcommands of the 2026.09.28 help (§2.2), including the hidden `acp` and `sandbox`.
+/// Subcommands of the 2026.09.28 help (docs/cursor-cli.md §2.2), including the hidden `acp` and
+/// `sandbox`.
 pub static SUBCOMMANDS: &[&str] = &[
     "persist",
     "install-shell-integration",

@@ -1,4 +1,4 @@
-//! Chat stores on disk, laid out like the real CLI's (reference §1.4, §7):
+//! Chat stores on disk, laid out like the real CLI's (docs/cursor-cli.md §6):
 //! `<data>/chats/<md5(workspace)>/<chatId>/meta.json`, where `<data>` is `CURSOR_DATA_DIR` or
 //! `$HOME/.cursor`. The double writes them so tests can simulate Cursor garbage-collecting a chat
 //! (delete the folder) and, with `CURSOR_DOUBLE_UNKNOWN_RESUME=fail`, see `--resume` of a chat that

@@ -20,7 +20,7 @@ pub fn help() -> i32 {
     0
 }
 
-/// `models` / `--list-models` (reference §8). Refusals exit 0 like the real CLI.
+/// `models` / `--list-models` (docs/cursor-cli.md §7.1). Refusals exit 0 like the real CLI.
 pub fn models(parsed: &Parsed) -> i32 {
     process::sleep(settings::millis("CURSOR_DOUBLE_MODELS_DELAY_MS"));
     match auth::resolve(parsed) {
@@ -53,7 +53,7 @@ pub fn models(parsed: &Parsed) -> i32 {
     0
 }
 
-/// `create-chat`: a fresh UUIDv4, offline, no login needed (reference §7).
+/// `create-chat`: a fresh UUIDv4, offline, no login needed (docs/cursor-cli.md §6).
 pub fn create_chat() -> i32 {
     process::sleep(settings::millis("CURSOR_DOUBLE_CREATE_CHAT_DELAY_MS"));
     if settings::enabled("CURSOR_DOUBLE_CREATE_CHAT_FAIL") {
@@ -66,8 +66,8 @@ pub fn create_chat() -> i32 {
     0
 }
 
-/// `status` / `whoami` (reference §9). Only the stored login counts: an API key does not make it
-/// say "Logged in".
+/// `status` / `whoami` (docs/cursor-cli.md §7.4). Only the stored login counts: an API key does
+/// not make it say "Logged in".
 pub fn status(parsed: &Parsed) -> i32 {
     if settings::enabled("CURSOR_DOUBLE_STATUS_HANG") {
         process::hang_forever();
@@ -106,7 +106,8 @@ pub fn status(parsed: &Parsed) -> i32 {
     0
 }
 
-/// `about` (reference §9 keys), values invented but shaped like Node's `process.platform/arch`.
+/// `about` (keys of docs/cursor-cli.md §7.4), values invented but shaped like Node's
+/// `process.platform/arch`.
 pub fn about(parsed: &Parsed) -> i32 {
     let platform = match std::env::consts::OS {
         "macos" => "darwin",

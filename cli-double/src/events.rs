@@ -1,5 +1,6 @@
-//! stream-json events (reference §5), with key orders copied from the transcripts. Every function
-//! returns one event object; `output::EventStream` turns it into one NDJSON line.
+//! stream-json events (docs/cursor-cli.md §4), with key orders copied from the transcripts
+//! (tests/fixtures/). Every function returns one event object; `output::EventStream` turns it into
+//! one NDJSON line.
 
 use crate::json::{arr, obj, Json};
 

@@ -1,7 +1,7 @@
 //! `cursor-agent-double`: a faithful stand-in for the Cursor CLI (`cursor-agent` / `agent`) used by
-//! the sidecar's and the extension's tests. It never ships. Behaviour follows the shared reference
-//! (`cursor-cli.md` and its transcripts) and is scripted through `CURSOR_DOUBLE_*` variables and
-//! scenarios — see README.md in this crate for the full contract.
+//! the sidecar's and the extension's tests. It never ships. Behaviour follows docs/cursor-cli.md
+//! (and its transcripts, sidecar/tests/fixtures/cursor-cli/) and is scripted through
+//! `CURSOR_DOUBLE_*` variables and scenarios — see README.md in this crate for the full contract.
 
 mod acp;
 mod args;
@@ -39,7 +39,8 @@ fn record(argv: &[String], subcommand: &str) {
     Record { argv: argv.to_vec(), subcommand: subcommand.to_owned(), ..Record::default() }.append();
 }
 
-/// Print mode is explicit (`-p`) or inferred when stdin or stdout is not a terminal (reference §3).
+/// Print mode is explicit (`-p`) or inferred when stdin or stdout is not a terminal
+/// (docs/cursor-cli.md §3).
 fn is_print_mode(parsed: &Parsed) -> bool {
     parsed.has("print") || !process::stdin_is_tty() || !process::stdout_is_tty()
 }

@@ -1,5 +1,5 @@
-//! The model catalogue: `models` / `--list-models` output (reference §8), `--model` validation and
-//! the display name reported in `system/init.model`.
+//! The model catalogue: `models` / `--list-models` output (docs/cursor-cli.md §7.1), `--model`
+//! validation and the display name reported in `system/init.model`.
 
 use crate::settings;
 use crate::style::{strip_ansi, Painter};

@@ -6,7 +6,8 @@
 //! 1. `startupMs` sleep — models Node booting BEFORE it reads stdin, so a parent that writes a big
 //!    prompt must not assume the child is already draining the pipe.
 //! 2. Prompt: positional words, or all of stdin until EOF. With positional words stdin is still
-//!    read to EOF (the reference's hang hazard) unless `CURSOR_DOUBLE_POSITIONAL_IGNORES_STDIN=1`.
+//!    read to EOF (the hang hazard of docs/cursor-cli.md §3, §10 #1) unless
+//!    `CURSOR_DOUBLE_POSITIONAL_IGNORES_STDIN=1`.
 //! 3. Directives are removed from the prompt and merged over `CURSOR_DOUBLE_SCENARIO`.
 //! 4. Grandchild spawned, then the invocation is recorded (so killed runs are on record).
 //! 5. Checks, each ending the run before any stdout: auth → workspace trust → model → `fail`.
@@ -31,14 +32,15 @@ pub const TRUST_REQUIRED_TAIL: &str = "Pass --trust, --yolo, or -f if you trust 
 pub const CONNECTION_LOST: &str = "Error: Connection lost: ECONNRESET";
 pub const RATE_LIMIT: &str = "Error: rate limit exceeded (429). Please try again later.";
 pub const NETWORK: &str = "Error: getaddrinfo EAI_AGAIN api2.cursor.sh";
-/// ACP transport drops (reference ecosystem-2026-12 §2.1, 2026.09.18); the text after the
+/// ACP transport drops (docs/cursor-acp.md §6, reported 2026.09.18); the text after the
 /// reported prefixes is *invented*.
 pub const PING_TIMEOUT: &str = "ConnectError: [unavailable] PING timed out";
 pub const STREAM_CLOSED: &str = "ConnectError: [canceled] http/2 stream closed with error code CANCEL (0x8)";
 pub const MAX_RETRIES: &str = "RetriableError: [unavailable] exceeded max retries";
 /// Streamed by a plan-gated model (2026.07.01 probe).
 pub const PLAN_GATED: &str = "\n\nUpgrade your plan to continue";
-/// Transcripts README, verbatim (note the trailing space after `fallbackModel:`).
+/// The usage-limit block of docs/cursor-cli.md §5.2, verbatim (note the trailing space after
+/// `fallbackModel:`).
 pub const USAGE_LIMIT: &str = "Error: You've hit your usage limit
 Get Cursor Pro for more Agent usage, unlimited Tab, and more.
 fallbackModel: 

@@ -1,7 +1,7 @@
 //! ANSI colour for the human-readable subcommands (`models`, `status`).
 //!
 //! The real CLI colours these outputs through chalk whenever `FORCE_COLOR` is inherited — a
-//! documented trap for drivers that parse `models` (reference §8, §11 item 6). The double reproduces
+//! documented trap for drivers that parse `models` (docs/cursor-cli.md §7.2). The double reproduces
 //! it so the sidecar's ANSI stripping and its `NO_COLOR=1 FORCE_COLOR=0` child env get tested.
 
 use crate::settings;

@@ -1,6 +1,6 @@
 //! Tool calls: default `args` per kind and the `result` union (`success` | `failure` | `error` |
-//! `rejected`) with the field names of reference §5.7 and the transcripts. Inner values are
-//! invented; only the shapes matter to the sidecar.
+//! `rejected`) with the field names of docs/cursor-cli.md §4.8 and the transcripts. Inner values
+//! are invented; only the shapes matter to the sidecar.
 
 use crate::json::{arr, obj, Json};
 use crate::scenario::{Outcome, ToolSpec};

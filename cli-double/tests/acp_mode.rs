@@ -16,7 +16,7 @@ use common::*;
 const LONG: Duration = Duration::from_secs(10);
 const SHORT: Duration = Duration::from_millis(400);
 
-/// The `initialize` result Cursor sent (reference acp.md §2.2), byte for byte.
+/// The `initialize` result Cursor sent (docs/cursor-acp.md §3.1), byte for byte.
 const INITIALIZE: &str = r#"{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"mcpCapabilities":{"http":true,"sse":true},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":true},"sessionCapabilities":{"list":{}}},"authMethods":[{"id":"cursor_login","name":"Cursor Login","description":"Authenticate using existing Cursor login credentials. Run 'agent login' first if not logged in."}]}"#;
 
 fn j(s: &str) -> Json {

@@ -1,4 +1,5 @@
-//! Print mode: stream shapes against the reference transcripts, output formats, checks, failures.
+//! Print mode: stream shapes against the transcripts (tests/fixtures/, copies of
+//! sidecar/tests/fixtures/cursor-cli/), output formats, checks, failures.
 
 mod common;
 

@@ -1,5 +1,5 @@
 // What a failed request looks like to a person. The Chat view offers two renderings
-// (shared/reference/vscode-lm-api.md, "Consequences"):
+// (docs/vscode-provider.md §8.4):
 // - a thrown Error: an error box with Try Again, the turn marked failed. Right for transient
 //   trouble, where trying again is the fix. Copilot appends `err.stack` to the message (leaking
 //   file paths, breaking Markdown), so the stack is cleared and the message kept to one line.

@@ -1,7 +1,7 @@
 // Our session id travels through the Chat view's history as a `stateful_marker` data part: the one
 // data part Copilot Chat keeps in later turns and across a window reload. Its text is
 // "<modelId>\<marker>", and Copilot rewrites the "<modelId>" prefix to whatever model is selected
-// now (shared/reference/vscode-lm-api.md), so our identity lives entirely after the LAST backslash
+// now (docs/vscode-provider.md §7), so our identity lives entirely after the LAST backslash
 // and names itself, so markers of other providers are never mistaken for ours.
 
 export const MARKER_MIME = 'stateful_marker';

@@ -2,7 +2,8 @@
 // Plan and custom agents; Agent mode has no such line. The tool list is the fallback: it also
 // tells the modes apart, but it changes (extensions and MCP servers add tools, the person can pick
 // tools), so only the presence of kinds of tools is used, never counts or exact lists.
-// Sources: shared/recipes/chatview/FINDINGS.md §1, §3.
+// Sources: docs/vscode-provider.md §5.4 (telling the mode), with §5.1 (modes and tool lists) and
+// §5.2 (the system message).
 
 import type { Mode } from './protocol';
 

@@ -1,5 +1,6 @@
 // The Language Model Chat Provider for vendor `cursor`: the Chat view's calls, translated into
-// sidecar requests. What the Chat view really sends is in shared/reference/vscode-lm-api.md.
+// sidecar requests. What the Chat view really sends is in docs/vscode-provider.md §4 and §5
+// (utility requests: §6).
 
 import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';

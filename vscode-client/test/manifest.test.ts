@@ -1,5 +1,6 @@
 // The extension's package.json (what VS Code reads) agrees with the code and the fixed names in
-// shared/design.md.
+// vscode-client/README.md (commands, settings); docs/vscode-provider.md §2 has the contribution and
+// engines rules, §12 the untrusted-workspace ones.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -1,7 +1,7 @@
 //! The `CURSOR_DOUBLE_ACP_*` switches, read once at start. A value the double does not know is an
 //! error (exit 2), like a bad scenario, so a typo in a test cannot silently become the default.
-//! Every switch stands for something the reference leaves open or for a failure seen in reports;
-//! README.md ("ACP mode") lists them with their sources.
+//! Every switch stands for something docs/cursor-acp.md leaves open (§13) or for a failure seen in
+//! reports; README.md ("ACP mode") lists them with their sources.
 
 use std::time::Duration;
 

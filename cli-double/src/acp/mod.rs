@@ -1,6 +1,6 @@
 //! `agent acp`: the Agent Client Protocol server of the real CLI — JSON-RPC 2.0, one message per
 //! line on stdin/stdout (logs only on stderr), until stdin reaches EOF. README.md ("ACP mode") has
-//! the contract; the reference is `acp.md` §2 and §6 and `docs/cursor-acp.md` of the project.
+//! the contract; docs/cursor-acp.md has the facts it follows.
 //!
 //! Shape of the process:
 //! * a reader thread turns stdin lines into messages for the dispatcher (the main thread), which
@@ -37,7 +37,8 @@ use crate::{ids, process, settings};
 use catalogue::{AcpCatalogue, ExtraError, ModelState};
 use knobs::{AuthAnswer, CommandsTiming, Knobs, ListModels, LoadPolicy, StartFail};
 
-/// The `initialize` answer's fixed part (reference acp.md §2.2, observed 2026.07.01 and 2026.08.31).
+/// The `initialize` answer's fixed part (docs/cursor-acp.md §3.1, observed 2026.07.01 and
+/// 2026.08.31).
 const AUTH_METHOD_DESCRIPTION: &str =
     "Authenticate using existing Cursor login credentials. Run 'agent login' first if not logged in.";
 /// Text of the -32000 errors of a process without credentials (the print-mode text without its
@@ -94,7 +95,7 @@ impl RpcError {
 
     /// A parameter missing or of the wrong type: -32603 with zod's issue list as data, the shape
     /// the real CLI answered to a string `protocolVersion` (acpx #140, 2026.03.11) and, per
-    /// acp.md §2.4, to `id` sent instead of `configId`.
+    /// docs/cursor-acp.md §5, to `id` sent instead of `configId`.
     fn zod(path: &str, expected: &str) -> RpcError {
         RpcError::new(-32603, "Internal error").with_data(arr([obj([
             ("expected", expected.into()),

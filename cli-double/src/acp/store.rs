@@ -1,6 +1,7 @@
 //! ACP sessions on disk, so a second process can `session/load` a session another one created
-//! (reference cursor-cli.md §1.4: the real CLI keeps ACP sessions in `~/.cursor/acp-sessions/<uuid>/`;
-//! what it stores there is unknown). The double writes one file of its own per session,
+//! (the real CLI keeps ACP sessions in `~/.cursor/acp-sessions/<uuid>/`, beside the chat folders
+//! of docs/cursor-cli.md §6; docs/ does not record this folder yet, and what it stores there is
+//! unknown). The double writes one file of its own per session,
 //! `<data>/acp-sessions/<id>/cursor-agent-double.json` (*invented* content), where `<data>` is
 //! `CURSOR_DATA_DIR` or `$HOME/.cursor` as for chat folders. Deleting the folder simulates Cursor
 //! forgetting the session. Disk errors are ignored: the store is best-effort.

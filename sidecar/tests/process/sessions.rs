@@ -193,7 +193,7 @@ fn utility_requests_never_touch_sessions() {
 fn a_resume_the_cli_rejects_falls_back_to_a_replayed_new_chat() {
     let dir = TestDir::new();
     // The double keeps chats under $HOME/.cursor/chats like the real CLI and, told so, fails to
-    // resume a chat it does not have (the reference leaves the real behaviour open).
+    // resume a chat it does not have (docs/cursor-cli.md §10 #8 leaves the real behaviour open).
     let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_UNKNOWN_RESUME", "fail").start();
     s.initialize(&dir, json!({}));
     let (_, r1) = s.chat(turn("t1", "agent", json!([user("first")]), json!({"conversationId": "c"})));

@@ -27,7 +27,7 @@ pub fn turn_args(t: &TurnArgs<'_>) -> Vec<OsString> {
     }
     args.extend(["--model".into(), t.model.into()]);
     args.extend(["--workspace".into(), t.workspace.as_os_str().to_owned()]);
-    // Agent is the CLI's default and `--mode agent` is rejected (reference §2.1).
+    // Agent is the CLI's default and `--mode agent` is rejected (docs/cursor-cli.md §2.1).
     match t.mode {
         Mode::Agent => {}
         Mode::Ask => args.extend(["--mode".into(), "ask".into()]),
@@ -36,7 +36,8 @@ pub fn turn_args(t: &TurnArgs<'_>) -> Vec<OsString> {
     if let Some(chat) = t.resume {
         args.extend(["--resume".into(), chat.into()]);
     }
-    // Without --trust a headless run stops at the workspace-trust gate (reference §6).
+    // Without --trust a headless run stops at the workspace-trust gate (docs/cursor-cli.md §8;
+    // the refusal text is in §5.2).
     args.push("--trust".into());
     if t.force {
         args.push("--force".into());

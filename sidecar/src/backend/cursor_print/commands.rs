@@ -1,6 +1,6 @@
 //! Short CLI subcommands: `--version`, `models`, `create-chat`, `status`. Each runs with stdin
-//! closed, output bounded and a timeout (the reference reports `status` hanging at times), and its
-//! process group is killed when it is done or abandoned.
+//! closed, output bounded and a timeout (docs/cursor-cli.md §7.4 and §10 #15: `status` has been
+//! reported to hang at times), and its process group is killed when it is done or abandoned.
 
 use std::path::Path;
 use std::time::Duration;
@@ -110,7 +110,8 @@ pub async fn version(cli: &CliCommand, env: &ChildEnv) -> Option<String> {
 
 pub async fn list_models(cli: &CliCommand, env: &ChildEnv) -> Result<Vec<CliModel>> {
     let out = run(cli, &["models"], env, None, MODELS_TIMEOUT).await?;
-    // `models` exits 0 even when it refuses (reference §6); read what it printed on both pipes.
+    // `models` exits 0 even when it refuses (docs/cursor-cli.md §7.1); read what it printed on
+    // both pipes.
     let text = if out.stdout.trim().is_empty() { &out.stderr } else { &out.stdout };
     match parse_model_list(text) {
         Ok(models) => Ok(models),
@@ -134,7 +135,7 @@ pub async fn list_models(cli: &CliCommand, env: &ChildEnv) -> Result<Vec<CliMode
     }
 }
 
-/// A new chat id from `create-chat` (a UUID line; reference §7).
+/// A new chat id from `create-chat` (a UUID line; docs/cursor-cli.md §6).
 pub async fn create_chat(cli: &CliCommand, env: &ChildEnv, workspace: &Path) -> Result<String> {
     let out = run(cli, &["create-chat"], env, Some(workspace), CREATE_CHAT_TIMEOUT).await?;
     let id = strip_ansi(&out.stdout).lines().map(str::trim).find(|l| is_chat_id(l)).map(str::to_string);
@@ -154,7 +155,8 @@ pub struct LoginStatus {
     pub account: Option<String>,
 }
 
-/// `status`: `✓ Logged in as <email>` or `Not logged in`, exit 0 both ways (reference §9).
+/// `status`: `✓ Logged in as <email>` or `Not logged in`, exit 0 both ways
+/// (docs/cursor-cli.md §7.4).
 pub async fn status(cli: &CliCommand, env: &ChildEnv) -> LoginStatus {
     let Ok(out) = run(cli, &["status"], env, None, STATUS_TIMEOUT).await else {
         return LoginStatus::default();

@@ -2,7 +2,8 @@
 //! PATH, `agent` on PATH (only when it prints a Cursor-shaped version: xAI's CLI is also called
 //! `agent`), then the installer's default folder (an editor started from a desktop menu often lacks
 //! `~/.local/bin` on PATH). On Windows the `.cmd`/`.ps1` launchers are unwrapped to
-//! `node.exe index.js`, because cmd.exe mangles long and multi-line arguments (reference §1.3).
+//! `node.exe index.js`, because cmd.exe mangles long and multi-line arguments
+//! (docs/cursor-cli.md §9).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -123,7 +124,7 @@ fn launcher_names() -> &'static [&'static str] {
     }
 }
 
-/// `2026.09.28-64d2043` or `2026.06.15-03-48-54-da23e37` (reference §0).
+/// `2026.09.28-64d2043` or `2026.06.15-03-48-54-da23e37` (docs/cursor-cli.md §7.3).
 pub fn looks_like_cursor_version(output: &str) -> bool {
     let v = output.trim();
     let mut parts = v.splitn(4, ['.', '-']);

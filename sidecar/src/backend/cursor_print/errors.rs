@@ -1,5 +1,5 @@
 //! Classifying a failed CLI run from its stderr (and a `{"type":"error"}` stream envelope), per
-//! reference `cursor-cli.md` §6 (texts), §12 (classification keywords) and §15.2/§15.3 (what is
+//! docs/cursor-cli.md §5.2 (texts), §5.4 (classification keywords) and §10 #2/#3 (what is
 //! not known: invalid-key and "Named models unavailable" wording, channel of usage errors).
 //!
 //! Matching is ASCII-case-insensitive on the ANSI-stripped text, first rule wins, in this order:
@@ -65,7 +65,7 @@ const NETWORK_CODES: &[&str] =
     &["ETIMEDOUT", "ECONNRESET", "ECONNREFUSED", "EAI_AGAIN", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH"];
 const NETWORK_PATTERNS: &[&str] = &["fetch failed", "network", "socket hang up", "connection lost"];
 
-/// Classifies a run that did not end with exit 0 + a successful `result` (§6).
+/// Classifies a run that did not end with exit 0 + a successful `result` (docs/cursor-cli.md §5.1).
 /// `exit_code`: `None` when the process was killed by a signal. `stream_error`: the message of a
 /// `{"type":"error"}` event seen on stdout, if any.
 pub fn classify(exit_code: Option<i32>, stderr: &str, stream_error: Option<&str>) -> Failure {
@@ -126,7 +126,7 @@ pub fn classify(exit_code: Option<i32>, stderr: &str, stream_error: Option<&str>
 fn generic_message(exit_code: Option<i32>, text: &str) -> String {
     let status = match exit_code {
         None => "was stopped by a signal".to_owned(),
-        // §6: killed by a signal → 128 + signal number.
+        // docs/cursor-cli.md §5.1: killed by a signal → 128 + signal number.
         Some(code) if (129..=159).contains(&code) => {
             format!("exited with code {code} (signal {})", code - 128)
         }
@@ -140,8 +140,8 @@ fn generic_message(exit_code: Option<i32>, text: &str) -> String {
     }
 }
 
-/// `Cannot use this model: <id>. Available models: a, b, c` (§6) → a message naming the model and
-/// a few of the available ids.
+/// `Cannot use this model: <id>. Available models: a, b, c` (docs/cursor-cli.md §5.2) → a message
+/// naming the model and a few of the available ids.
 fn invalid_model_message(text: &str) -> String {
     const MODEL_MARKER: &str = "cannot use this model:";
     const LIST_MARKER: &str = "available models:";
@@ -167,7 +167,8 @@ fn invalid_model_message(text: &str) -> String {
     message
 }
 
-/// The model id at the start of `s` (§8 id grammar), without a sentence-ending dot.
+/// The model id at the start of `s` (id grammar of docs/cursor-cli.md §7.1), without a
+/// sentence-ending dot.
 fn leading_id(s: &str) -> Option<&str> {
     let s = s.trim_start();
     let end =
@@ -176,8 +177,9 @@ fn leading_id(s: &str) -> Option<&str> {
     (!id.is_empty()).then_some(id)
 }
 
-/// The reset date in the usage-limit block: `chatMessage: *… ends on 10/2/2026.*` (§6). Looks in
-/// the `chatMessage:` line first, then in any line mentioning "reset".
+/// The reset date in the usage-limit block: `chatMessage: *… ends on 10/2/2026.*`
+/// (docs/cursor-cli.md §5.2). Looks in the `chatMessage:` line first, then in any line mentioning
+/// "reset".
 fn reset_date(text: &str) -> Option<&str> {
     let chat_lines = text.lines().filter(|line| find_ignore_case(line, "chatmessage:").is_some());
     let reset_lines = text.lines().filter(|line| find_ignore_case(line, "reset").is_some());
@@ -247,7 +249,8 @@ mod tests {
 
     const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cursor-cli/");
 
-    /// The usage-limit block of the transcripts README (§6), verbatim.
+    /// The usage-limit block of docs/cursor-cli.md §5.2 (also in
+    /// tests/fixtures/cursor-cli/README.md), verbatim.
     const USAGE_LIMIT: &str = "Error: You've hit your usage limit\nGet Cursor Pro for more Agent usage, unlimited Tab, and more.\nfallbackModel: \nspendLimitHit: false\nchatMessage: *You've hit your free requests limit. Your usage limits will reset when your monthly cycle ends on 10/2/2026.*\nspendLimits: [50,100,200]\n";
     const TRUST: &str = "⚠ Workspace Trust Required\n\nThe Cursor CLI needs your permission to run in /home/dev/project.\nPass --trust, --yolo, or -f if you trust this directory\n";
 

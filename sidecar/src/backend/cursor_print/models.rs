@@ -1,8 +1,8 @@
-//! The output of `agent models` / `agent --list-models` (reference `cursor-cli.md` §8) and the
-//! metadata the bridge advertises for each model (`model-limits.md`).
+//! The output of `agent models` / `agent --list-models` (docs/cursor-cli.md §7.1) and the
+//! metadata the bridge advertises for each model (docs/cursor-cli.md §11).
 //!
-//! Decisions where the references are unsure:
-//! * Context windows come from the family table of `model-limits.md`, matched by id prefix. An id
+//! Decisions where the sources are unsure (docs/cursor-cli.md §7.1 gives only ids and names):
+//! * Context windows come from the family table of docs/cursor-cli.md §11, matched by id prefix. An id
 //!   no rule knows gets 128,000 input / 16,384 output tokens; [`model_limits`] reports that as
 //!   `known: false` so the caller can say "guessed" in the model's tooltip (the family name of
 //!   such a model is still its first dash-separated word, never a placeholder).
@@ -31,7 +31,7 @@ pub struct CliModel {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelListError {
-    /// `Error: Authentication required…` (printed with exit status 0, §6).
+    /// `Error: Authentication required…` (printed with exit status 0, docs/cursor-cli.md §7.1).
     AuthRequired,
     /// `No models available for this account`.
     NoModels,
@@ -54,11 +54,12 @@ const UNKNOWN_MAX_INPUT_TOKENS: u32 = 128_000;
 const UNKNOWN_MAX_OUTPUT_TOKENS: u32 = 16_384;
 const EXCERPT_MAX_CHARS: usize = 200;
 
-/// Parses the model list. Grammar (§8): a header `Available models`, blank lines, then lines
-/// `<id> - <display name>` with an optional trailing ` (current)`, ` (default)` or
-/// ` (current, default)` (older builds: `  8) <id> - <name>`); every other line (the `Tip:` line,
-/// prose) is ignored. ANSI sequences are stripped first (§8 ANSI quirk) and `\r\n` is accepted.
-/// A repeated id is kept once, at its first position, with the markers of all its lines.
+/// Parses the model list. Grammar (docs/cursor-cli.md §7.1): a header `Available models`, blank
+/// lines, then lines `<id> - <display name>` with an optional trailing ` (current)`, ` (default)`
+/// or ` (current, default)` (older builds: `  8) <id> - <name>`); every other line (the `Tip:`
+/// line, prose) is ignored. ANSI sequences are stripped first (colour, docs/cursor-cli.md §7.2)
+/// and `\r\n` is accepted. A repeated id is kept once, at its first position, with the markers of
+/// all its lines.
 pub fn parse_model_list(output: &str) -> Result<Vec<CliModel>, ModelListError> {
     let text = strip_ansi(output);
     if mentions_auth_failure(&text) {
@@ -92,7 +93,7 @@ fn mentions_auth_failure(text: &str) -> bool {
         .any(|needle| contains_ignore_case(text, needle))
 }
 
-/// `[A-Za-z0-9][A-Za-z0-9._:/-]*` (§8).
+/// `[A-Za-z0-9][A-Za-z0-9._:/-]*` (docs/cursor-cli.md §7.1).
 fn is_id_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '-')
 }
@@ -119,7 +120,7 @@ fn parse_model_line(line: &str) -> Option<CliModel> {
     Some(CliModel { id: id.to_owned(), name: name.to_owned(), is_current, is_default })
 }
 
-/// `8) id - name` / `8. id - name` → `id - name` (older builds, §8).
+/// `8) id - name` / `8. id - name` → `id - name` (older builds, docs/cursor-cli.md §7.1).
 fn strip_list_number(line: &str) -> &str {
     let digits = line.find(|c: char| !c.is_ascii_digit()).unwrap_or(line.len());
     if digits == 0 {
@@ -172,7 +173,7 @@ pub fn to_model_info(m: &CliModel) -> ModelInfo {
     }
 }
 
-/// Context windows by id prefix (`model-limits.md`, standard variants), most specific first.
+/// Context windows by id prefix (docs/cursor-cli.md §11, standard variants), most specific first.
 const WINDOW_RULES: &[(&str, u32)] = &[
     ("composer-", 200_000),
     ("opus-5", 300_000),
@@ -261,7 +262,7 @@ mod tests {
         CliModel { id: id.into(), name: name.into(), is_current, is_default }
     }
 
-    /// The §8 sample, as printed by 2026.09 (`Tip:` line included).
+    /// A list as docs/cursor-cli.md §7.1 shows it, printed by 2026.09 (`Tip:` line included).
     const PLAIN: &str = "Available models\n\nauto - Auto (current, default)\ngpt-5.3-codex - Codex 5.3\ncomposer-2.5 - Composer 2.5\n\nTip: use --model <id> (or /model <id> in interactive mode) to switch. Parameterized models also accept quoted overrides, e.g. --model '...'.\n";
 
     fn plain_expected() -> Vec<CliModel> {

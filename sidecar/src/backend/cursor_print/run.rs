@@ -24,7 +24,7 @@ pub const MAX_LINE: usize = 16 * 1024 * 1024;
 const STDERR_KEEP: usize = 64 * 1024;
 /// After SIGTERM, how long the CLI gets before SIGKILL.
 const TERMINATE_GRACE: Duration = Duration::from_millis(500);
-/// After `result`, how long the CLI may linger before it is stopped (docs/cursor-cli.md §5).
+/// After `result`, how long the CLI may linger before it is stopped (docs/cursor-cli.md §5.3).
 const LINGER_AFTER_RESULT: Duration = Duration::from_secs(3);
 /// After the CLI exits, how long to keep reading output a descendant may still be writing.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);

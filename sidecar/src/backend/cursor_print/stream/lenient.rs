@@ -1,6 +1,6 @@
-//! The leniency layer under the derived wire types. §4.3: fields are added over time, so a value of
-//! an unexpected type counts as absent instead of failing the line. Imports nothing from its
-//! siblings.
+//! The leniency layer under the derived wire types. Fields are added over time
+//! (docs/cursor-cli.md §4.1), so a value of an unexpected type counts as absent instead of failing
+//! the line. Imports nothing from its siblings.
 //!
 //! * [`Loose`]: any JSON value, keeping only scalars; arrays and objects are skipped without
 //!   allocating.

@@ -1,30 +1,33 @@
 //! Parser for the stdout of `cursor-agent -p --output-format stream-json [--stream-partial-output]`.
 //!
-//! The wire format is NDJSON, one event per line (reference `cursor-cli.md` §4.3, schema §5). This
+//! The wire format is NDJSON, one event per line (docs/cursor-cli.md §4.1, schema §4). This
 //! module turns those lines into [`StreamEvent`]s an editor can show as they arrive, plus one
 //! [`TurnResult`] for the terminal `result` event. It is pure: no I/O, no logging; the caller feeds
 //! lines and reads the counters ([`StreamParser::ignored_lines`] …) to log at debug level.
 //!
-//! Decisions where the reference is unsure (each has a test):
-//! * Partial mode (§5.6): an `assistant` event is a delta iff it has `timestamp_ms` and no
-//!   `model_call_id`. Flushes are reconciled against what was streamed instead of being dropped
-//!   blindly: a flush only ever contributes text that was *not* streamed yet (a segment that had no
-//!   deltas, or the missing tail of one), so text is never emitted twice; a flush that contradicts
-//!   the deltas is dropped. The end-of-turn flush may be the last segment or the whole response
-//!   (§15.5); both are recognised (rules in `StreamParser::reconcile_flush`).
+//! Decisions where docs/cursor-cli.md is unsure (each has a test):
+//! * Partial mode (docs/cursor-cli.md §4.7): an `assistant` event is a delta iff it has
+//!   `timestamp_ms` and no `model_call_id`. Flushes are reconciled against what was streamed
+//!   instead of being dropped blindly: a flush only ever contributes text that was *not* streamed
+//!   yet (a segment that had no deltas, or the missing tail of one), so text is never emitted
+//!   twice; a flush that contradicts the deltas is dropped. The end-of-turn flush may be the last
+//!   segment or the whole response (docs/cursor-cli.md §10 #5); both are recognised (rules in
+//!   `StreamParser::reconcile_flush`).
 //! * Non-partial mode: every `assistant` event is a whole segment. If a delta-shaped event shows up
 //!   anyway (the CLI streamed partials although the caller did not ask), the parser switches to
 //!   partial handling for the rest of the turn; in true cumulative output that shape never occurs
-//!   (§5.5: pre-tool segments carry both fields, the last one neither).
-//! * `result.result` is authoritative (§5.6): on a successful `result`, text it holds beyond what
-//!   was streamed (compared without the inserted paragraph breaks) is emitted as a last `Text`.
-//!   With nothing streamed at all that is the whole answer (e.g. `--output-format json` output).
-//! * Lone UTF-16 surrogate escapes (§12, §15.13, never observed) are repaired, see
-//!   [`repair_lone_surrogates`].
+//!   (docs/cursor-cli.md §4.6: pre-tool segments carry both fields, the last one neither).
+//! * `result.result` is authoritative (docs/cursor-cli.md §4.7): on a successful `result`, text it
+//!   holds beyond what was streamed (compared without the inserted paragraph breaks) is emitted as
+//!   a last `Text`. With nothing streamed at all that is the whole answer (e.g. `--output-format
+//!   json` output).
+//! * Lone UTF-16 surrogate escapes (docs/cursor-cli.md §4.1, §10 #13; never observed) are
+//!   repaired, see [`repair_lone_surrogates`].
 //!
 //! The `result` event comes out of [`StreamParser::push_line`] as [`StreamEvent::Result`], after
-//! any fallback text, so the caller can stop reading at once (the child may linger, §5.8).
-//! [`StreamParser::finish`] returns the same value after EOF for callers that prefer that.
+//! any fallback text, so the caller can stop reading at once (the child may linger,
+//! docs/cursor-cli.md §5.3). [`StreamParser::finish`] returns the same value after EOF for callers
+//! that prefer that.
 
 mod event;
 mod lenient;
@@ -62,11 +65,12 @@ enum Channel {
 /// Incremental parser for one turn. Feed every stdout line to [`push_line`](Self::push_line),
 /// then call [`finish`](Self::finish) once after EOF.
 ///
-/// Paragraph breaks: the CLI glues segments without a separator (§11.2), which runs sentences
-/// together around tool calls. Before the first text of a segment that follows one or more tool
-/// calls — and only if text was streamed before — the parser inserts newlines so that exactly one
-/// blank line separates the two: `"\n\n"`, or `"\n"`/nothing when the previous text already ends
-/// with, or the new text starts with, newlines (only `\n` is counted; `\r` is not special).
+/// Paragraph breaks: the CLI glues segments without a separator (docs/cursor-cli.md §4.9), which
+/// runs sentences together around tool calls. Before the first text of a segment that follows one
+/// or more tool calls — and only if text was streamed before — the parser inserts newlines so that
+/// exactly one blank line separates the two: `"\n\n"`, or `"\n"`/nothing when the previous text
+/// already ends with, or the new text starts with, newlines (only `\n` is counted; `\r` is not
+/// special).
 #[derive(Debug)]
 pub struct StreamParser {
     /// The caller's flag, or switched on when a delta-shaped event showed up (module docs).
@@ -173,7 +177,7 @@ impl StreamParser {
 
     /// After EOF: closes an open thinking block, resolves a held-back surrogate, and returns the
     /// result already emitted as [`StreamEvent::Result`] (`None` = the stream stopped without one,
-    /// i.e. the turn failed, §6).
+    /// i.e. the turn failed, docs/cursor-cli.md §5.1).
     pub fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Option<TurnResult> {
         self.flush_pending_surrogate(out);
         self.close_thinking(out);
@@ -243,7 +247,7 @@ impl StreamParser {
         }
     }
 
-    /// §5.5 (cumulative) and §5.6 (partial).
+    /// docs/cursor-cli.md §4.6 (cumulative) and §4.7 (partial).
     fn on_assistant(&mut self, event: EventWire<'_>, edges: Edges, out: &mut Vec<StreamEvent>) {
         let text = event.message.and_then(|m| m.text).unwrap_or_default();
         let is_delta = event.has_timestamp && !event.has_model_call_id;
@@ -286,7 +290,8 @@ impl StreamParser {
     ///    (for a segment that had no deltas, that is the whole flush);
     /// 3. a flush that differs from a segment that was already flushed is the next segment, come
     ///    without deltas and without a tool call in between (cumulative output): all unseen;
-    /// 4. otherwise it contradicts the deltas, and deltas win (§5.6 safe rule): nothing.
+    /// 4. otherwise it contradicts the deltas, and deltas win (the safe rule of
+    ///    docs/cursor-cli.md §4.7): nothing.
     fn reconcile_flush<'t>(&self, flush: &'t str, end_of_turn: bool) -> FlushVerdict<'t> {
         let rest = if end_of_turn { self.strip_streamed_prefix(flush) } else { None };
         match rest.or_else(|| flush.strip_prefix(self.segment_text())) {
@@ -334,7 +339,8 @@ impl StreamParser {
             (None, Some(started)) => started,
             (None, None) => ("unknown".into(), String::new()),
         };
-        // A top-level `"result":"rejected"` string is one of the liberal forms of §5.7.
+        // A top-level `"result":"rejected"` string is one of the liberal forms
+        // (docs/cursor-cli.md §4.8).
         let outcome = tool_outcome(&call.body)
             .or_else(|| event.result.as_deref().and_then(outcome_from_word))
             .unwrap_or(ToolOutcome::Success);
@@ -344,7 +350,8 @@ impl StreamParser {
     fn on_permission_query(&mut self, event: EventWire<'_>, out: &mut Vec<StreamEvent>) {
         let query = *event.query.unwrap_or_default();
         let query_type = event.query_type.or(query.kind).unwrap_or(Cow::Borrowed("unknown"));
-        // `shellRequestQuery` → shell, `webFetchRequestQuery` → webFetch (§5.9).
+        // `shellRequestQuery` → shell, `webFetchRequestQuery` → webFetch
+        // (docs/cursor-cli.md §4.10).
         let short =
             query_type.strip_suffix("RequestQuery").or_else(|| query_type.strip_suffix("Query")).unwrap_or(&query_type);
         let summary = summarize(&tool_display_name(short), &query.args);
@@ -353,7 +360,7 @@ impl StreamParser {
 
     fn on_result(&mut self, event: EventWire<'_>, out: &mut Vec<StreamEvent>) {
         if self.result.is_some() {
-            self.ignored += 1; // "exactly one result" (§5.8); keep the first
+            self.ignored += 1; // "exactly one result" (docs/cursor-cli.md §4.9); keep the first
             return;
         }
         self.close_thinking(out);

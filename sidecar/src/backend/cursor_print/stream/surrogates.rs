@@ -1,4 +1,4 @@
-//! Lone surrogate repair (§12, §15.13).
+//! Lone surrogate repair (docs/cursor-cli.md §4.1, §10 #13).
 
 /// Surrogate halves cut off at the edges of a string value, to be paired across deltas.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -22,8 +22,9 @@ pub(super) struct Repaired {
 }
 
 /// Node's `JSON.stringify` writes an unpaired UTF-16 surrogate as an escape (`\ud83d`), which
-/// serde_json rejects. If a partial delta ever split a surrogate pair (§15.13: not observed), the
-/// high half would end one delta and the low half start the next. This rewrites such a line:
+/// serde_json rejects. If a partial delta ever split a surrogate pair (docs/cursor-cli.md §10 #13:
+/// not observed), the high half would end one delta and the low half start the next. This rewrites
+/// such a line:
 /// * with `keep_edges`, a lone high escape right before a string's closing quote and a lone low
 ///   escape right after its opening quote are removed and reported in [`Edges`] (only when there
 ///   is at most one of each; more is ambiguous and treated as below);

@@ -131,7 +131,7 @@ fn check(fixture: &str, expected: Expected) {
                     assert!(!t.is_empty(), "{label}: empty")
                 }
                 StreamEvent::ToolStarted { call_id, .. } | StreamEvent::ToolCompleted { call_id, .. } => {
-                    assert!(call_id.contains('\n'), "{label}: call_id decoded with its newline (§11.3)")
+                    assert!(call_id.contains('\n'), "{label}: call_id decoded with newline (docs/cursor-cli.md §4.8)")
                 }
                 _ => {}
             }
@@ -336,7 +336,7 @@ fn transcript_10_permission_rejected() {
 }
 
 // -----------------------------------------------------------------------------------------
-// Targeted cases. Builders for the event shapes of §5.
+// Targeted cases. Builders for the event shapes of docs/cursor-cli.md §4.
 
 fn content(text: &str) -> Value {
     json!({"role": "assistant", "content": [{"type": "text", "text": text}]})
@@ -681,7 +681,7 @@ fn tool_names_and_summaries() {
         (json!({"shellToolCall":{}}), "shell", ""),
         (json!({"shellToolCall":{"args":{"command":42}}}), "shell", ""),
         (json!({"shellToolCall":"not an object"}), "shell", ""),
-        // Sibling keys first, in any order (§5.7, §11.4).
+        // Sibling keys first, in any order (docs/cursor-cli.md §4.8).
         (
             json!({"toolCallId":"x","startedAtMs":"1","hookAdditionalContexts":[],"completedAtMs":"2","readToolCall":{"args":{"path":"p"}}}),
             "read",

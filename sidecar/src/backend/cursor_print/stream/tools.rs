@@ -1,4 +1,4 @@
-//! Tool names and summaries (§5.7).
+//! Tool names and summaries (docs/cursor-cli.md §4.8).
 
 use std::borrow::Cow;
 
@@ -85,7 +85,8 @@ fn one_line(text: &str, max_chars: usize) -> String {
     line
 }
 
-/// `"rejected"`, `"success"` … as a whole outcome (liberal forms, §5.7). Unknown words → `None`.
+/// `"rejected"`, `"success"` … as a whole outcome (liberal forms, docs/cursor-cli.md §4.8).
+/// Unknown words → `None`.
 pub(super) fn outcome_from_word(word: &str) -> Option<ToolOutcome> {
     match word.trim().to_ascii_lowercase().as_str() {
         "success" | "succeeded" | "ok" | "completed" => Some(ToolOutcome::Success),

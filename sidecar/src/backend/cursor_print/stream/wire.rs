@@ -1,8 +1,8 @@
-//! Wire types of the stream's events (§5): derived, borrowing, lenient. Everything is optional and
-//! loosely typed: a field of an unexpected type counts as absent instead of failing the line, by
-//! the rules of the [`lenient`] helpers each field names. Strings borrow from the line when they
-//! have no escapes; keys this parser does not read (file contents inside tool results, diffs …)
-//! are skipped without allocating.
+//! Wire types of the stream's events (docs/cursor-cli.md §4): derived, borrowing, lenient.
+//! Everything is optional and loosely typed: a field of an unexpected type counts as absent
+//! instead of failing the line, by the rules of the [`lenient`] helpers each field names. Strings
+//! borrow from the line when they have no escapes; keys this parser does not read (file contents
+//! inside tool results, diffs …) are skipped without allocating.
 //!
 //! Written by hand, because their keys are data: [`ToolCallWire`] (keyed by tool kind),
 //! [`ToolBodyWire`] and [`ResultWire`] (the outcome union, keyed by outcome) and [`QueryWire`]
@@ -71,7 +71,8 @@ pub(super) struct EventWire<'a> {
 
 impl Fallback<'_> for EventWire<'_> {}
 
-/// What a line is, by `type` and `subtype` (§5). Everything else is [`EventKind::Other`].
+/// What a line is, by `type` and `subtype` (docs/cursor-cli.md §4). Everything else is
+/// [`EventKind::Other`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum EventKind {
     /// `system/init`
@@ -130,8 +131,8 @@ impl<'de> Fallback<'de> for MessageWire<'de> {
     }
 }
 
-/// The concatenated `text` of the text blocks of `content` (§5.5); a bare string or a single block
-/// object is accepted too.
+/// The concatenated `text` of the text blocks of `content` (docs/cursor-cli.md §4.6); a bare
+/// string or a single block object is accepted too.
 fn content_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
     Ok(lenient::any::<D, ContentText>(d)?.0)
 }
@@ -239,7 +240,8 @@ impl<'de> Entries<'de> for ToolBodyWire<'de> {
     }
 }
 
-/// `tool_call.<kind>.result`: a one-key union (§5.7), or a bare word or boolean (liberal forms).
+/// `tool_call.<kind>.result`: a one-key union (docs/cursor-cli.md §4.8), or a bare word or
+/// boolean (liberal forms).
 pub(super) enum ResultWire<'a> {
     /// The first entry of the union that counts, if any.
     Union(Option<OutcomeEntry<'a>>),
@@ -407,7 +409,7 @@ impl<'de> Fallback<'de> for ToolArgsWire<'de> {
     }
 }
 
-/// Legacy `{"function":{"name":..,"arguments":"<json string>"}}` (§5.7).
+/// Legacy `{"function":{"name":..,"arguments":"<json string>"}}` (docs/cursor-cli.md §4.8).
 #[derive(Deserialize, Default)]
 #[serde(default)]
 pub(super) struct LegacyFunctionWire<'a> {
@@ -419,8 +421,8 @@ pub(super) struct LegacyFunctionWire<'a> {
 
 impl Fallback<'_> for LegacyFunctionWire<'_> {}
 
-/// `interaction_query.query`: `{"id":7,"<query_type>":{"args":{..},..}}` (§5.9); the first key
-/// other than `id` whose value is an object wins.
+/// `interaction_query.query`: `{"id":7,"<query_type>":{"args":{..},..}}` (docs/cursor-cli.md
+/// §4.10); the first key other than `id` whose value is an object wins.
 #[derive(Default)]
 pub(super) struct QueryWire<'a> {
     pub(super) kind: Option<Cow<'a, str>>,
