@@ -17,7 +17,8 @@ function rustModuleStrings(module: string): string[] {
 }
 
 function rustStringArray(name: string): string[] {
-  const body = new RegExp(`${name}: &'static \\[&'static str\\] = &\\[([\\s\\S]*?)\\];`).exec(rust)?.[1] ?? '';
+  // Whitespace as rustfmt lays it out: the array may start on the next line.
+  const body = new RegExp(`${name}: &'static \\[&'static str\\] =\\s*&\\[([\\s\\S]*?)\\];`).exec(rust)?.[1] ?? '';
   return [...body.matchAll(/"([^"]+)"/g)].map((m) => m[1]);
 }
 
