@@ -96,9 +96,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (outbox, outbox_rx) = outbox();
-    let app = Arc::new(Connection::new(outbox, paths));
-    let module = handlers::module(app.clone());
-    serve_module(input, output, app, module, outbox_rx).await
+    serve_connection(input, output, Arc::new(Connection::new(outbox, paths)), outbox_rx).await
 }
 
 /// [`serve`] on a connection of the caller's (the in-process tests give it a scripted backend).
