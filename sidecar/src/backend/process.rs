@@ -598,11 +598,13 @@ pub fn sweep_orphans() -> usize {
     #[cfg(unix)]
     {
         let me = std::process::id();
-        // Hold the lock while deciding and killing, so no child can be spawned (and be mistaken
-        // for an orphan) in between; reap after releasing it.
+        // Read /proc before taking the lock (a scan takes milliseconds, and a turn's spawn waits
+        // for the lock): a child that is not in this snapshot is not considered at all, and one
+        // that is was registered by the time we hold the lock (spawn registers it under the lock
+        // it already held while forking). Decide and kill under the lock; reap after it.
+        let table = proc_table();
         let ended: Vec<u32> = {
             let mut registry = registry();
-            let table = proc_table();
             let orphans: Vec<Proc> =
                 table.iter().filter(|p| p.ppid == me && !registry.children.contains_key(&p.pid)).copied().collect();
             if orphans.is_empty() {
