@@ -14,9 +14,17 @@ fn turn(id: &str, model: &str, messages: Value) -> Value {
 }
 
 /// CLI processes under the sidecar once the background work (prefetch, spare start) settled.
+/// The CLI processes started for turns (`-p`), after a moment to settle. A `create-chat` that a
+/// chat-id refill has running at that moment is not a spare, so it is not counted.
 fn settled_children(s: &Sidecar) -> BTreeSet<u32> {
     std::thread::sleep(Duration::from_millis(500));
-    descendants(s.child.id()).into_iter().collect()
+    descendants(s.child.id())
+        .into_iter()
+        .filter(|pid| {
+            let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            argv.split(|b| *b == 0).any(|arg| arg == b"-p")
+        })
+        .collect()
 }
 
 #[test]
