@@ -221,6 +221,14 @@ pub struct Options {
     /// The client trusts the workspace (VS Code's Restricted Mode is `false`). Untrusted: ask
     /// mode only, no `--force`, and the CLI runs in a private scratch folder, never the user's.
     pub workspace_trusted: bool,
+    /// Which backend runs turns: `auto` (ACP when the CLI's ACP mode starts, else print mode),
+    /// `acp` or `print`; not named: `CURSOR_BRIDGE_BACKEND`, else `auto`.
+    pub backend: Option<BackendChoice>,
+    /// Warm ACP sessions kept at most (one process each), least recently used stopped first.
+    pub warm_sessions: usize,
+    /// A warm ACP session unused this long is stopped (the conversation continues through
+    /// `session/load` or a replay).
+    pub warm_idle_seconds: u64,
     #[serde(flatten, skip_serializing)]
     pub unknown: std::collections::BTreeMap<String, serde_json::Value>,
 }
@@ -250,6 +258,9 @@ impl Default for Options {
             spares: 1,
             spare_idle_seconds: 300,
             workspace_trusted: true,
+            backend: None,
+            warm_sessions: 4,
+            warm_idle_seconds: 900,
             unknown: Default::default(),
         }
     }
@@ -516,10 +527,68 @@ pub struct SessionsClearResult {
 pub struct StatusResult {
     pub version: String,
     pub cli: CliStatus,
+    pub backend: BackendStatus,
     pub sessions: usize,
     pub in_flight: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_file: Option<String>,
+}
+
+/// `initialize.options.backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum BackendChoice {
+    #[default]
+    Auto,
+    Acp,
+    Print,
+}
+
+impl BackendChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Acp => "acp",
+            BackendChoice::Print => "print",
+        }
+    }
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(BackendChoice::Auto),
+            "acp" => Ok(BackendChoice::Acp),
+            "print" => Ok(BackendChoice::Print),
+            other => Err(format!("unknown backend `{other}` (auto, acp or print)")),
+        }
+    }
+}
+
+/// Which backend serves turns, and why (`status`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendStatus {
+    /// What was asked for: `auto`, `acp` or `print`.
+    pub configured: String,
+    /// What serves the next turn.
+    pub active: String,
+    /// Why, when it is not what was asked for or a fallback happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The backend that served the last turn, and why that one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_turn: Option<ServedTurn>,
+    /// Agent processes kept warm (ACP sessions, spares).
+    pub warm: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServedTurn {
+    pub backend: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -4,6 +4,8 @@
 //! front door.
 
 pub mod acp;
+pub mod auto;
+pub mod cursor_acp;
 pub mod cursor_print;
 pub mod events;
 pub mod process;

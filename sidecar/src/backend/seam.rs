@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::events::EventSink;
 use crate::error::BridgeError;
-use crate::protocol::{CliStatus, Mode, ModelInfo, Usage};
+use crate::protocol::{BackendChoice, BackendStatus, CliStatus, Mode, ModelInfo, Usage};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -89,6 +89,10 @@ pub struct Settings {
     /// Warm spares kept at most (0: none) and how long an unused one lives.
     pub spares: usize,
     pub spare_idle: Duration,
+    pub backend: BackendChoice,
+    /// Warm ACP sessions kept at most, and how long an unused one lives.
+    pub warm_sessions: usize,
+    pub warm_idle: Duration,
 }
 
 impl Settings {
@@ -102,6 +106,22 @@ impl Settings {
             api_key,
             spares: options.spares,
             spare_idle: Duration::from_secs(options.spare_idle_seconds),
+            backend: options.backend.or_else(backend_from_env).unwrap_or_default(),
+            warm_sessions: options.warm_sessions,
+            warm_idle: Duration::from_secs(options.warm_idle_seconds),
+        }
+    }
+}
+
+/// `CURSOR_BRIDGE_BACKEND`, the default when a client names none (how a test suite runs every
+/// front door on one backend).
+pub fn backend_from_env() -> Option<BackendChoice> {
+    let value = std::env::var("CURSOR_BRIDGE_BACKEND").ok()?;
+    match value.parse() {
+        Ok(choice) => Some(choice),
+        Err(e) => {
+            tracing::warn!("CURSOR_BRIDGE_BACKEND: {e}");
+            None
         }
     }
 }
@@ -131,6 +151,17 @@ pub trait Backend: Send + Sync {
 
     /// The agent's state for `status`: found, version, login.
     fn health(&self) -> BoxFuture<'_, CliStatus>;
+
+    /// Which backend serves turns and why, for `status`.
+    fn status(&self) -> BackendStatus {
+        BackendStatus {
+            configured: self.name().into(),
+            active: self.name().into(),
+            reason: None,
+            last_turn: None,
+            warm: 0,
+        }
+    }
 
     /// Stop everything prepared ahead and every background task (sidecar shutdown).
     fn shutdown(&self);

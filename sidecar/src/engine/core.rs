@@ -130,6 +130,7 @@ impl Engine {
         StatusResult {
             version: env!("CARGO_PKG_VERSION").into(),
             cli,
+            backend: self.backend.status(),
             sessions: self.session_count(),
             in_flight: self.in_flight(),
             log_file: None,

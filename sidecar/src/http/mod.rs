@@ -59,6 +59,10 @@ Options:
   --request-timeout SECS longest a turn may take (default 300)
   --idle-timeout SECS    a turn whose CLI is silent this long fails (default 60)
   --max-concurrent N     CLI processes at once; more requests queue (default 4)
+  --backend auto|acp|print
+                         how turns run: Cursor's ACP mode with warm sessions, print mode (a
+                         process per turn), or auto (ACP, print mode when ACP does not work;
+                         default; also CURSOR_BRIDGE_BACKEND)
 
 Environment: CURSOR_BRIDGE_API_KEY (client key), CURSOR_API_KEY (the Cursor key the CLI uses),
 and the CURSOR_BRIDGE_* variables of `cursor-bridge --help`.
@@ -75,6 +79,7 @@ pub struct ServeArgs {
     pub request_timeout: Option<u64>,
     pub idle_timeout: Option<u64>,
     pub max_concurrent: Option<usize>,
+    pub backend: Option<crate::protocol::BackendChoice>,
 }
 
 impl ServeArgs {
@@ -88,6 +93,7 @@ impl ServeArgs {
             request_timeout: None,
             idle_timeout: None,
             max_concurrent: None,
+            backend: None,
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -112,6 +118,7 @@ impl ServeArgs {
                 "--request-timeout" => out.request_timeout = Some(positive(name, &value()?)?),
                 "--idle-timeout" => out.idle_timeout = Some(positive(name, &value()?)?),
                 "--max-concurrent" => out.max_concurrent = Some(positive(name, &value()?)? as usize),
+                "--backend" => out.backend = Some(value()?.parse().map_err(|e| format!("--backend: {e}"))?),
                 other => return Err(format!("unknown option `{other}`")),
             }
         }
@@ -289,6 +296,7 @@ async fn serve(
         request_timeout_seconds: args.request_timeout.unwrap_or(Options::default().request_timeout_seconds),
         idle_timeout_seconds: args.idle_timeout.unwrap_or(Options::default().idle_timeout_seconds),
         max_concurrent: args.max_concurrent.unwrap_or(Options::default().max_concurrent),
+        backend: args.backend,
         ..Options::default()
     };
     let mut config = match Config::new(options.clone(), workspaces.roots(), paths.state_dir.clone()) {

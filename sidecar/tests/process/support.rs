@@ -112,6 +112,13 @@ pub fn launcher(dir: &TestDir, log_level: &str) -> Launcher {
         .env_remove("CURSOR_API_KEY")
         .env_remove("CURSOR_BRIDGE_CLI_PATH")
         .env_remove("CURSOR_DOUBLE_SCENARIO")
+        .env("CURSOR_BRIDGE_BACKEND", test_backend())
+}
+
+/// The backend the suite runs on: `CURSOR_BRIDGE_TEST_BACKEND` (`print`, `acp`, `auto`), else
+/// print mode. `cargo xtask test` runs the suite on print mode and again on ACP.
+pub fn test_backend() -> String {
+    std::env::var("CURSOR_BRIDGE_TEST_BACKEND").unwrap_or_else(|_| "print".into())
 }
 
 impl<'a> Launch<'a> {

@@ -59,11 +59,16 @@ pub enum Incoming {
 /// after that fails at once instead of waiting for an answer no one will send).
 #[derive(Default)]
 struct PendingMap {
-    waiting: HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>,
+    waiting: HashMap<u64, oneshot::Sender<Marked>>,
     closed: bool,
+    /// The agent's requests and notifications queued so far.
+    received: u64,
 }
 
 type Pending = Arc<Mutex<PendingMap>>;
+
+/// An answer and how many of the agent's messages arrived before it (see [`Connection::request_marked`]).
+type Marked = (Result<Value, RpcError>, u64);
 
 /// The client side of one connection. Dropping it stops its tasks (the agent sees its stdin close
 /// once the child's handle goes too).
@@ -100,18 +105,31 @@ impl Connection {
     /// Send a request and wait for its answer. Callers bound the wait themselves: what a slow
     /// answer means differs per method (a turn, a hanging `authenticate`).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        self.request_marked(method, params).await.0
+    }
+
+    /// [`Connection::request`], also saying how many of the agent's own messages (requests and
+    /// notifications) arrived before the answer. Those messages reach the [`Incoming`] channel in
+    /// order, but the answer overtakes whoever consumes it: a prompt's answer comes after its
+    /// last update on the wire, and the mark lets the caller wait until that update was handled.
+    pub async fn request_marked(&self, method: &str, params: Value) -> Marked {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = lock(&self.pending);
             if pending.closed {
-                return Err(RpcError::Closed);
+                return (Err(RpcError::Closed), pending.received);
             }
             pending.waiting.insert(id, tx);
         }
         let _forget = ForgetOnDrop { pending: &self.pending, id };
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await?;
-        rx.await.unwrap_or(Err(RpcError::Closed))
+        if let Err(e) = self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await {
+            return (Err(e), lock(&self.pending).received);
+        }
+        match rx.await {
+            Ok(marked) => marked,
+            Err(_) => (Err(RpcError::Closed), lock(&self.pending).received),
+        }
     }
 
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), RpcError> {
@@ -182,10 +200,13 @@ async fn read_messages<R: AsyncRead + Unpin>(input: R, incoming: mpsc::Sender<In
         };
         match message {
             Parsed::Response { id, outcome } => {
-                let waiter = id.as_u64().and_then(|id| lock(&pending).waiting.remove(&id));
+                let (waiter, received) = {
+                    let mut pending = lock(&pending);
+                    (id.as_u64().and_then(|id| pending.waiting.remove(&id)), pending.received)
+                };
                 match waiter {
                     Some(tx) => {
-                        let _ = tx.send(outcome);
+                        let _ = tx.send((outcome, received));
                     }
                     None => tracing::debug!(%id, "a response to no request of ours"),
                 }
@@ -195,6 +216,7 @@ async fn read_messages<R: AsyncRead + Unpin>(input: R, incoming: mpsc::Sender<In
                     // Nobody listens: requests would go unanswered, and the agent would wait.
                     break;
                 }
+                lock(&pending).received += 1;
             }
         }
     }
@@ -203,8 +225,9 @@ async fn read_messages<R: AsyncRead + Unpin>(input: R, incoming: mpsc::Sender<In
     }
     let mut pending = lock(&pending);
     pending.closed = true;
+    let received = pending.received;
     for (_, tx) in pending.waiting.drain() {
-        let _ = tx.send(Err(RpcError::Closed));
+        let _ = tx.send((Err(RpcError::Closed), received));
     }
 }
 

@@ -73,12 +73,18 @@ impl CursorPrint {
         backend
     }
 
-    fn env(&self) -> ChildEnv {
+    /// The CLI's environment (shared with the ACP backend: the same program).
+    pub fn env(&self) -> ChildEnv {
         child_env(self.api_key.as_ref().map(Secret::expose))
     }
 
-    async fn cli(&self) -> Result<CliCommand, BridgeError> {
+    pub async fn cli(&self) -> Result<CliCommand, BridgeError> {
         self.locator.cli(&self.env()).await
+    }
+
+    /// The CLI if it was found already (never searches).
+    pub fn known_cli(&self) -> Option<CliCommand> {
+        self.locator.known()
     }
 
     /// The command line of a turn. One function, so a spare started ahead matches the turn that

@@ -151,7 +151,7 @@ impl Spares {
 }
 
 /// `MemAvailable` from /proc/meminfo; elsewhere assume there is room.
-fn memory_allows_spares() -> bool {
+pub fn memory_allows_spares() -> bool {
     let Ok(info) = std::fs::read_to_string("/proc/meminfo") else { return true };
     info.lines()
         .find_map(|l| l.strip_prefix("MemAvailable:"))

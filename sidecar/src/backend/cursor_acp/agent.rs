@@ -1,0 +1,466 @@
+//! One `agent acp` process holding (at most) one session. One process per conversation, not one
+//! process multiplexing sessions: Cursor sends some of its `cursor/*` requests without a
+//! `sessionId` (docs/cursor-acp.md §9, §11), so with two sessions in one process a blocking
+//! `cursor/ask_question` could not be told apart, and one conversation's turn could be answered
+//! on another's behalf. With one session per process every message is unambiguous, a crash loses
+//! one conversation's warmth only, and killing the tree on cancel touches nobody else.
+//!
+//! A router task reads what the agent sends: `session/update`s of our session and the agent's
+//! requests go to the turn that runs (if any); updates of other sessions (a `session/load`
+//! replay, an `available_commands_update` before `session/new` answered) are dropped; a request
+//! nobody runs a turn for is answered at once, so the agent never waits on us.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::catalog::ModelConfig;
+use crate::backend::acp::connection::{Connection, Incoming, RpcError};
+use crate::backend::cursor_print::args::ChildEnv;
+use crate::backend::cursor_print::commands::{spawn_error, spawn_spec};
+use crate::backend::cursor_print::discovery::CliCommand;
+use crate::backend::cursor_print::errors::{classify, HINT_AUTH, HINT_CLI_VERSION};
+use crate::backend::process::{self, ChildProcess};
+use crate::error::BridgeError;
+use crate::protocol::ErrorKind;
+use crate::util::sync::{lock, AbortOnDrop};
+
+/// Start-up and `initialize` (0.7 s observed; a CLI that updates itself takes longer).
+const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
+/// `authenticate` hangs when signed out (docs/cursor-acp.md §3.2): bounded, then "log in".
+const AUTHENTICATE_TIMEOUT: Duration = Duration::from_secs(10);
+/// `session/new` fetches models and config from Cursor's servers (~2 s observed).
+const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
+/// `session/new` right after `initialize` can fail once with -32603; retried on the same
+/// connection (docs/cursor-acp.md §11).
+const SESSION_RETRIES: usize = 2;
+/// Short requests inside a session (mode, model).
+pub const CONFIG_TIMEOUT: Duration = Duration::from_secs(15);
+const STDERR_KEEP: usize = 16 * 1024;
+/// Messages of the agent queued for the running turn.
+const TURN_INBOX: usize = 256;
+
+/// A start that failed. `broken`: ACP itself does not work with this CLI build (it exits at
+/// start, or does not complete the handshake), as opposed to a failure print mode would share
+/// (not signed in).
+#[derive(Debug)]
+pub struct StartFailure {
+    pub error: BridgeError,
+    pub broken: bool,
+}
+
+impl StartFailure {
+    fn broken(error: BridgeError) -> Self {
+        StartFailure { error, broken: true }
+    }
+    fn shared(error: BridgeError) -> Self {
+        StartFailure { error, broken: false }
+    }
+}
+
+pub struct Launch<'a> {
+    pub cli: &'a CliCommand,
+    pub env: &'a ChildEnv,
+    pub workspace: &'a Path,
+    /// A key is in the environment: `authenticate` is skipped (it tries to open a browser then).
+    pub api_key: bool,
+}
+
+/// What the router shares with the agent's owner.
+struct Shared {
+    /// Our session, once `session/new` or `session/load` answered.
+    session: Mutex<Option<String>>,
+    /// The running turn's inbox.
+    turn: Mutex<Option<mpsc::Sender<Incoming>>>,
+    /// Ids of the agent's requests handed to a turn and not answered yet.
+    pending: Mutex<Vec<Value>>,
+    dead: AtomicBool,
+    /// The agent's messages the router has handled (forwarded, answered or dropped), to match
+    /// against [`Connection::request_marked`]'s mark.
+    routed: tokio::sync::watch::Sender<u64>,
+}
+
+pub struct Agent {
+    pub conn: Arc<Connection>,
+    child: ChildProcess,
+    shared: Arc<Shared>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    _router: AbortOnDrop,
+    _stderr_reader: AbortOnDrop,
+    pub session_id: String,
+    pub config: ModelConfig,
+    pub load_session: bool,
+    pub workspace: PathBuf,
+    /// Last used (taken by a turn or created), for idle expiry and eviction.
+    pub used: Instant,
+}
+
+impl Agent {
+    /// Start the process and complete the handshake (`initialize`, `authenticate` when no key).
+    pub async fn start(launch: &Launch<'_>) -> Result<Agent, StartFailure> {
+        // Global flags go before `acp` (docs/cursor-acp.md §2). `--trust`: the workspace-trust
+        // gate would stop a headless start, as in print mode; untrusted folders never get here
+        // (the engine places them in a scratch folder). Never `--force`: every permission request
+        // comes to us and is answered per turn by policy.
+        let spec = spawn_spec(launch.cli, &["--trust", "acp"], launch.env, Some(launch.workspace));
+        let mut child = process::spawn(&spec).map_err(|e| StartFailure::shared(spawn_error(launch.cli, &e)))?;
+        let (stdin, stdout) = match (child.take_stdin(), child.take_stdout()) {
+            (Some(i), Some(o)) => (i, o),
+            _ => return Err(StartFailure::broken(BridgeError::internal("the ACP agent has no pipes"))),
+        };
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr_reader = tokio::spawn(keep_stderr(child.take_stderr(), stderr.clone()));
+        let (conn, incoming) = Connection::start(stdout, stdin);
+        let conn = Arc::new(conn);
+        let shared = Arc::new(Shared {
+            session: Mutex::default(),
+            turn: Mutex::default(),
+            pending: Mutex::default(),
+            dead: AtomicBool::new(false),
+            routed: tokio::sync::watch::channel(0).0,
+        });
+        let router = tokio::spawn(route(incoming, conn.clone(), shared.clone()));
+        let mut agent = Agent {
+            conn,
+            child,
+            shared,
+            stderr,
+            _router: AbortOnDrop(router.abort_handle()),
+            _stderr_reader: AbortOnDrop(stderr_reader.abort_handle()),
+            session_id: String::new(),
+            config: ModelConfig::default(),
+            load_session: false,
+            workspace: launch.workspace.to_path_buf(),
+            used: Instant::now(),
+        };
+        agent.child.set_standby(true);
+        agent.handshake(launch).await?;
+        Ok(agent)
+    }
+
+    async fn handshake(&mut self, launch: &Launch<'_>) -> Result<(), StartFailure> {
+        let params = json!({
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+            "clientInfo": {"name": "cursor-bridge", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let init = match tokio::time::timeout(INITIALIZE_TIMEOUT, self.conn.request("initialize", params)).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(RpcError::Closed)) => return Err(StartFailure::broken(self.exited_at_start().await)),
+            Ok(Err(e)) => {
+                return Err(StartFailure::broken(
+                    BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `initialize`: {e}"))
+                        .hint(HINT_CLI_VERSION),
+                ))
+            }
+            Err(_) => {
+                return Err(StartFailure::broken(
+                    BridgeError::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "Cursor's ACP mode did not answer `initialize` within {} s",
+                            INITIALIZE_TIMEOUT.as_secs()
+                        ),
+                    )
+                    .hint(HINT_CLI_VERSION),
+                ))
+            }
+        };
+        if init.get("protocolVersion").and_then(Value::as_u64) != Some(1) {
+            return Err(StartFailure::broken(
+                BridgeError::new(
+                    ErrorKind::CliFailed,
+                    "Cursor's ACP mode speaks a protocol version the bridge does not",
+                )
+                .hint(HINT_CLI_VERSION)
+                .detail(init.to_string()),
+            ));
+        }
+        self.load_session = init.pointer("/agentCapabilities/loadSession").and_then(Value::as_bool).unwrap_or(false);
+        if launch.api_key {
+            return Ok(());
+        }
+        let method = init
+            .get("authMethods")
+            .and_then(Value::as_array)
+            .and_then(|m| m.first())
+            .and_then(|m| m.get("id"))
+            .and_then(Value::as_str)
+            .unwrap_or("cursor_login")
+            .to_owned();
+        let auth = self.conn.request("authenticate", json!({"methodId": method}));
+        match tokio::time::timeout(AUTHENTICATE_TIMEOUT, auth).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(RpcError::Remote { code: -32000, message, .. })) => {
+                Err(StartFailure::shared(not_signed_in(&message)))
+            }
+            // Another refusal (no such method, bad params): a stored login may still serve
+            // `session/new`, which says itself if it needs a login.
+            Ok(Err(RpcError::Remote { code, message, .. })) => {
+                tracing::debug!(code, %message, "authenticate refused; going on");
+                Ok(())
+            }
+            Ok(Err(RpcError::Closed)) => Err(StartFailure::broken(self.exited_at_start().await)),
+            Err(_) => Err(StartFailure::shared(not_signed_in("authenticate did not answer"))),
+        }
+    }
+
+    /// A new session in the agent's workspace.
+    pub async fn new_session(&mut self) -> Result<(), StartFailure> {
+        let cwd = self.workspace.to_string_lossy().into_owned();
+        let mut attempt = 0;
+        loop {
+            let request = self.conn.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+            match tokio::time::timeout(SESSION_TIMEOUT, request).await {
+                Ok(Ok(result)) => {
+                    let Some(id) = result.get("sessionId").and_then(Value::as_str) else {
+                        return Err(StartFailure::broken(BridgeError::new(
+                            ErrorKind::CliFailed,
+                            "Cursor's ACP mode answered `session/new` without a session id",
+                        )));
+                    };
+                    self.adopt(id, &result);
+                    return Ok(());
+                }
+                Ok(Err(RpcError::Remote { code: -32603, message, .. }))
+                    if attempt < SESSION_RETRIES && message.contains("initialize session services") =>
+                {
+                    attempt += 1;
+                    tracing::debug!(attempt, "session/new failed to initialize session services; retrying");
+                    tokio::time::sleep(Duration::from_millis(200 * attempt as u64)).await;
+                }
+                Ok(Err(e)) => return Err(self.session_failure("session/new", e).await),
+                Err(_) => {
+                    return Err(StartFailure::shared(
+                        BridgeError::new(
+                            ErrorKind::Timeout,
+                            format!("Cursor did not open a session within {} s", SESSION_TIMEOUT.as_secs()),
+                        )
+                        .hint("Cursor's servers may be slow or unreachable; check the network and try again."),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Continue `id`, a session an earlier process of this CLI created. `Ok(false)`: the agent
+    /// does not have it (or cannot load sessions).
+    pub async fn load(&mut self, id: &str) -> Result<bool, StartFailure> {
+        if !self.load_session {
+            return Ok(false);
+        }
+        let cwd = self.workspace.to_string_lossy().into_owned();
+        let request = self.conn.request("session/load", json!({"sessionId": id, "cwd": cwd, "mcpServers": []}));
+        // The replay arrives before the answer, while our session is not set: the router drops
+        // it, so none of it can show as a new answer.
+        match tokio::time::timeout(SESSION_TIMEOUT, request).await {
+            Ok(Ok(result)) => {
+                self.adopt(id, &result);
+                Ok(true)
+            }
+            Ok(Err(RpcError::Remote { code: -32602 | -32002, .. })) => Ok(false),
+            Ok(Err(e)) => Err(self.session_failure("session/load", e).await),
+            Err(_) => Ok(false),
+        }
+    }
+
+    fn adopt(&mut self, id: &str, result: &Value) {
+        self.session_id = id.to_owned();
+        self.config = ModelConfig::parse(result);
+        *lock(&self.shared.session) = Some(id.to_owned());
+    }
+
+    async fn session_failure(&mut self, method: &str, e: RpcError) -> StartFailure {
+        match e {
+            RpcError::Remote { code: -32000, message, .. } => StartFailure::shared(not_signed_in(&message)),
+            RpcError::Remote { message, data, .. } => {
+                let mut failure: BridgeError = classify(Some(1), "", Some(&message)).into();
+                if failure.kind == ErrorKind::CliFailed {
+                    failure.message = format!("Cursor refused `{method}`: {message}");
+                    if let Some(data) = data {
+                        failure = failure.detail(crate::util::text::cut_chars(&data.to_string(), 2000).to_string());
+                    }
+                }
+                StartFailure::shared(failure)
+            }
+            RpcError::Closed => StartFailure::broken(self.exited_at_start().await),
+        }
+    }
+
+    /// The agent's stdout ended during start-up: say what its stderr said (a `.cli.json` schema
+    /// error, or nothing at all — docs/cursor-acp.md §11).
+    async fn exited_at_start(&mut self) -> BridgeError {
+        let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await.ok().and_then(Result::ok);
+        // Let the stderr reader catch up with what the process wrote before it exited.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let stderr = self.stderr_tail();
+        let code = status.and_then(|s| s.code());
+        let trimmed = stderr.trim();
+        if trimmed.contains("cli.json") {
+            let first = trimmed.lines().next().unwrap_or(trimmed);
+            return BridgeError::new(
+                ErrorKind::CliFailed,
+                format!("The Cursor CLI rejected the project's configuration: {first}"),
+            )
+            .hint("Fix or remove the workspace's .cursor/cli.json (the CLI accepts only the keys it knows).")
+            .detail(crate::util::text::bounded_tail(trimmed, 2000).unwrap_or_default());
+        }
+        if trimmed.is_empty() {
+            let how = code.map_or("was stopped".to_owned(), |c| format!("exited with status {c}"));
+            return BridgeError::new(
+                ErrorKind::CliFailed,
+                format!("Cursor's ACP mode {how} at start without a message"),
+            )
+            .hint(HINT_CLI_VERSION);
+        }
+        let mut error: BridgeError = classify(code, &stderr, None).into();
+        if error.kind == ErrorKind::CliFailed {
+            error.message = "Cursor's ACP mode stopped at start".into();
+        }
+        error
+    }
+
+    pub fn stderr_tail(&self) -> String {
+        String::from_utf8_lossy(&lock(&self.stderr)).into_owned()
+    }
+
+    /// Still serving: the process runs and its output has not ended.
+    pub fn alive(&mut self) -> bool {
+        !self.shared.dead.load(Ordering::SeqCst) && self.child.is_running()
+    }
+
+    /// Route the agent's messages to a turn until [`Agent::end_turn`]. The process is busy while
+    /// it runs a turn (its tools' orphans are its own) and standby between turns.
+    pub fn begin_turn(&mut self) -> mpsc::Receiver<Incoming> {
+        let (tx, rx) = mpsc::channel(TURN_INBOX);
+        *lock(&self.shared.turn) = Some(tx);
+        self.child.set_standby(false);
+        self.used = Instant::now();
+        rx
+    }
+
+    pub async fn end_turn(&mut self) {
+        lock(&self.shared.turn).take();
+        self.answer_pending_cancelled().await;
+        self.child.set_standby(true);
+        self.used = Instant::now();
+    }
+
+    /// Answer a request of the agent that a turn handled.
+    pub async fn answer(&self, id: Value, result: Value) {
+        forget(&self.shared, &id);
+        let _ = self.conn.respond(id, result).await;
+    }
+
+    pub async fn refuse(&self, id: Value, code: i64, message: &str) {
+        forget(&self.shared, &id);
+        let _ = self.conn.refuse(id, code, message).await;
+    }
+
+    /// Every request handed to a turn and not answered gets "cancelled" (a cancelled turn, or a
+    /// turn that ended while one was still queued).
+    pub async fn answer_pending_cancelled(&self) {
+        let pending = std::mem::take(&mut *lock(&self.shared.pending));
+        for id in pending {
+            let _ = self.conn.respond(id, cancelled_outcome()).await;
+        }
+    }
+
+    /// Until the router has handled the agent's first `mark` messages (bounded: a router stuck
+    /// on a full turn inbox must not stall the turn that drains it).
+    pub async fn routed(&self, mark: u64) {
+        let mut seen = self.shared.routed.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(2), seen.wait_for(|n| *n >= mark)).await;
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+}
+
+fn forget(shared: &Shared, id: &Value) {
+    lock(&shared.pending).retain(|p| p != id);
+}
+
+pub fn cancelled_outcome() -> Value {
+    json!({"outcome": {"outcome": "cancelled"}})
+}
+
+fn not_signed_in(detail: &str) -> BridgeError {
+    BridgeError::new(ErrorKind::AuthRequired, "The Cursor CLI is not signed in.")
+        .hint(HINT_AUTH)
+        .detail(crate::util::text::cut_chars(detail, 500).to_string())
+}
+
+async fn route(mut incoming: mpsc::Receiver<Incoming>, conn: Arc<Connection>, shared: Arc<Shared>) {
+    while let Some(message) = incoming.recv().await {
+        route_one(message, &conn, &shared).await;
+        shared.routed.send_modify(|n| *n += 1);
+    }
+    shared.dead.store(true, Ordering::SeqCst);
+    lock(&shared.turn).take();
+}
+
+async fn route_one(message: Incoming, conn: &Connection, shared: &Shared) {
+    {
+        if let Incoming::Notification { method, params } = &message {
+            if method == "session/update" {
+                let ours = lock(&shared.session)
+                    .as_deref()
+                    .is_some_and(|s| params.get("sessionId").and_then(Value::as_str) == Some(s));
+                if !ours {
+                    return;
+                }
+            }
+        }
+        let turn = lock(&shared.turn).clone();
+        let Some(turn) = turn else {
+            answer_unattended(conn, message).await;
+            return;
+        };
+        if let Incoming::Request { id, .. } = &message {
+            lock(&shared.pending).push(id.clone());
+        }
+        if let Err(mpsc::error::SendError(message)) = turn.send(message).await {
+            if let Incoming::Request { id, .. } = &message {
+                forget(shared, id);
+            }
+            answer_unattended(conn, message).await;
+        }
+    }
+}
+
+/// Between turns nothing can be approved or answered: permission requests are cancelled, other
+/// requests refused, notifications dropped.
+async fn answer_unattended(conn: &Connection, message: Incoming) {
+    if let Incoming::Request { id, method, .. } = message {
+        tracing::debug!(%method, "the ACP agent asked something outside a turn; answered");
+        let _ = if method == "session/request_permission" {
+            conn.respond(id, cancelled_outcome()).await
+        } else {
+            conn.refuse(id, -32601, "Method not found").await
+        };
+    }
+}
+
+async fn keep_stderr(stderr: Option<tokio::process::ChildStderr>, into: Arc<Mutex<Vec<u8>>>) {
+    let Some(mut stderr) = stderr else { return };
+    let mut buf = vec![0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut kept = lock(&into);
+        kept.extend_from_slice(&buf[..n]);
+        if kept.len() > STDERR_KEEP {
+            let cut = kept.len() - STDERR_KEEP;
+            kept.drain(..cut);
+        }
+    }
+}

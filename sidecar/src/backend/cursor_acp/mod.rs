@@ -1,0 +1,394 @@
+//! The Cursor CLI's Agent Client Protocol mode (`agent acp`) as a warm backend: one long-lived
+//! process and session per conversation (`agent.rs` says why not one process for all), kept
+//! across turns so a follow-up pays neither a process start nor `session/new`, plus sessions
+//! opened ahead of need so a new conversation's first message does not wait either. The generic
+//! protocol client is `backend/acp/`; what is Cursor's is here: the launch and the handshake's
+//! auth policy (`agent`), model ids (`catalog`), a prompt with Cursor's error texts, permission
+//! and `cursor/*` requests and cancel (`turn`). Where the CLI is, its model list and its login
+//! are print mode's (the same program): `CursorPrint` answers those. docs/cursor-acp.md has the
+//! facts these rely on.
+
+pub mod agent;
+pub mod catalog;
+pub mod turn;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::Mutex as AsyncMutex;
+use tokio::time::Instant;
+
+use agent::{Agent, Launch, StartFailure};
+use turn::Slot;
+
+use super::cursor_print::discovery::CliCommand;
+use super::cursor_print::spares::memory_allows_spares;
+use super::cursor_print::CursorPrint;
+use crate::backend::events::EventSink;
+use crate::backend::process;
+use crate::backend::seam::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::error::BridgeError;
+use crate::protocol::{CliStatus, ErrorKind, ModelInfo};
+use crate::util::sync::lock;
+
+/// How often idle sessions are looked at.
+const SWEEP: Duration = Duration::from_secs(5);
+/// A turn for a session whose previous turn is still being cancelled waits this long for it.
+const BUSY_WAIT: Duration = Duration::from_secs(4);
+/// After ACP failed to start with a CLI build, `auto` uses print mode for it this long.
+pub const REPROBE_AFTER: Duration = Duration::from_secs(30 * 60);
+
+/// Chat ids of this backend say so: a print-mode chat id is never sent to `session/load`, nor an
+/// ACP session id to `--resume`.
+const CHAT_PREFIX: &str = "acp:";
+
+pub fn chat_id(session: &str) -> String {
+    format!("{CHAT_PREFIX}{session}")
+}
+
+pub fn session_of(chat: &str) -> Option<&str> {
+    chat.strip_prefix(CHAT_PREFIX).filter(|s| !s.is_empty())
+}
+
+type SlotCell = Arc<AsyncMutex<Option<Agent>>>;
+
+/// A session opened ahead of need, for a new conversation in `workspace`.
+struct Spare {
+    workspace: PathBuf,
+    agent: Agent,
+}
+
+pub struct CursorAcp {
+    me: Weak<CursorAcp>,
+    print: Arc<CursorPrint>,
+    api_key: bool,
+    /// Warm sessions by ACP session id.
+    warm: Mutex<HashMap<String, SlotCell>>,
+    spares: Mutex<Vec<Spare>>,
+    /// Workspaces a spare is being opened for.
+    opening: Mutex<Vec<PathBuf>>,
+    spare_limit: usize,
+    warm_limit: usize,
+    warm_idle: Duration,
+    spare_idle: Duration,
+    /// Display names of the CLI's models (for matching ACP's options by name).
+    names: Mutex<HashMap<String, String>>,
+    /// A CLI build ACP did not start with, since when, and why.
+    broken: Mutex<Option<(String, Instant, String)>>,
+    closed: AtomicBool,
+}
+
+impl CursorAcp {
+    pub fn new(settings: &Settings, print: Arc<CursorPrint>) -> Arc<CursorAcp> {
+        let backend = Arc::new_cyclic(|me| CursorAcp {
+            me: me.clone(),
+            print,
+            api_key: settings.api_key.as_ref().is_some_and(|k| !k.expose().is_empty()),
+            warm: Mutex::default(),
+            spares: Mutex::default(),
+            opening: Mutex::default(),
+            spare_limit: settings.spares,
+            warm_limit: settings.warm_sessions.max(1),
+            warm_idle: settings.warm_idle.max(Duration::from_secs(1)),
+            spare_idle: settings.spare_idle.max(Duration::from_secs(1)),
+            names: Mutex::default(),
+            broken: Mutex::default(),
+            closed: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&backend);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(SWEEP);
+            loop {
+                tick.tick().await;
+                match weak.upgrade() {
+                    Some(backend) => backend.sweep(),
+                    None => break,
+                }
+            }
+        });
+        backend
+    }
+
+    /// `Err(why)` while ACP is known not to start with the current CLI build.
+    pub fn usable(&self) -> Result<(), String> {
+        let Some(cli) = self.print.known_cli() else { return Ok(()) };
+        match &*lock(&self.broken) {
+            Some((build, since, why)) if *build == build_of(&cli) && since.elapsed() < REPROBE_AFTER => {
+                Err(why.clone())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn note_start(&self, cli: &CliCommand, failure: &StartFailure) {
+        if failure.broken {
+            tracing::warn!(error = %failure.error.message, "Cursor's ACP mode does not start with this CLI build");
+            *lock(&self.broken) = Some((build_of(cli), Instant::now(), failure.error.message.clone()));
+        }
+    }
+
+    async fn start(&self, cli: &CliCommand, workspace: &Path) -> Result<Agent, TurnFailure> {
+        let env = self.print.env();
+        let launch = Launch { cli, env: &env, workspace, api_key: self.api_key };
+        let started = Agent::start(&launch).await;
+        match started {
+            Ok(agent) => Ok(agent),
+            Err(failure) => {
+                self.note_start(cli, &failure);
+                Err(failure.error.into())
+            }
+        }
+    }
+
+    async fn open(&self, cli: &CliCommand, workspace: &Path) -> Result<Agent, TurnFailure> {
+        let mut agent = self.start(cli, workspace).await?;
+        if let Err(failure) = agent.new_session().await {
+            self.note_start(cli, &failure);
+            return Err(failure.error.into());
+        }
+        Ok(agent)
+    }
+
+    fn take_spare(&self, workspace: &Path) -> Option<Agent> {
+        let mut spares = lock(&self.spares);
+        while let Some(i) = spares.iter().position(|s| s.workspace == workspace) {
+            let mut spare = spares.remove(i);
+            if spare.agent.alive() {
+                return Some(spare.agent);
+            }
+        }
+        None
+    }
+
+    /// Open a session for the next new conversation in `workspace`, in the background.
+    fn refill(&self, workspace: PathBuf) {
+        if self.spare_limit == 0 || self.closed.load(Ordering::SeqCst) || self.usable().is_err() {
+            return;
+        }
+        if !memory_allows_spares() {
+            return;
+        }
+        let Some(cli) = self.print.known_cli() else { return };
+        {
+            let spares = lock(&self.spares);
+            let mut opening = lock(&self.opening);
+            let here = spares.iter().filter(|s| s.workspace == workspace).count()
+                + opening.iter().filter(|w| **w == workspace).count();
+            if here >= 1 || spares.len() + opening.len() >= self.spare_limit {
+                return;
+            }
+            opening.push(workspace.clone());
+        }
+        let Some(this) = self.me.upgrade() else { return };
+        tokio::spawn(async move {
+            let opened = this.open(&cli, &workspace).await;
+            let mut opening = lock(&this.opening);
+            if let Some(i) = opening.iter().position(|w| *w == workspace) {
+                opening.remove(i);
+            }
+            drop(opening);
+            match opened {
+                Ok(agent) if !this.closed.load(Ordering::SeqCst) => {
+                    tracing::debug!(pid = agent.pid(), "ACP session opened ahead");
+                    lock(&this.spares).push(Spare { workspace, agent });
+                }
+                Ok(_) => {}
+                Err(f) => tracing::debug!(error = %f.error.message, "could not open an ACP session ahead"),
+            }
+        });
+    }
+
+    /// The warm session `session` in `workspace`, locked for a turn; empty when it is not warm
+    /// (never was, died, expired), to be loaded into.
+    async fn lock_session(&self, session: &str, workspace: &Path) -> Result<Slot, TurnFailure> {
+        let cell = lock(&self.warm).entry(session.to_owned()).or_default().clone();
+        let Ok(mut slot) = tokio::time::timeout(BUSY_WAIT, cell.lock_owned()).await else {
+            let error =
+                BridgeError::new(ErrorKind::CliFailed, "The previous turn of this conversation is still stopping")
+                    .hint("Try again in a moment.");
+            return Err(error.into());
+        };
+        if let Some(agent) = slot.as_mut() {
+            if !agent.alive() || agent.workspace != workspace {
+                *slot = None;
+            }
+        }
+        Ok(slot)
+    }
+
+    async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+        let cli = self.print.cli().await?;
+        let mut one_shot = false;
+        let mut slot = match &t.chat {
+            Chat::Resume(chat) => {
+                let Some(session) = session_of(chat) else {
+                    // A print-mode chat: ACP cannot continue it; the engine replays it here.
+                    return Err(chat_lost("This conversation's chat belongs to print mode"));
+                };
+                let mut slot = self.lock_session(session, &t.workspace).await?;
+                if slot.is_none() {
+                    // Lost with its process (a crash, a restart, expiry): load it into a new one.
+                    let mut agent = self.start(&cli, &t.workspace).await?;
+                    match agent.load(session).await {
+                        Ok(true) => {
+                            tracing::info!(pid = agent.pid(), "ACP session loaded into a new process");
+                            *slot = Some(agent);
+                        }
+                        Ok(false) => {
+                            lock(&self.warm).remove(session);
+                            return Err(chat_lost("Cursor could not load this conversation's session"));
+                        }
+                        Err(f) => return Err(f.error.into()),
+                    }
+                }
+                slot
+            }
+            Chat::New => {
+                let agent = match self.take_spare(&t.workspace) {
+                    Some(agent) => agent,
+                    None => self.open(&cli, &t.workspace).await?,
+                };
+                self.refill(t.workspace.clone());
+                let cell: SlotCell = Arc::new(AsyncMutex::new(Some(agent)));
+                let slot = cell.clone().lock_owned().await;
+                let session = slot.as_ref().map(|a| a.session_id.clone()).unwrap_or_default();
+                lock(&self.warm).insert(session, cell);
+                slot
+            }
+            Chat::OneShot => {
+                // Nobody resumes it, and it must not share a session with anyone: its own
+                // process, stopped after the answer.
+                one_shot = true;
+                let agent = self.open(&cli, &t.workspace).await?;
+                Arc::new(AsyncMutex::new(Some(agent))).lock_owned().await
+            }
+        };
+        let agent = slot.as_mut().expect("a live agent");
+        let display = lock(&self.names).get(&t.model).cloned();
+        let Some(choice) = catalog::choose(&agent.config, &t.model, display.as_deref()) else {
+            let error = BridgeError::new(
+                ErrorKind::InvalidModel,
+                format!("The model `{}` is not available in Cursor's ACP mode", t.model),
+            )
+            .hint(crate::backend::cursor_print::errors::HINT_MODEL);
+            return Err(error.into());
+        };
+        let session = agent.session_id.clone();
+        let (slot, outcome) = turn::run(slot, &t, &choice, sink).await;
+        let alive = slot.is_some_and(|mut s| s.as_mut().is_some_and(Agent::alive) && !one_shot);
+        if !alive && !one_shot {
+            lock(&self.warm).remove(&session);
+        }
+        self.trim();
+        outcome
+    }
+
+    /// Past the limit, the least recently used idle sessions are stopped.
+    fn trim(&self) {
+        let mut warm = lock(&self.warm);
+        while warm.len() > self.warm_limit {
+            let oldest = warm
+                .iter()
+                .filter_map(|(id, cell)| {
+                    let slot = cell.try_lock().ok()?;
+                    Some((id.clone(), slot.as_ref().map(|a| a.used)))
+                })
+                .min_by_key(|(_, used)| *used);
+            let Some((id, _)) = oldest else { break };
+            warm.remove(&id);
+        }
+    }
+
+    /// Idle sessions past their time, dead ones, and all idle ones when memory is tight.
+    fn sweep(&self) {
+        let tight = !memory_allows_spares();
+        let (warm_idle, spare_idle) = (self.warm_idle, self.spare_idle);
+        lock(&self.warm).retain(|_, cell| match cell.try_lock() {
+            Ok(mut slot) => match slot.as_mut() {
+                Some(agent) => !tight && agent.used.elapsed() < warm_idle && agent.alive(),
+                None => false,
+            },
+            Err(_) => true, // a turn runs on it
+        });
+        lock(&self.spares).retain_mut(|s| !tight && s.agent.used.elapsed() < spare_idle && s.agent.alive());
+    }
+
+    /// Warm ACP processes, for `status` and tests.
+    pub fn warm_count(&self) -> usize {
+        lock(&self.warm).len() + lock(&self.spares).len()
+    }
+}
+
+fn chat_lost(why: &str) -> TurnFailure {
+    let error = BridgeError::new(ErrorKind::CliFailed, why.to_owned())
+        .hint("The conversation continues in a new session with its history.");
+    TurnFailure { error, spoke: false, chat_lost: true }
+}
+
+/// A CLI build's identity without running it: its path, size and modification time.
+fn build_of(cli: &CliCommand) -> String {
+    let meta = std::fs::metadata(&cli.program).ok();
+    let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+    let modified = meta.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    format!("{}|{:?}|{size}|{}", cli.program.display(), cli.prefix_args, modified.map_or(0, |d| d.as_secs()))
+}
+
+impl Backend for CursorAcp {
+    fn name(&self) -> &'static str {
+        "acp"
+    }
+
+    fn locate(&self) -> BoxFuture<'_, Result<Located, BridgeError>> {
+        self.print.locate()
+    }
+
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>, BridgeError>> {
+        Box::pin(async move {
+            let models = self.print.list_models().await?;
+            *lock(&self.names) = models.iter().map(|m| (m.id.clone(), m.name.clone())).collect();
+            Ok(models)
+        })
+    }
+
+    fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {
+        Box::pin(self.turn(turn, sink))
+    }
+
+    fn warm(&self, hint: Warm) {
+        match hint {
+            Warm::Workspace(workspace) => self.refill(workspace),
+            // The follow-up's session is warm already; a fresh one for the next conversation.
+            Warm::FollowUp { workspace, fresh: true, .. } => self.refill(workspace),
+            Warm::FollowUp { .. } => {}
+        }
+    }
+
+    fn health(&self) -> BoxFuture<'_, CliStatus> {
+        self.print.health()
+    }
+
+    fn status(&self) -> crate::protocol::BackendStatus {
+        crate::protocol::BackendStatus {
+            configured: "acp".into(),
+            active: "acp".into(),
+            reason: self.usable().err().map(|why| format!("ACP mode does not start with this CLI: {why}")),
+            last_turn: None,
+            warm: self.warm_count(),
+        }
+    }
+
+    fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        lock(&self.spares).clear();
+        for (_, cell) in lock(&self.warm).drain() {
+            if let Ok(mut slot) = cell.try_lock() {
+                *slot = None;
+            }
+        }
+        self.print.shutdown();
+        process::sweep_orphans();
+    }
+}

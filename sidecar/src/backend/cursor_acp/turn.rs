@@ -1,0 +1,420 @@
+//! One prompt in a warm session: set the mode and model if they changed, send the user's message,
+//! stream the session's updates as [`Event`]s, answer the agent's requests by policy, and tell a
+//! failure from an answer (Cursor streams some errors as answer text and ends with `end_turn`,
+//! docs/cursor-acp.md §6, §11). Dropping the turn cancels it (docs/cursor-acp.md §8.1): the
+//! agent's pending requests are answered cancelled, `session/cancel` is sent, and the session is
+//! kept if the agent answers `cancelled` within a grace, else its process tree is killed.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::OwnedMutexGuard;
+use tokio::task::JoinHandle;
+
+use super::agent::{cancelled_outcome, Agent, CONFIG_TIMEOUT};
+use super::catalog::{Choice, ModelConfig};
+use crate::backend::acp::connection::{Incoming, RpcError};
+use crate::backend::acp::updates::Updates;
+use crate::backend::cursor_print::errors::classify;
+use crate::backend::events::{Event, EventSink};
+use crate::backend::seam::{TurnEnd, TurnFailure, TurnSpec};
+use crate::error::BridgeError;
+use crate::protocol::{ErrorKind, Mode};
+
+/// How long a cancelled turn's agent gets to answer `cancelled` before its tree is killed.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
+/// Transport drops the ACP session does not retry itself (docs/cursor-acp.md §6): retried here
+/// while nothing of the answer has been shown.
+const TRANSPORT_RETRIES: usize = 2;
+const TRANSPORT_DROPS: &[&str] = &["ping timed out", "stream closed", "exceeded max retries", "econnreset"];
+/// Answers that are errors in disguise start like one of these (docs/cursor-acp.md §6, §11):
+/// text that may still become one is held back until it cannot.
+const ERROR_OPENERS: &[&str] = &["Error:", "Upgrade your plan"];
+
+pub const PERMISSION_HINT: &str = "Cursor asked for approval, which the bridge cannot give interactively. \
+     To let agent mode run commands without asking, enable `cursorBridge.allowUnattended`.";
+
+/// The slot a warm session lives in, locked by the turn that uses it.
+pub type Slot = OwnedMutexGuard<Option<Agent>>;
+
+/// What a turn leaves: the slot (`None` inside when the agent died or was killed) and the outcome.
+pub async fn run(
+    slot: Slot,
+    spec: &TurnSpec,
+    model: &Choice,
+    sink: &mut EventSink,
+) -> (Option<Slot>, Result<TurnEnd, TurnFailure>) {
+    let mut running = Running { slot: Some(slot), prompt: None };
+    let outcome = running.turn(spec, model, sink).await;
+    let mut slot = running.slot.take();
+    if let Some(agent) = slot.as_mut().and_then(|s| s.as_mut()) {
+        agent.end_turn().await;
+    }
+    (slot, outcome)
+}
+
+struct Running {
+    slot: Option<Slot>,
+    prompt: Option<JoinHandle<(Result<Value, RpcError>, u64)>>,
+}
+
+impl Running {
+    fn agent(&mut self) -> &mut Agent {
+        self.slot.as_mut().and_then(|s| s.as_mut()).expect("a turn runs on a live agent")
+    }
+
+    async fn turn(&mut self, spec: &TurnSpec, model: &Choice, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+        self.configure(spec.mode, model).await?;
+        let mut inbox = self.agent().begin_turn();
+        let session = self.agent().session_id.clone();
+        let mut state = State::new(spec.unattended);
+        let mut attempt = 0;
+        loop {
+            let conn = self.agent().conn.clone();
+            let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": spec.prompt}]});
+            self.prompt = Some(tokio::spawn(async move { conn.request_marked("session/prompt", params).await }));
+            let (answer, mark) = loop {
+                let prompt = self.prompt.as_mut().expect("set above");
+                tokio::select! {
+                    biased;
+                    message = inbox.recv() => match message {
+                        Some(message) => {
+                            sink.alive();
+                            state.handle(self.agent(), message, sink).await;
+                        }
+                        // The agent's output ended; the prompt's answer will say Closed.
+                        None => break prompt.await.unwrap_or((Err(RpcError::Closed), 0)),
+                    },
+                    r = &mut *prompt => break r.unwrap_or((Err(RpcError::Closed), 0)),
+                }
+            };
+            self.prompt = None;
+            // The answer overtakes the updates sent before it: handle those first (they are
+            // this turn's last text).
+            loop {
+                tokio::select! {
+                    biased;
+                    message = inbox.recv() => match message {
+                        Some(message) => state.handle(self.agent(), message, sink).await,
+                        None => break,
+                    },
+                    () = self.agent().routed(mark) => {
+                        while let Ok(message) = inbox.try_recv() {
+                            state.handle(self.agent(), message, sink).await;
+                        }
+                        break;
+                    }
+                }
+            }
+            match answer {
+                Ok(result) => return state.finish(self.agent(), &result, sink).await,
+                Err(RpcError::Remote { code, message, .. })
+                    if !state.spoke && attempt < TRANSPORT_RETRIES && is_transport_drop(&message) =>
+                {
+                    attempt += 1;
+                    tracing::info!(
+                        code,
+                        attempt,
+                        "the ACP turn lost its connection to Cursor before any output; retrying"
+                    );
+                    tokio::time::sleep(Duration::from_millis(300 * attempt as u64)).await;
+                }
+                Err(e) => return Err(state.failed(self.agent(), e).await),
+            }
+        }
+    }
+
+    /// Mode first (ask mode means no permission prompts), then the model and its selects.
+    async fn configure(&mut self, mode: Mode, model: &Choice) -> Result<(), TurnFailure> {
+        let agent = self.agent();
+        let session = agent.session_id.clone();
+        if agent.config.current_mode.as_deref() != Some(mode.as_str()) {
+            let params = json!({"sessionId": session, "modeId": mode.as_str()});
+            config_request(agent, "session/set_mode", params).await?;
+            agent.config.current_mode = Some(mode.as_str().to_owned());
+        }
+        let mut sets: Vec<(&str, &str)> = Vec::new();
+        if agent.config.current.as_deref() != Some(model.value.as_str()) {
+            sets.push(("model", &model.value));
+        }
+        for (id, value) in &model.extras {
+            let current = agent.config.extras.iter().find(|(e, _, _)| e == id).map(|(_, v, _)| v.as_str());
+            if current != Some(value.as_str()) || !sets.is_empty() {
+                sets.push((id, value));
+            }
+        }
+        for (id, value) in sets {
+            let params = json!({"sessionId": session, "configId": id, "value": value});
+            let result = config_request(agent, "session/set_config_option", params).await?;
+            let mode = agent.config.current_mode.clone();
+            agent.config = ModelConfig::parse(&result);
+            if agent.config.current_mode.is_none() {
+                agent.config.current_mode = mode;
+            }
+            if id == "model" {
+                agent.config.current = Some(value.to_owned());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Dropped with the prompt outstanding: the turn was cancelled (Stop, a timeout, a client
+        // that went away).
+        if let (Some(slot), Some(prompt)) = (self.slot.take(), self.prompt.take()) {
+            tokio::spawn(cancel(slot, prompt));
+        }
+    }
+}
+
+async fn cancel(mut slot: Slot, mut prompt: JoinHandle<(Result<Value, RpcError>, u64)>) {
+    let Some(agent) = slot.as_mut() else { return };
+    let session = agent.session_id.clone();
+    agent.end_turn().await;
+    let _ = agent.conn.notify("session/cancel", json!({"sessionId": session})).await;
+    let stopped = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
+    match stopped {
+        Ok(Ok((Ok(result), _))) => {
+            let reason = result.get("stopReason").and_then(Value::as_str).unwrap_or("");
+            tracing::debug!(reason, pid = agent.pid(), "the cancelled ACP turn stopped; the session stays warm");
+        }
+        _ => {
+            prompt.abort();
+            tracing::info!(pid = agent.pid(), "the cancelled ACP turn did not stop in time; its process is killed");
+            *slot = None; // dropping the agent kills its process tree
+        }
+    }
+}
+
+async fn config_request(agent: &Agent, method: &str, params: Value) -> Result<Value, TurnFailure> {
+    match tokio::time::timeout(CONFIG_TIMEOUT, agent.conn.request(method, params)).await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(RpcError::Remote { code: -32602, message, .. })) if method == "session/set_config_option" => {
+            Err(BridgeError::new(ErrorKind::InvalidModel, format!("Cursor's ACP mode refused the model: {message}"))
+                .hint(crate::backend::cursor_print::errors::HINT_MODEL)
+                .into())
+        }
+        Ok(Err(e)) => Err(BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `{method}`: {e}"))
+            .hint("See Cursor Bridge logs for details.")
+            .into()),
+        Err(_) => Err(BridgeError::new(
+            ErrorKind::Timeout,
+            format!("Cursor's ACP mode did not answer `{method}` within {} s", CONFIG_TIMEOUT.as_secs()),
+        )
+        .into()),
+    }
+}
+
+fn is_transport_drop(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    TRANSPORT_DROPS.iter().any(|p| lower.contains(p))
+}
+
+/// What the turn has seen and shown so far.
+struct State {
+    updates: Updates,
+    unattended: bool,
+    /// Something reached the client.
+    spoke: bool,
+    /// The whole answer text, for the engine's check and the error-text test.
+    text: String,
+    /// Text not shown yet because it may be an error in disguise.
+    held: String,
+    holding: bool,
+    permission_told: bool,
+}
+
+impl State {
+    fn new(unattended: bool) -> Self {
+        State {
+            updates: Updates::default(),
+            unattended,
+            spoke: false,
+            text: String::new(),
+            held: String::new(),
+            holding: true,
+            permission_told: false,
+        }
+    }
+
+    async fn emit(&mut self, event: Event, sink: &mut EventSink) {
+        if let Event::Text(t) = &event {
+            self.text.push_str(t);
+            if self.holding {
+                self.held.push_str(t);
+                let start = self.held.trim_start();
+                let may_be_error =
+                    start.is_empty() || ERROR_OPENERS.iter().any(|o| o.starts_with(start) || start.starts_with(o));
+                if may_be_error {
+                    return;
+                }
+                self.holding = false;
+                let held = std::mem::take(&mut self.held);
+                self.spoke = true;
+                sink.emit(Event::Text(held)).await;
+                return;
+            }
+        }
+        self.spoke = true;
+        sink.emit(event).await;
+    }
+
+    async fn handle(&mut self, agent: &Agent, message: Incoming, sink: &mut EventSink) {
+        match message {
+            Incoming::Notification { method, params } => {
+                if method == "session/update" {
+                    if let Some(update) = params.get("update") {
+                        for event in self.updates.events(update) {
+                            self.emit(event, sink).await;
+                        }
+                    }
+                }
+                // `cursor/update_todos`, `cursor/task`…: nothing a client shows today.
+            }
+            Incoming::Request { id, method, params } => match method.as_str() {
+                "session/request_permission" => self.permission(agent, id, &params, sink).await,
+                "cursor/create_plan" => {
+                    // Plan mode's plan, as text the person can read; not accepted (accepting
+                    // could start building it), so the agent ends the turn.
+                    let plan = ["name", "overview", "plan"]
+                        .iter()
+                        .filter_map(|k| params.get(*k).and_then(Value::as_str))
+                        .filter(|s| !s.trim().is_empty())
+                        .collect::<Vec<_>>()
+                        .join("\n\n");
+                    if !plan.is_empty() {
+                        let sep = if self.text.is_empty() { "" } else { "\n\n" };
+                        self.emit(Event::Text(format!("{sep}{plan}")), sink).await;
+                    }
+                    agent.answer(id, cancelled_outcome()).await;
+                }
+                // A question only the person could answer: the bridge cannot ask it mid-turn.
+                "cursor/ask_question" => agent.answer(id, cancelled_outcome()).await,
+                _ => agent.refuse(id, -32601, "Method not found").await,
+            },
+        }
+    }
+
+    /// Policy: unattended (agent mode with `force`) allows once; otherwise reject once and say
+    /// why, once per turn.
+    async fn permission(&mut self, agent: &Agent, id: Value, params: &Value, sink: &mut EventSink) {
+        let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
+        let pick = |kinds: &[&str]| {
+            kinds.iter().find_map(|k| {
+                options
+                    .iter()
+                    .find(|o| o.get("kind").and_then(Value::as_str) == Some(k))
+                    .and_then(|o| o.get("optionId").cloned())
+            })
+        };
+        let chosen = if self.unattended {
+            pick(&["allow_once", "allow_always"])
+        } else {
+            pick(&["reject_once", "reject_always"])
+        };
+        let result = match chosen {
+            Some(option) => json!({"outcome": {"outcome": "selected", "optionId": option}}),
+            None => cancelled_outcome(),
+        };
+        agent.answer(id, result).await;
+        if !self.unattended && !self.permission_told {
+            self.permission_told = true;
+            let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
+            let kind = call.get("kind").and_then(Value::as_str).unwrap_or("tool");
+            let tool = if kind == "execute" { "shell" } else { kind }.to_owned();
+            let title = call.get("title").and_then(Value::as_str).unwrap_or("").trim_matches('`');
+            let summary = crate::util::text::one_line(title, 120);
+            self.emit(Event::PermissionDenied { tool, summary, hint: PERMISSION_HINT.into() }, sink).await;
+        }
+    }
+
+    async fn finish(&mut self, agent: &Agent, result: &Value, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+        for event in self.updates.finish() {
+            self.emit(event, sink).await;
+        }
+        let stop = result.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
+        if self.holding && !self.held.trim().is_empty() {
+            let failure = classify(None, "", Some(&self.held));
+            let known = !matches!(failure.kind, ErrorKind::CliFailed | ErrorKind::Network)
+                || self.held.trim_start().starts_with("Error:");
+            if known {
+                let mut error: BridgeError = failure.into();
+                if error.kind == ErrorKind::CliFailed {
+                    error.message = crate::util::text::one_line(self.held.trim(), 300);
+                }
+                if self.held.contains("Upgrade your plan") {
+                    error = BridgeError::new(ErrorKind::UsageLimit, "This model needs a higher Cursor plan.")
+                        .hint("Pick another model, or upgrade your Cursor plan.");
+                }
+                return Err(TurnFailure { error, spoke: self.spoke, chat_lost: false });
+            }
+            // An ordinary answer that only looked like an error at first.
+            self.holding = false;
+            let held = std::mem::take(&mut self.held);
+            self.spoke = true;
+            sink.emit(Event::Text(held)).await;
+        }
+        if stop == "cancelled" {
+            return Err(TurnFailure {
+                error: BridgeError::new(ErrorKind::CliFailed, "The Cursor CLI cancelled the turn itself")
+                    .hint("Try again."),
+                spoke: self.spoke,
+                chat_lost: false,
+            });
+        }
+        let usage = result.get("usage").and_then(usage_of);
+        Ok(TurnEnd { chat_id: Some(super::chat_id(&agent.session_id)), usage, final_text: self.text.clone() })
+    }
+
+    async fn failed(&mut self, agent: &mut Agent, e: RpcError) -> TurnFailure {
+        let error = match e {
+            RpcError::Remote { code: -32000, message, .. } => {
+                classify(None, "", Some(&format!("authentication required: {message}"))).into()
+            }
+            RpcError::Remote { code: -32602, message, .. } if message.contains("not found") => {
+                // The session is gone from the agent: continue in a new one with the history.
+                return TurnFailure {
+                    error: BridgeError::new(ErrorKind::CliFailed, "Cursor no longer has this session")
+                        .hint("The conversation continues in a new session with its history."),
+                    spoke: self.spoke,
+                    chat_lost: !self.spoke,
+                };
+            }
+            RpcError::Remote { message, .. } => {
+                let mut error: BridgeError = classify(None, "", Some(&message)).into();
+                if error.kind == ErrorKind::Network && is_transport_drop(&message) {
+                    error.message = "The connection to Cursor's servers dropped during the turn.".into();
+                }
+                error
+            }
+            RpcError::Closed => {
+                // The process died mid-turn: its stderr says why.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let stderr = agent.stderr_tail();
+                let mut error: BridgeError = classify(None, &stderr, None).into();
+                if error.kind == ErrorKind::CliFailed {
+                    error.message = "Cursor's ACP agent stopped during the turn".into();
+                }
+                error
+            }
+        };
+        TurnFailure { error, spoke: self.spoke, chat_lost: false }
+    }
+}
+
+/// Token counts, where an agent reports them (an unstable field of the prompt response).
+fn usage_of(v: &Value) -> Option<crate::protocol::Usage> {
+    let n = |keys: &[&str]| keys.iter().find_map(|k| v.get(*k).and_then(Value::as_u64));
+    let input = n(&["inputTokens", "input_tokens"])?;
+    let output = n(&["outputTokens", "output_tokens"]).unwrap_or(0);
+    let cached = n(&["cachedReadTokens", "cacheReadTokens", "cache_read_tokens"]).unwrap_or(0);
+    let written = n(&["cachedWriteTokens", "cacheWriteTokens", "cache_write_tokens"]).unwrap_or(0);
+    Some(crate::protocol::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: cached,
+        cache_write_tokens: written,
+    })
+}
