@@ -164,3 +164,15 @@ fn skip_control_string(chars: &mut Chars<'_>) {
         }
     }
 }
+
+/// Newlines to insert between `before` and `after` so that one blank line separates them (an
+/// agent glues text segments around tool calls without one).
+pub fn paragraph_break(before: &str, after: &str) -> &'static str {
+    let trailing = before.bytes().rev().take_while(|&b| b == b'\n').count().min(2);
+    let leading = after.bytes().take_while(|&b| b == b'\n').count().min(2);
+    match trailing + leading {
+        0 => "\n\n",
+        1 => "\n",
+        _ => "",
+    }
+}

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod acp_backend;
 mod failures;
 mod fault_matrix;
 mod http_openai;

@@ -18,6 +18,10 @@ const SUMMARY_MAX_CHARS: usize = 120;
 pub struct Updates {
     thinking_open: bool,
     tools: HashMap<String, Tool>,
+    /// The end of the answer text so far (its last two bytes are enough for a paragraph break).
+    text_tail: String,
+    /// A tool ran since the last text: the next text starts a new paragraph, as in print mode.
+    tool_since_text: bool,
 }
 
 #[derive(Default)]
@@ -36,7 +40,14 @@ impl Updates {
             "agent_message_chunk" => {
                 if let Some(t) = text() {
                     self.close_thinking(&mut out);
-                    out.push(Event::Text(t.to_string()));
+                    let mut piece = t.to_string();
+                    if std::mem::take(&mut self.tool_since_text) && !self.text_tail.is_empty() {
+                        piece.insert_str(0, crate::util::text::paragraph_break(&self.text_tail, t));
+                    }
+                    let keep = format!("{}{piece}", self.text_tail);
+                    let cut = keep.char_indices().rev().nth(1).map_or(0, |(i, _)| i);
+                    self.text_tail = keep[cut..].to_string();
+                    out.push(Event::Text(piece));
                 }
             }
             "agent_thought_chunk" => {
@@ -54,11 +65,19 @@ impl Updates {
                     tool.kind = k.to_string();
                 }
                 if let Some(t) = str_of("title") {
-                    tool.title = t.to_string();
+                    tool.title = t.trim_matches('`').to_string();
+                }
+                // Print mode's summaries: the command, the file.
+                if let Some(input) = update.get("rawInput") {
+                    let field = |k: &str| input.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+                    if let Some(s) = field("command").or_else(|| field("path")) {
+                        tool.title = s.to_string();
+                    }
                 }
                 let (tool_name, summary) = (name_of(&tool.kind), one_line(&tool.title, SUMMARY_MAX_CHARS));
-                if new || kind == "tool_call" && !tool.done {
-                    if new {
+                if new {
+                    self.tool_since_text = true;
+                    {
                         self.close_thinking(&mut out);
                         out.push(Event::ToolStarted {
                             call_id: id.to_string(),
@@ -103,12 +122,13 @@ impl Updates {
     }
 }
 
-/// ACP tool kinds (`read`, `edit`, `execute`, …) as tool names; none given: `tool`.
+/// ACP tool kinds (`read`, `edit`, `execute`, …) as print mode names them (`shell` for a
+/// command); none given: `tool`.
 fn name_of(kind: &str) -> String {
-    if kind.is_empty() {
-        "tool".into()
-    } else {
-        kind.to_string()
+    match kind {
+        "" => "tool".into(),
+        "execute" => "shell".into(),
+        other => other.to_string(),
     }
 }
 
@@ -181,11 +201,11 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                Event::ToolStarted { call_id: "t".into(), tool: "execute".into(), summary: String::new() },
+                Event::ToolStarted { call_id: "t".into(), tool: "shell".into(), summary: String::new() },
                 Event::ToolCompleted {
                     call_id: "t".into(),
-                    tool: "execute".into(),
-                    summary: "`npm test`".into(),
+                    tool: "shell".into(),
+                    summary: "npm test".into(),
                     ok: false,
                     detail: Some("exit code 1 more".into())
                 },

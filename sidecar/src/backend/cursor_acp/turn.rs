@@ -336,9 +336,9 @@ impl State {
         }
         let stop = result.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
         if self.holding && !self.held.trim().is_empty() {
-            let failure = classify(None, "", Some(&self.held));
+            let failure = classify(Some(0), "", Some(&self.held));
             let known = !matches!(failure.kind, ErrorKind::CliFailed | ErrorKind::Network)
-                || self.held.trim_start().starts_with("Error:");
+                || ERROR_OPENERS.iter().any(|o| self.held.trim_start().starts_with(o));
             if known {
                 let mut error: BridgeError = failure.into();
                 if error.kind == ErrorKind::CliFailed {
@@ -371,7 +371,7 @@ impl State {
     async fn failed(&mut self, agent: &mut Agent, e: RpcError) -> TurnFailure {
         let error = match e {
             RpcError::Remote { code: -32000, message, .. } => {
-                classify(None, "", Some(&format!("authentication required: {message}"))).into()
+                classify(Some(1), "", Some(&format!("authentication required: {message}"))).into()
             }
             RpcError::Remote { code: -32602, message, .. } if message.contains("not found") => {
                 // The session is gone from the agent: continue in a new one with the history.
@@ -382,10 +382,16 @@ impl State {
                     chat_lost: !self.spoke,
                 };
             }
+            RpcError::Remote { message, .. } if is_transport_drop(&message) => {
+                BridgeError::new(ErrorKind::Network, "The connection to Cursor's servers dropped during the turn.")
+                    .hint(crate::backend::cursor_print::errors::HINT_NETWORK)
+                    .detail(crate::util::text::cut_chars(&message, 500).to_string())
+            }
             RpcError::Remote { message, .. } => {
-                let mut error: BridgeError = classify(None, "", Some(&message)).into();
-                if error.kind == ErrorKind::Network && is_transport_drop(&message) {
-                    error.message = "The connection to Cursor's servers dropped during the turn.".into();
+                let mut error: BridgeError = classify(Some(1), "", Some(&message)).into();
+                if error.kind == ErrorKind::CliFailed {
+                    error.message =
+                        format!("Cursor's ACP mode failed the turn: {}", crate::util::text::one_line(&message, 200));
                 }
                 error
             }
@@ -393,7 +399,7 @@ impl State {
                 // The process died mid-turn: its stderr says why.
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 let stderr = agent.stderr_tail();
-                let mut error: BridgeError = classify(None, &stderr, None).into();
+                let mut error: BridgeError = classify(Some(1), &stderr, None).into();
                 if error.kind == ErrorKind::CliFailed {
                     error.message = "Cursor's ACP agent stopped during the turn".into();
                 }

@@ -462,16 +462,7 @@ impl StreamParser {
     }
 }
 
-/// Newlines to insert between `before` and `after` so that one blank line separates them.
-fn paragraph_break(before: &str, after: &str) -> &'static str {
-    let trailing = before.bytes().rev().take_while(|&b| b == b'\n').count().min(2);
-    let leading = after.bytes().take_while(|&b| b == b'\n').count().min(2);
-    match trailing + leading {
-        0 => "\n\n",
-        1 => "\n",
-        _ => "",
-    }
-}
+use crate::util::text::paragraph_break;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,238 @@
+//! The ACP backend (`backend: "acp"` / `"auto"`) against the double's `agent acp`: what makes it
+//! worth having (a warm session per conversation, one opened ahead), and Cursor's quirks handled
+//! so the person sees an answer or an error that says what to do (docs/cursor-acp.md §11).
+//! Whatever backend the rest of the suite runs on, these pin theirs in `initialize`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn start(dir: &TestDir, backend: &str, env: &[(&str, &str)]) -> Sidecar {
+    let mut launch = Launch::new(dir);
+    for (k, v) in env {
+        launch = launch.env(k, *v);
+    }
+    let mut s = launch.start();
+    s.initialize(dir, json!({"backend": backend}));
+    s
+}
+
+fn send(turn: &str, conversation: &str, mode: &str, messages: Value) -> Value {
+    json!({"turnId": turn, "model": "auto", "mode": mode, "conversationId": conversation, "messages": messages})
+}
+
+fn assistant(text: &str) -> Value {
+    json!({"role": "assistant", "text": text})
+}
+
+/// The double's ACP processes, by their start records.
+fn acp_pids(dir: &TestDir) -> Vec<u64> {
+    dir.records()
+        .iter()
+        .filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start")
+        .filter_map(|r| r["pid"].as_u64())
+        .collect()
+}
+
+/// Sessions the double saved (cli-double README §8.6): (id, createdByPid, the prompts as sent).
+fn saved_sessions(dir: &TestDir) -> Vec<(String, u64, Vec<String>)> {
+    let root: PathBuf = dir.path().join("home/.cursor/acp-sessions");
+    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path().join("cursor-agent-double.json")) else { continue };
+        let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+        let prompts = v["turns"].as_array().into_iter().flatten().filter_map(|t| t["user"].as_str()).map(str::to_owned);
+        out.push((
+            v["sessionId"].as_str().unwrap_or("").to_owned(),
+            v["createdByPid"].as_u64().unwrap_or(0),
+            prompts.collect(),
+        ));
+    }
+    out
+}
+
+fn session_with_prompt(dir: &TestDir, prompt: &str) -> (String, u64, Vec<String>) {
+    saved_sessions(dir)
+        .into_iter()
+        .find(|(_, _, prompts)| prompts.iter().any(|p| p == prompt))
+        .unwrap_or_else(|| panic!("no saved session got the prompt {prompt:?}: {:?}", saved_sessions(dir)))
+}
+
+#[test]
+fn a_follow_up_runs_in_the_same_warm_session_and_sends_only_the_new_message() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[]);
+    let (d1, r1) = s.chat(send("t1", "c1", "ask", json!([user("first question")])));
+    assert_eq!(r1["result"]["stopReason"], "end", "{r1}");
+    assert_eq!(text_of(&d1), "Echo: first question");
+    let (d2, r2) = s.chat(send(
+        "t2",
+        "c1",
+        "ask",
+        json!([user("first question"), assistant("Echo: first question"), user("second question")]),
+    ));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(text_of(&d2), "Echo: second question");
+    // One session got both prompts, the second one alone (no replayed history).
+    let (_, pid, prompts) = session_with_prompt(&dir, "first question");
+    assert_eq!(prompts, ["first question", "second question"]);
+    assert!(acp_pids(&dir).contains(&pid));
+    let status = s.request("status", json!({}));
+    assert_eq!(status["result"]["backend"]["active"], "acp", "{status}");
+    assert!(status["result"]["backend"]["warm"].as_u64().unwrap() >= 1, "{status}");
+}
+
+#[test]
+fn a_new_conversation_uses_the_session_opened_ahead() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[("CURSOR_DOUBLE_ACP_NEW_SESSION_MS", "300")]);
+    // `initialize` opens a session for the workspace before anyone asks.
+    assert!(eventually(Duration::from_secs(10), || !saved_sessions(&dir).is_empty()), "no session opened ahead");
+    let (ahead, ahead_pid, _) = saved_sessions(&dir).remove(0);
+    let (d, r) = s.chat(send("t1", "c1", "ask", json!([user("hello there")])));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&d), "Echo: hello there");
+    let (used, pid, _) = session_with_prompt(&dir, "hello there");
+    assert_eq!((used, pid), (ahead, ahead_pid), "the turn ran in the session opened ahead");
+}
+
+#[test]
+fn cancel_answers_within_a_second_and_the_session_stays_warm() {
+    let dir = TestDir::new();
+    // Every answer streams a character at a time (the interrupted message is sent again with the
+    // next one, so its slowness must not come from a directive inside it).
+    let mut s = start(&dir, "acp", &[("CURSOR_DOUBLE_SCENARIO", r#"{"chunkChars":1,"deltaDelayMs":30}"#)]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("hello")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    let slow = format!("tell me a long story: {}", "once upon a time ".repeat(20));
+    let history = json!([user("hello"), assistant("Echo: hello"), user(&slow)]);
+    let id = s.send_request("chat/send", send("t2", "c1", "ask", history.clone()));
+    // Wait for the answer to start streaming, then press Stop.
+    let mut saw_text = false;
+    while !saw_text {
+        let m = s.next_message(Duration::from_secs(10)).expect("the turn streams");
+        saw_text = m["params"]["kind"] == "text";
+    }
+    let asked = Instant::now();
+    s.notify("$/cancelRequest", json!({"id": id}));
+    let r = s.response_within(&json!(id), Duration::from_secs(5));
+    assert_eq!(r["error"]["code"], -32800, "{r}");
+    assert!(asked.elapsed() < Duration::from_secs(1), "cancel took {:?}", asked.elapsed());
+    // The next turn of the conversation continues in the same session, with only its message.
+    let mut next = history.as_array().unwrap().clone();
+    next.extend([assistant("xxx"), user("are you still there?")]);
+    let (d, r3) = s.chat(send("t3", "c1", "ask", json!(next)));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d), "Echo: are you still there?");
+    // No replay: the interrupted message again (the chat never completed it) and the new one.
+    let (_, _, prompts) = session_with_prompt(&dir, "hello");
+    let last = prompts.last().unwrap();
+    assert!(last.ends_with("are you still there?") && !last.contains("hello"), "{prompts:?}");
+}
+
+#[test]
+fn a_refused_permission_is_reported_once_with_how_to_allow_it() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[]);
+    let prompt = directed("clean up", json!({"permissionQuery": true}));
+    let (d, r) = s.chat(send("t1", "c1", "agent", json!([user(&prompt)])));
+    assert!(r.get("result").is_some(), "{r}");
+    let denied: Vec<&Value> = d.iter().filter(|d| d["kind"] == "permissionDenied").collect();
+    assert_eq!(denied.len(), 1, "{d:?}");
+    assert!(denied[0]["hint"].as_str().unwrap().contains("allowUnattended"), "{}", denied[0]);
+    assert_eq!(denied[0]["tool"], "shell", "{}", denied[0]);
+    // Text around the tool is separated as in print mode.
+    assert!(text_of(&d).contains("\n\n"), "{d:?}");
+}
+
+#[test]
+fn auto_answers_through_print_mode_when_acp_does_not_start() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "auto", &[("CURSOR_DOUBLE_ACP_START_FAIL", "exit")]);
+    let (d, r) = s.chat(send("t1", "c1", "ask", json!([user("are you there?")])));
+    assert!(r.get("result").is_some(), "the person sees an answer, not ACP's failure: {r}");
+    assert_eq!(text_of(&d), "Echo: are you there?");
+    assert!(dir.turns().iter().any(|t| t["prompt"] == "are you there?"), "print mode ran the turn");
+    let status = s.request("status", json!({}));
+    let backend = &status["result"]["backend"];
+    assert_eq!((backend["configured"].as_str(), backend["active"].as_str()), (Some("auto"), Some("print")), "{status}");
+    assert!(backend["reason"].as_str().unwrap().contains("ACP"), "{status}");
+    assert_eq!(backend["lastTurn"]["backend"], "print", "{status}");
+}
+
+#[test]
+fn cursors_quirks_end_in_an_answer_or_an_error_that_says_what_to_do() {
+    // (knob, value, prompt scenario, expected: Ok(answer) or Err(kind))
+    let cases: Vec<(&str, &str, Value, Result<&str, &str>)> = vec![
+        // session/new fails once right after initialize: retried.
+        ("CURSOR_DOUBLE_ACP_NEW_SESSION_FAILURES", "1", json!({}), Ok("Echo: q")),
+        // A transport drop before any output: retried.
+        (
+            "CURSOR_DOUBLE_ACP_COMMANDS_UPDATE",
+            "before-response",
+            json!({"fail": "ping", "failTimes": 1}),
+            Ok("Echo: q"),
+        ),
+        // A drop that keeps happening: a network error.
+        ("CURSOR_DOUBLE_ACP_COMMANDS_UPDATE", "after-prompt", json!({"fail": "streamClosed"}), Err("network")),
+        // A model the account cannot use, soft-rejected as answer text.
+        ("CURSOR_DOUBLE_ACP_UNROUTABLE_MODELS", "default[]", json!({}), Err("invalidModel")),
+        ("CURSOR_DOUBLE_ACP_LOAD", "replay", json!({"fail": "usageLimit"}), Err("usageLimit")),
+        ("CURSOR_DOUBLE_ACP_LOAD", "replay", json!({"fail": "planGated"}), Err("usageLimit")),
+    ];
+    for (knob, value, scenario, expected) in cases {
+        let dir = TestDir::new();
+        let mut s = start(&dir, "acp", &[(knob, value)]);
+        let prompt = if scenario == json!({}) { "q".to_owned() } else { directed("q", scenario.clone()) };
+        let (d, r) = s.chat(send("t1", "c1", "ask", json!([user(&prompt)])));
+        match expected {
+            Ok(answer) => assert_eq!(text_of(&d), answer, "{knob}={value} {scenario}: {r}"),
+            Err(kind) => {
+                assert!(r.get("error").is_some(), "{knob}={value} {scenario}: {r} {d:?}");
+                assert_eq!(error_kind(&r), kind, "{knob}={value} {scenario}: {r}");
+                assert!(r["error"]["data"]["hint"].as_str().is_some_and(|h| !h.is_empty()), "{r}");
+                assert_eq!(text_of(&d), "", "an error in disguise is not shown as an answer: {d:?}");
+            }
+        }
+        // And the next turn works.
+        let mut next = send("t2", "c2", "ask", json!([user("next")]));
+        next["model"] = json!("composer-2.5");
+        let (d, r) = s.chat(next);
+        assert_eq!(text_of(&d), "Echo: next", "{knob}={value}: the next turn {r}");
+    }
+}
+
+#[test]
+fn signed_out_says_log_in() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[("CURSOR_DOUBLE_LOGGED_IN", "0"), ("CURSOR_DOUBLE_ACP_AUTH", "error")]);
+    let (_, r) = s.chat(send("t1", "c1", "ask", json!([user("hi")])));
+    assert_eq!(error_kind(&r), "authRequired", "{r}");
+    assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("agent login"), "{r}");
+}
+
+#[test]
+fn a_session_lost_with_the_sidecar_continues_through_session_load() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("remember 42")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    assert!(s.finish().success());
+    // A new sidecar (an editor restart): the conversation resumes, its session loaded into a new
+    // process, and only the new message is sent.
+    let mut s = start(&dir, "acp", &[]);
+    let (d, r2) = s.chat(send(
+        "t2",
+        "c1",
+        "ask",
+        json!([user("remember 42"), assistant("Echo: remember 42"), user("what was it?")]),
+    ));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(text_of(&d), "Echo: what was it?");
+    let (_, _, prompts) = session_with_prompt(&dir, "remember 42");
+    assert_eq!(prompts, ["remember 42", "what was it?"]);
+}
