@@ -52,7 +52,7 @@ impl Logged {
         let roles: Vec<&str> = self.messages.iter().map(|m| m.role.as_str()).collect();
         let reply = match &self.reply {
             Some(Reply::ToolCall { name, .. }) => format!("tool call {name}"),
-            Some(r) => format!("{:?}", r.text()),
+            Some(r) => format!("{:?}", r.text().chars().take(80).collect::<String>()),
             None => "-".into(),
         };
         format!(
