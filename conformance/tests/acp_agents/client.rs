@@ -304,11 +304,14 @@ impl Agent {
     pub async fn shut_down(&mut self) -> Result<String> {
         let Some(mut child) = self.child.take() else { return Ok("already stopped".into()) };
         let running = process::descendants_of(child.pid());
+        let gone_before = !child.is_running();
         self.conn = None; // its writer owned the stdin: closing it is the agent's signal to go
         self.note("→ (stdin closed)".into());
         let exit = match tokio::time::timeout(EXIT_BOUND, child.wait()).await {
             Ok(status) => {
-                format!("exited on end of input ({})", status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()))
+                let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                let when = if gone_before { "before its input ended" } else { "on end of input" };
+                format!("exited {when} ({status})")
             }
             Err(_) => {
                 child.terminate(Duration::from_secs(2)).await;

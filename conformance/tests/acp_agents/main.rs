@@ -70,7 +70,7 @@ async fn copilot_cli_conforms() {
         transcript.len(),
         tail.join("\n"),
         requests.iter().map(Logged::summary).collect::<Vec<_>>().join("\n"),
-        agent.stderr()
+        Some(agent.stderr()).filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "(empty)".into())
     );
 }
 
@@ -214,7 +214,7 @@ fn ended(turn: &Turn, want: &str, what: &str) -> Result<()> {
 fn same_text(turn: &Turn, want: &str, what: &str) -> Result<()> {
     ensure!(
         turn.text() == want,
-        "{what}: the text a client shows is {:?}, the model answered {want:?} (events: {:?})",
+        "{what}: a client shows the text {:?}, expected {want:?} (events: {:?})",
         turn.text(),
         turn.events
     );
