@@ -93,7 +93,7 @@ impl Agent {
             cwd: Some(launch.cwd.clone()),
             env: launch.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
             env_remove: inherited,
-            die_with_parent: true,
+            ..SpawnSpec::default()
         };
         let mut child = process::spawn(&spec).with_context(|| format!("starting {}", launch.program.display()))?;
         let (stdin, stdout) = (child.take_stdin().expect("piped"), child.take_stdout().expect("piped"));
@@ -333,7 +333,7 @@ impl Agent {
             let listed: Vec<String> = ours.iter().map(|pid| format!("{pid} {}", cmdline(*pid))).collect();
             bail!("processes of the agent survived its shutdown: {listed:?}");
         }
-        Ok(format!("{exit}; {} of its {} processes were still running and were killed", left.len(), running.len()))
+        Ok(format!("{exit}; of the {} process(es) it had started, {} outlived it (killed)", running.len(), left.len()))
     }
 
     /// The agent's stderr so far (its tail).
