@@ -1,15 +1,15 @@
 //! No process `cargo xtask test` started may outlive it. After the last stage, `/proc` is scanned
 //! (Linux) for this checkout's sidecar and CLI double — a process whose executable or `argv[0]` is
 //! a `cursor-bridge` or `cursor-agent-double` anywhere under the target folder (`debug/`,
-//! `release/`, a cross target, the e2e run's installed extension) and that started after this run
-//! did. Survivors get a few seconds to go; then each is listed (pid, ppid, age, argv) and the run
+//! `release/`, a cross target, the e2e run's installed extension), or the conformance stage's
+//! `copilot` in the agent cache, and that started after this run did. Survivors get a few seconds to go; then each is listed (pid, ppid, age, argv) and the run
 //! fails. The closing line `leftover processes: N` joins the reliability figures of the tally.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The binaries the tests start.
-const NAMES: [&str; 2] = ["cursor-bridge", "cursor-agent-double"];
+/// The binaries the tests start (`copilot`: the ACP conformance stage's agent, in its cache).
+const NAMES: [&str; 3] = ["cursor-bridge", "cursor-agent-double", "copilot"];
 /// How long survivors get to exit after the last stage.
 const GRACE: Duration = Duration::from_secs(5);
 /// `/proc/<pid>/stat` counts in clock ticks of USER_HZ, which is 100 on every Linux port Rust
@@ -33,7 +33,7 @@ pub struct Watch {
 
 impl Watch {
     pub fn start(root: &Path) -> Watch {
-        let mut dirs = vec![root.join("target")];
+        let mut dirs = vec![root.join("target"), crate::conformance::cache_dir(root)];
         if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
             dirs.push(if dir.is_absolute() { dir } else { root.join(dir) });
         }

@@ -1,8 +1,10 @@
 //! The project's build system (rust-analyzer style): `cargo xtask <command>`.
 //!
-//! - `test`: build everything and run every test (what CI runs): cargo, then the extension's
-//!   typecheck and unit tests, then `e2e`; fails if any process it started outlives it
+//! - `test`: build everything and run every test (what CI runs): cargo, then `conformance`, the
+//!   extension's typecheck and unit tests, then `e2e`; fails if any process it started outlives it
 //!   (`leftovers.rs`)
+//! - `conformance`: the ACP client against a real agent, offline (`conformance.rs`; also a stage
+//!   of `test`)
 //! - `e2e`: the packaged extension in a real, headless VS Code (see `e2e/mod.rs`)
 //! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
 //!   platform in `dist/`)
@@ -17,6 +19,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 mod bench;
+mod conformance;
 mod e2e;
 mod fuzz;
 mod leftovers;
@@ -29,12 +32,15 @@ const USAGE: &str = "\
 cargo xtask <command>
 
 Commands:
-  test      build the workspace and run every test (unit, integration, CLI double), then the
-            VS Code extension's typecheck and unit tests, then `e2e`
+  test      build the workspace and run every test (unit, integration, CLI double), then
+            `conformance`, the VS Code extension's typecheck and unit tests, then `e2e`
   bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
             --smoke runs one iteration of each figure
   fuzz [s]  coverage-guided fuzzing of the frame codec, stream parser and model list, s seconds
             per target (default 60; installs cargo-fuzz once; see fuzz/README.md)
+  conformance
+            the sidecar's ACP client against a real ACP agent (GitHub Copilot CLI, installed once
+            from npm), offline against a fake model server (conformance/)
   e2e       the packaged extension in a real, headless VS Code against the CLI double
             (installs code-server, Node 24, Chromium and playwright-core once; see `e2e --help`)
   dist      build the release sidecar (`cursor-bridge`) for the host or --target <triple> and
@@ -58,6 +64,13 @@ fn run() -> Result<()> {
         Some("dist") => dist(&target_arg(&args[1..])?).map(|_| ()),
         Some("install") => install(&target_arg(&args[1..])?),
         Some("e2e") => e2e::run(&root, &args[1..]),
+        Some("conformance") => {
+            let mut tally = summary::Tally::default();
+            run_cmd(cargo().args(["build", "--locked", "--package", "acp-conformance", "--tests"]))?;
+            conformance::run(&root, &mut tally)?;
+            tally.print(&root);
+            Ok(())
+        }
         Some("bench") => match &args[1..] {
             [] => bench::run(&root, false),
             [flag] if flag == "--smoke" => bench::run(&root, true),
@@ -93,7 +106,12 @@ fn target_arg(args: &[String]) -> Result<Option<String>> {
 }
 
 fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    Command::new(cargo_program())
+}
+
+/// The cargo that runs us (`$CARGO`), else the one on PATH.
+fn cargo_program() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
 fn run_cmd(cmd: &mut Command) -> Result<()> {
@@ -158,6 +176,11 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
         run_cmd(cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]).args(extra))?;
     }
     eprintln!("xtask: cargo tests passed in {:.0?}", started.elapsed());
+
+    // The ACP client against a real agent no one here wrote (installed once, run offline).
+    let conformance_started = Instant::now();
+    conformance::run(root, tally)?;
+    eprintln!("xtask: ACP conformance passed in {:.0?}", conformance_started.elapsed());
 
     // Coverage-guided fuzzing of the three input parsers, bounded in time (fuzz/README.md).
     let fuzz_started = Instant::now();

@@ -135,6 +135,12 @@ fn run_session(plan: &session::Plan) -> Result<bool> {
     Ok(status.success())
 }
 
+/// Can a command run in a private network namespace with only loopback (`unshare --net`, then
+/// `ip link set lo up`)? Root, or user namespaces, and iproute2.
+pub fn netns_available() -> bool {
+    setup::which("ip").is_some() && unshare_works()
+}
+
 fn unshare_works() -> bool {
     Command::new("unshare")
         .args(["--net", "true"])

@@ -187,7 +187,7 @@ fn npm_install(cache: &Path, prefix: &Path, spec: &str, env: &[(&str, std::ffi::
 }
 
 /// Runs `cmd` with its output appended to `log`; on failure the error carries the log's tail.
-fn logged(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
+pub fn logged(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
     let file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
     let status =
         cmd.stdout(file.try_clone()?).stderr(file).status().with_context(|| format!("could not start {what}"))?;
