@@ -56,7 +56,7 @@ impl Updates {
                     out.push(Event::Thinking(t.to_string()));
                 }
             }
-            kind @ ("tool_call" | "tool_call_update") => {
+            "tool_call" | "tool_call_update" => {
                 let Some(id) = update.get("toolCallId").and_then(Value::as_str) else { return out };
                 let str_of = |k: &str| update.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
                 let new = !self.tools.contains_key(id);
