@@ -86,6 +86,10 @@ export interface Options {
   sendSystemMessages?: boolean;
   spares?: number;
   spareIdleSeconds?: number;
+  /** `auto` (default): ACP when the CLI's ACP mode works, else print mode; `acp`; `print`. */
+  backend?: 'auto' | 'acp' | 'print' | null;
+  warmSessions?: number;
+  warmIdleSeconds?: number;
   /**
    * VS Code's `workspace.isTrusted`; absent means trusted. `false`: the sidecar never runs agent
    * mode, never passes `--force`, and runs the CLI in a private scratch folder, not the user's.

@@ -10,6 +10,10 @@ export const SECTION = 'cursorBridge';
 export const LOG_LEVELS = ['off', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** How the sidecar runs turns: Cursor's ACP mode (warm sessions), print mode, or ACP with print mode as the fallback. */
+export const BACKENDS = ['auto', 'acp', 'print'] as const;
+export type BackendSetting = (typeof BACKENDS)[number];
+
 export interface Settings {
   cliPath: string;
   sidecarPath: string;
@@ -20,6 +24,7 @@ export interface Settings {
   idleTimeoutSeconds: number;
   maxConcurrent: number;
   warmSpares: number;
+  backend: BackendSetting;
   allowUnattended: boolean;
   showToolActivity: boolean;
   utilityModel: string;
@@ -36,6 +41,7 @@ export const DEFAULTS: Readonly<Settings> = {
   idleTimeoutSeconds: 60,
   maxConcurrent: 4,
   warmSpares: 1,
+  backend: 'auto',
   allowUnattended: false,
   showToolActivity: true,
   utilityModel: '',
@@ -52,6 +58,7 @@ export const RESTART_KEYS: readonly (keyof Settings)[] = [
   'idleTimeoutSeconds',
   'maxConcurrent',
   'warmSpares',
+  'backend',
   'allowUnattended',
   'logLevel',
 ];
@@ -101,6 +108,7 @@ export function readSettings(config: ConfigReader): Settings {
     idleTimeoutSeconds: int(config.get('idleTimeoutSeconds'), d.idleTimeoutSeconds, 5, 24 * 3600),
     maxConcurrent: int(config.get('maxConcurrent'), d.maxConcurrent, 1, 64),
     warmSpares: int(config.get('warmSpares'), d.warmSpares, 0, 4),
+    backend: oneOf(config.get('backend'), BACKENDS, d.backend),
     allowUnattended: userValue(config, 'allowUnattended') === true,
     showToolActivity: config.get('showToolActivity') !== false,
     utilityModel: str(config.get('utilityModel'), d.utilityModel),
@@ -120,6 +128,7 @@ export function sidecarOptions(s: Settings, trusted: boolean): Options {
     sessionTtlMinutes: s.sessionTtlMinutes,
     maxSessions: s.maxSessions,
     spares: s.warmSpares,
+    backend: s.backend,
     force: s.allowUnattended && trusted,
     workspaceTrusted: trusted,
   };

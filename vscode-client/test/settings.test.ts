@@ -33,6 +33,7 @@ describe('settings', () => {
   it('builds initialize.options with only keys the sidecar knows', () => {
     const opts = sidecarOptions(readSettings(reader({ allowUnattended: true })), true);
     assert.deepEqual(Object.keys(opts).sort(), [
+      'backend',
       'force',
       'idleTimeoutSeconds',
       'maxConcurrent',
@@ -44,6 +45,11 @@ describe('settings', () => {
     ]);
     assert.equal(opts.force, true);
     assert.equal(opts.spares, 1, 'warm spares are on by default, one');
+  });
+  it('passes the backend through, unknown values falling back to auto', () => {
+    assert.equal(sidecarOptions(readSettings(reader({})), true).backend, 'auto');
+    assert.equal(sidecarOptions(readSettings(reader({ backend: 'print' })), true).backend, 'print');
+    assert.equal(sidecarOptions(readSettings(reader({ backend: 'warp' })), true).backend, 'auto');
   });
   it('passes warm spares through, 0 turning them off, clamped', () => {
     assert.equal(sidecarOptions(readSettings(reader({ warmSpares: 0 })), true).spares, 0);

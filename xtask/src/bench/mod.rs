@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use report::{loadavg, Report, Row};
-use scenarios::{concurrency, first_delta, footprint, model_picker, new_conversation, parser, sizes, streaming};
+use scenarios::{
+    concurrency, first_delta, footprint, model_picker, new_conversation, parser, sizes, streaming, warm_backend,
+};
 
 /// How many times each figure is measured.
 struct Plan {
@@ -124,7 +126,7 @@ pub fn run(root: &Path, smoke: bool) -> Result<()> {
         .filter(|v| !v.trim().is_empty())
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
     type Section = fn(&Ctx) -> Result<Vec<Row>>;
-    let sections: [(&str, Section); 8] = [
+    let sections: [(&str, Section); 9] = [
         ("first-delta", first_delta::measure),
         ("streaming", streaming::measure),
         ("parser", parser::measure),
@@ -133,6 +135,7 @@ pub fn run(root: &Path, smoke: bool) -> Result<()> {
         ("footprint", footprint::measure),
         ("sizes", sizes::measure),
         ("concurrency", concurrency::measure),
+        ("warm-backend", warm_backend::measure),
     ];
     if let Some(only) = &only {
         if let Some(bad) = only.iter().find(|o| !sections.iter().any(|(name, _)| name == o)) {

@@ -60,6 +60,8 @@ impl Sidecar {
             .clear_env()
             .envs(base_env(dir))
             .log_level("info")
+            // The figures of print mode, unless a scenario asks for another backend.
+            .env("CURSOR_BRIDGE_BACKEND", "print")
             .stderr_file(dir.join("sidecar.stderr"));
         if let Some(state) = state {
             launcher = launcher.state_dir(state);
@@ -192,6 +194,43 @@ impl Sidecar {
             }
         }
         Ok(traces)
+    }
+}
+
+impl Sidecar {
+    /// Start a turn, press Stop once its first text arrived: (first text, cancel sent, the
+    /// turn's answer (-32800) received).
+    pub fn cancel_after_first_text(
+        &mut self,
+        turn_id: &str,
+        conversation: &str,
+        messages: Vec<Value>,
+        timeout: Duration,
+    ) -> Result<(Instant, Instant, Instant)> {
+        let params = json!({"turnId": turn_id, "model": "auto", "mode": "agent", "conversationId": conversation, "messages": messages});
+        let (id, sent) = self.conn.request("chat/send", params)?;
+        let deadline = sent + timeout;
+        let mut first = None;
+        let mut cancelled = None;
+        loop {
+            let m = self.recv(deadline)?;
+            match m.message {
+                Kind::Text { turn, .. } if turn == turn_id && first.is_none() => {
+                    first = Some(m.at);
+                    cancelled = Some(self.conn.notify("$/cancelRequest", json!({"id": id}))?);
+                }
+                Kind::Response { id: Some(got), outcome } if got == id => {
+                    let (Some(first), Some(cancelled)) = (first, cancelled) else {
+                        bail!("the turn ended before any text: {outcome:?}");
+                    };
+                    match outcome {
+                        Err(e) if e["code"] == json!(-32800) => return Ok((first, cancelled, m.at)),
+                        other => bail!("the cancelled turn was not answered -32800: {other:?}"),
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 }
 

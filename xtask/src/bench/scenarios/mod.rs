@@ -8,3 +8,4 @@ pub mod new_conversation;
 pub mod parser;
 pub mod sizes;
 pub mod streaming;
+pub mod warm_backend;
