@@ -17,6 +17,10 @@ const SUMMARY_MAX_CHARS: usize = 120;
 #[derive(Default)]
 pub struct Updates {
     thinking_open: bool,
+    /// Answer text was shown, then a tool ran: the next text is a new paragraph (print mode
+    /// separates its text segments the same way).
+    text_seen: bool,
+    tool_since_text: bool,
     tools: HashMap<String, Tool>,
 }
 
@@ -36,7 +40,9 @@ impl Updates {
             "agent_message_chunk" => {
                 if let Some(t) = text() {
                     self.close_thinking(&mut out);
-                    out.push(Event::Text(t.to_string()));
+                    let sep = if std::mem::take(&mut self.tool_since_text) && self.text_seen { "\n\n" } else { "" };
+                    self.text_seen = true;
+                    out.push(Event::Text(format!("{sep}{t}")));
                 }
             }
             "agent_thought_chunk" => {
@@ -60,6 +66,7 @@ impl Updates {
                 if new || kind == "tool_call" && !tool.done {
                     if new {
                         self.close_thinking(&mut out);
+                        self.tool_since_text = true;
                         out.push(Event::ToolStarted {
                             call_id: id.to_string(),
                             tool: tool_name.clone(),
@@ -71,7 +78,10 @@ impl Updates {
                 match str_of("status") {
                     Some(status @ ("completed" | "failed")) if !tool.done => {
                         tool.done = true;
-                        let ok = status == "completed";
+                        // Cursor ends a rejected tool `completed` with `rawOutput.rejected`
+                        // (docs/cursor-acp.md): it did not run.
+                        let rejected = update.pointer("/rawOutput/rejected").is_some_and(|r| !r.is_null());
+                        let ok = status == "completed" && !rejected;
                         let detail = (!ok).then(|| failure_detail(update)).flatten();
                         out.push(Event::ToolCompleted {
                             call_id: id.to_string(),
