@@ -171,9 +171,32 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
             summary::number_before(last, " passed").unwrap_or(0),
             summary::number_before(last, " failed").unwrap_or(0),
         );
+        // The integration suite again on the ACP backend (it runs on print mode above): both
+        // backends must pass all of it, fault matrix and soak included.
+        let acp_started = Instant::now();
+        let lines = summary::run_scanned(
+            cargo()
+                .args(["nextest", "run", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"])
+                .args(extra)
+                .env("CURSOR_BRIDGE_TEST_BACKEND", "acp"),
+            |l| l.contains(" tests run: "),
+        )?;
+        let last = lines.last().map(String::as_str).unwrap_or("");
+        tally.add(
+            "integration on ACP",
+            summary::number_before(last, " passed").unwrap_or(0),
+            summary::number_before(last, " failed").unwrap_or(0),
+        );
+        eprintln!("xtask: integration tests on ACP passed in {:.0?}", acp_started.elapsed());
     } else {
         eprintln!("xtask: cargo-nextest not found; using `cargo test`");
         run_cmd(cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]).args(extra))?;
+        run_cmd(
+            cargo()
+                .args(["test", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"])
+                .args(extra)
+                .env("CURSOR_BRIDGE_TEST_BACKEND", "acp"),
+        )?;
     }
     eprintln!("xtask: cargo tests passed in {:.0?}", started.elapsed());
 

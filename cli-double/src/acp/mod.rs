@@ -680,14 +680,21 @@ fn handle_line(server: &Arc<Server>, bytes: &[u8]) {
     let session_id = params.get("sessionId").cloned().unwrap_or(Json::Null);
     match (method, id) {
         (Some(method), Some(id)) => {
-            let log = server.log_received(obj([
+            let mut entry = obj([
                 ("atMs", at.into()),
                 ("kind", "request".into()),
                 ("method", method.as_str().into()),
                 ("id", id.clone()),
                 ("sessionId", session_id),
                 ("answer", Json::Null),
-            ]));
+            ]);
+            // What a mode or model change asked for, so a test can tell which one the client chose.
+            for key in ["modeId", "configId", "value"] {
+                if let Some(v) = params.get(key) {
+                    entry.set(key, v.clone());
+                }
+            }
+            let log = server.log_received(entry);
             on_request(server, Req { id, method, log }, params);
         }
         (Some(method), None) => {

@@ -23,6 +23,10 @@ fn dir(id: &str) -> Option<PathBuf> {
 pub struct Turn {
     pub user: String,
     pub agent: String,
+    /// The process that ran it and when it ended (ms since the epoch), so a test can order the
+    /// turns of several sessions and processes.
+    pub pid: u32,
+    pub at_ms: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -47,10 +51,14 @@ impl Stored {
             ("updatedAtMs", self.updated_at_ms.into()),
             (
                 "turns",
-                arr(self
-                    .turns
-                    .iter()
-                    .map(|t| obj([("user", t.user.as_str().into()), ("agent", t.agent.as_str().into())]))),
+                arr(self.turns.iter().map(|t| {
+                    obj([
+                        ("user", t.user.as_str().into()),
+                        ("agent", t.agent.as_str().into()),
+                        ("pid", t.pid.into()),
+                        ("atMs", t.at_ms.into()),
+                    ])
+                })),
             ),
         ])
     }
@@ -65,9 +73,15 @@ impl Stored {
             Some(Json::Arr(items)) => items
                 .iter()
                 .filter_map(|t| {
+                    let n = |k: &str| match t.get(k) {
+                        Some(Json::Num(n)) => n.as_u64(),
+                        _ => None,
+                    };
                     Some(Turn {
                         user: t.get("user")?.as_str()?.to_owned(),
                         agent: t.get("agent")?.as_str()?.to_owned(),
+                        pid: n("pid").unwrap_or(0) as u32,
+                        at_ms: n("atMs").unwrap_or(0),
                     })
                 })
                 .collect(),

@@ -156,7 +156,12 @@ impl Turn {
                         s.turn = None;
                     }
                     if result.is_ok() {
-                        s.turns.push(super::store::Turn { user: self.raw.clone(), agent: self.streamed.clone() });
+                        s.turns.push(super::store::Turn {
+                            user: self.raw.clone(),
+                            agent: self.streamed.clone(),
+                            pid: std::process::id(),
+                            at_ms: super::now_ms(),
+                        });
                     }
                     Some(s.stored())
                 }

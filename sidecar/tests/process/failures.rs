@@ -13,6 +13,9 @@ fn ask(turn: &str, text: &str) -> Value {
 
 /// (name, scenario for the double, model, expected kind, text the user saw before the error)
 fn failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'static str)> {
+    if acp() {
+        return acp_failure_cases();
+    }
     vec![
         ("unknown model", json!({}), "no-such-model", "invalidModel", ""),
         ("usage limit", json!({"fail": "usageLimit"}), "auto", "usageLimit", ""),
@@ -32,6 +35,36 @@ fn failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'st
         (
             "plain exit 1",
             json!({"exitCode": 1, "stderr": "Segmentation fault", "noResult": true, "answer": ""}),
+            "auto",
+            "cliFailed",
+            "",
+        ),
+    ]
+}
+
+/// The same faults on ACP, where a turn is a `session/prompt` and not a process: print mode's
+/// result records (`noResult`, `errorResult`, an exit without one) do not exist there; instead
+/// Cursor answers some failures as a JSON-RPC error and streams others as answer text.
+fn acp_failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'static str)> {
+    vec![
+        ("unknown model", json!({}), "no-such-model", "invalidModel", ""),
+        ("usage limit", json!({"fail": "usageLimit"}), "auto", "usageLimit", ""),
+        ("plan-gated model", json!({"fail": "planGated"}), "auto", "usageLimit", ""),
+        ("rate limit", json!({"fail": "rateLimit"}), "auto", "rateLimited", ""),
+        ("network", json!({"fail": "network"}), "auto", "network", ""),
+        ("transport drop on every retry", json!({"fail": "ping"}), "auto", "network", ""),
+        (
+            "crash mid-stream keeps the streamed text",
+            json!({"answer": "abcdefghijklmnop", "chunkChars": 2, "crashAfterDeltas": 3}),
+            "auto",
+            "network",
+            "abcdef",
+        ),
+        ("empty answer", json!({"answer": ""}), "auto", "emptyResponse", ""),
+        ("an internal error answer", json!({"rpcError": true}), "auto", "cliFailed", ""),
+        (
+            "plain crash",
+            json!({"exitCode": 1, "stderr": "Segmentation fault", "crashAfterDeltas": 0, "answer": "x"}),
             "auto",
             "cliFailed",
             "",
@@ -123,6 +156,9 @@ fn cancel_answers_minus_32800_and_kills_the_cli_and_its_grandchild_within_a_seco
         "long job",
         json!({"grandchild": true, "answer": "x".repeat(200), "chunkChars": 1, "deltaDelayMs": 50}),
     );
+    if acp() {
+        return cancel_on_acp(dir, s, &prompt);
+    }
     let id = s.send_request("chat/send", ask("c1", &prompt));
     let rec = wait_for_turn_record(&dir, 1).remove(0);
     let cli = rec["pid"].as_u64().unwrap();
@@ -158,6 +194,40 @@ fn cancel_answers_minus_32800_and_kills_the_cli_and_its_grandchild_within_a_seco
     assert!(ok.get("result").is_some());
 }
 
+/// On ACP a cancel stops the turn, not the process: the agent gets `session/cancel` for the
+/// session, answers `cancelled`, and the conversation's session stays warm for the next turn.
+fn cancel_on_acp(dir: TestDir, mut s: Sidecar, prompt: &str) {
+    let id = s.send_request("chat/send", ask("c1", prompt));
+    assert!(eventually(Duration::from_secs(10), || {
+        while let Some(m) = s.next_message(Duration::from_millis(10)) {
+            s.notifications.push(m);
+        }
+        s.notifications.iter().any(|n| n["params"]["kind"] == "text")
+    }));
+    let session = s.notifications.iter().find(|n| n["params"]["kind"] == "session").map(|n| n["params"].clone());
+    s.notify("$/cancelRequest", json!({"id": id}));
+    let r = s.response(&json!(id));
+    assert_eq!(r["error"]["code"], -32800, "{r}");
+    assert_eq!(error_kind(&r), "cancelled");
+    std::thread::sleep(Duration::from_millis(300));
+    while let Some(m) = s.next_message(Duration::from_millis(50)) {
+        assert_ne!(m["id"], json!(id), "second answer to a cancelled request: {m}");
+    }
+    let (_, ok) = s.chat(ask("after", "still there?"));
+    assert!(ok.get("result").is_some(), "{ok}");
+    s.notify("$/cancelRequest", json!({"id": 999_999}));
+    let (_, ok) = s.chat(ask("after2", "still there?"));
+    assert!(ok.get("result").is_some());
+    assert!(s.finish().success());
+    // The agent was told, for the session the turn ran in, and stopped the prompt itself.
+    let cancels = dir.acp_notifications("session/cancel");
+    assert_eq!(cancels.len(), 1, "one session/cancel: {cancels:?} (session delta {session:?})");
+    let prompts = dir.acp_requests("session/prompt");
+    let cancelled = prompts.iter().find(|p| p["sessionId"] == cancels[0]["sessionId"]).expect("the cancelled prompt");
+    assert_eq!(cancelled["answer"], "result", "the agent answered the cancelled prompt: {cancelled}");
+    assert!(dir.acp_records("start").iter().all(|r| !alive(r["pid"].as_u64().unwrap())));
+}
+
 #[test]
 fn silence_ends_the_turn_with_a_timeout() {
     let dir = TestDir::new();
@@ -169,8 +239,18 @@ fn silence_ends_the_turn_with_a_timeout() {
         assert_eq!(error_kind(&r), "timeout", "{hang}: {r}");
         assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("idleTimeoutSeconds"));
         assert!(started.elapsed() < Duration::from_secs(10), "{hang}");
+        if acp() {
+            continue; // the turn is cancelled, its session stays warm: checked below
+        }
         let pid = dir.turns().last().unwrap()["pid"].as_u64().unwrap();
         assert!(eventually(Duration::from_secs(2), || !alive(pid)), "{hang}: hung CLI left running");
+    }
+    if acp() {
+        let (_, ok) = s.chat(ask("after", "still there?"));
+        assert!(ok.get("result").is_some(), "{ok}");
+        assert!(s.finish().success());
+        assert_eq!(dir.acp_notifications("session/cancel").len(), 2, "each silent turn was cancelled");
+        assert!(dir.acp_records("start").iter().all(|r| !alive(r["pid"].as_u64().unwrap())));
     }
 }
 
@@ -241,7 +321,7 @@ fn the_api_key_reaches_the_cli_env_and_nowhere_else() {
     for rec in dir.records() {
         assert!(!rec["argv"].to_string().contains(key), "key on argv: {rec}");
     }
-    let turn = &dir.turns()[0];
+    let turn = &dir.turn_processes()[0];
     assert_eq!(turn["env"]["CURSOR_API_KEY"], key, "key in the child's environment");
     // The live process table, too: nothing of ours carries the key on its command line.
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -274,6 +354,28 @@ fn prompts_are_not_logged_at_the_default_level() {
 #[test]
 fn end_of_input_kills_running_turns_and_exits_zero() {
     let dir = TestDir::new();
+    if acp() {
+        // ACP processes start their grandchild at start (cli-double README §8.4), not per turn.
+        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_SCENARIO", json!({"grandchild": true}).to_string()).start();
+        s.initialize(&dir, json!({}));
+        s.send_request("chat/send", ask("t", &directed("go", json!({"hang": "midStream"}))));
+        // Mid-stream: some text came, then silence.
+        assert!(eventually(TIMEOUT, || {
+            while let Some(m) = s.next_message(Duration::from_millis(10)) {
+                s.notifications.push(m);
+            }
+            s.notifications.iter().any(|n| n["params"]["kind"] == "text")
+        }));
+        let started = dir.acp_records("start");
+        assert!(!started.is_empty());
+        let status = s.finish();
+        assert_eq!(status.code(), Some(0));
+        let pids: Vec<u64> =
+            started.iter().flat_map(|r| [r["pid"].as_u64(), r["grandchildPid"].as_u64()]).flatten().collect();
+        assert!(pids.len() >= 2, "a process and its grandchild: {started:?}");
+        assert!(eventually(Duration::from_secs(2), || pids.iter().all(|p| !alive(*p))), "{pids:?}");
+        return;
+    }
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({}));
     s.send_request("chat/send", ask("t", &directed("go", json!({"hang": "midStream", "grandchild": true}))));
@@ -303,6 +405,23 @@ fn shutdown_then_exit() {
 #[test]
 fn a_grandchild_that_left_the_group_does_not_outlive_its_turn() {
     let dir = TestDir::new();
+    if acp() {
+        // An ACP process's grandchild is the process's (started at start, README §8.4), and the
+        // process outlives its turns: it must not outlive the process.
+        let scenario = json!({"grandchild": true, "grandchildEscapes": true});
+        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_SCENARIO", scenario.to_string()).start();
+        s.initialize(&dir, json!({}));
+        let (_, r) = s.chat(ask("t", "go"));
+        assert!(r.get("result").is_some(), "{r}");
+        assert!(s.request("shutdown", json!(null)).get("result").is_some());
+        let gcs: Vec<u64> = dir.acp_records("start").iter().filter_map(|r| r["grandchildPid"].as_u64()).collect();
+        assert!(!gcs.is_empty(), "grandchild started");
+        assert!(
+            eventually(Duration::from_secs(2), || gcs.iter().all(|g| !alive(*g))),
+            "escaped grandchild still running: {gcs:?}"
+        );
+        return;
+    }
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({}));
     let (_, r) = s.chat(ask("t", &directed("go", json!({"grandchild": true, "grandchildEscapes": true}))));
@@ -315,15 +434,31 @@ fn a_grandchild_that_left_the_group_does_not_outlive_its_turn() {
 #[test]
 fn a_grandchild_holding_stdout_open_does_not_stall_a_failed_turn() {
     let dir = TestDir::new();
-    let mut s = Sidecar::start(&dir);
+    let crash = json!({"crashAfterDeltas": 2, "answer": "partial answer"});
+    let gc = json!({"grandchild": true, "grandchildStdio": "inherit"});
+    // On ACP the grandchild comes from the env scenario, at the process's start (README §8.4).
+    let (env, scenario) = if acp() {
+        (gc, crash)
+    } else {
+        let mut both = gc;
+        both.as_object_mut().unwrap().extend(crash.as_object().unwrap().clone());
+        (json!({}), both)
+    };
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_SCENARIO", env.to_string()).start();
     s.initialize(&dir, json!({"idleTimeoutSeconds": 20}));
     let started = Instant::now();
-    let scenario =
-        json!({"grandchild": true, "grandchildStdio": "inherit", "crashAfterDeltas": 2, "answer": "partial answer"});
     let (_, r) = s.chat(ask("t", &directed("go", scenario)));
     assert_eq!(error_kind(&r), "network", "{r}");
     assert!(started.elapsed() < Duration::from_secs(5), "waited {:?} for a pipe an orphan held", started.elapsed());
-    let gc = dir.turns()[0]["grandchildPid"].as_u64().unwrap();
+    let crashed = if acp() {
+        // The process whose turn crashed has its exit line; its grandchild is on its start line.
+        let exit =
+            dir.acp_records("exit").into_iter().find(|e| e["acp"]["exitReason"] == "crash").expect("crash record");
+        dir.acp_records("start").into_iter().find(|r| r["pid"] == exit["pid"]).unwrap()
+    } else {
+        dir.turns().remove(0)
+    };
+    let gc = crashed["grandchildPid"].as_u64().unwrap();
     assert!(eventually(Duration::from_secs(2), || !alive(gc)));
 }
 
@@ -347,7 +482,8 @@ fn sigterm_stops_every_child_and_no_spare_runs_an_empty_prompt() {
     assert!(r.get("result").is_some(), "{r}");
     // A running turn, and spares waiting for their prompts.
     s.send_request("chat/send", ask("t2", &directed("go", json!({"hang": "midStream", "grandchild": true}))));
-    let rec = wait_for_turn_record(&dir, 2).remove(1);
+    // On ACP the turn runs on a warm process (no record per turn, no grandchild per turn).
+    let rec = if acp() { None } else { Some(wait_for_turn_record(&dir, 2).remove(1)) };
     let pid = s.child.id();
     assert!(eventually(Duration::from_secs(5), || descendants(pid).len() >= 3), "turn + spares running");
     let everything = descendants(pid);
@@ -359,11 +495,14 @@ fn sigterm_stops_every_child_and_no_spare_runs_an_empty_prompt() {
         eventually(Duration::from_secs(3), || everything.iter().all(|p| !alive(*p as u64))),
         "children outlived the sidecar"
     );
-    assert!(!alive(rec["grandchildPid"].as_u64().unwrap()));
+    if let Some(rec) = rec {
+        assert!(!alive(rec["grandchildPid"].as_u64().unwrap()));
+    }
     std::thread::sleep(Duration::from_millis(300));
     // The kernel closes a dying process's files a moment before it sends its children the death
     // signal, so a spare may just see end of input while the sidecar is still exiting (its record
     // then names the sidecar as parent). What must never happen is a spare running on as an orphan.
+    // (Print mode only: an ACP spare has no prompt of its own to run.)
     let orphaned: Vec<_> = dir.turns().into_iter().filter(|t| t["stdin"] == "" && t["ppid"] != json!(pid)).collect();
     assert!(orphaned.is_empty(), "a spare ran an empty prompt after the sidecar was gone: {orphaned:?}");
 }
@@ -379,11 +518,38 @@ fn sigkill_of_the_sidecar_takes_its_cli_children_along() {
     // The warm spare: a print-mode CLI waiting for its prompt (a create-chat prefetch may also be
     // running; it ends by itself).
     let is_turn = |p: &u32| {
-        std::fs::read(format!("/proc/{p}/cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--output-format"))
+        std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| {
+            let argv = String::from_utf8_lossy(&c).into_owned();
+            if acp() {
+                argv.split('\0').any(|a| a == "acp")
+            } else {
+                argv.contains("--output-format")
+            }
+        })
     };
     assert!(eventually(Duration::from_secs(5), || descendants(pid).iter().any(is_turn)), "the spare is up");
     let spares: Vec<u32> = descendants(pid).into_iter().filter(is_turn).collect();
+    if acp() {
+        // ACP: a new conversation's turn takes the spare session (whatever its model) and another
+        // is opened ahead; a hanging turn, then the sidecar is killed.
+        let mut hang = ask("t2", &directed("go", json!({"hang": "midStream"})));
+        hang["model"] = json!("gpt-5.6-sol");
+        s.send_request("chat/send", hang);
+        assert!(eventually(TIMEOUT, || {
+            while let Some(m) = s.next_message(Duration::from_millis(10)) {
+                s.notifications.push(m);
+            }
+            s.notifications.iter().any(|n| n["params"]["turnId"] == "t2" && n["params"]["kind"] == "text")
+        }));
+        let all: Vec<u32> = descendants(pid).into_iter().filter(is_turn).chain(spares).collect();
+        s.child.kill().unwrap();
+        let _ = s.child.wait();
+        assert!(
+            eventually(Duration::from_secs(2), || all.iter().all(|p| !alive(*p as u64))),
+            "an ACP process outlived a killed sidecar: {all:?}"
+        );
+        return;
+    }
     // And a turn that hangs mid-answer (another model: it cannot run on the spare).
     let mut hang = ask("t2", &directed("go", json!({"hang": "midStream"})));
     hang["model"] = json!("gpt-5.6-sol");

@@ -270,7 +270,7 @@ fn without_a_key_only_local_json_requests_are_served() {
     assert_eq!(status, 415, "{body}");
     let (status, _, body) = server.request("POST", "/v1/chat/completions", &[json], chat);
     assert_eq!(status, 200, "{body}");
-    assert!(dir.turns().len() == 1, "only the JSON request ran the CLI");
+    assert!(dir.turn_records().len() == 1, "only the JSON request ran the CLI");
 }
 
 #[test]
@@ -328,7 +328,7 @@ fn two_clients_that_open_alike_get_their_own_folder_and_chat_and_never_the_clien
     let (a, _, body_a) = server.request("POST", "/v1/chat/completions", &auth, hi);
     let (b, _, _) = server.request("POST", "/v1/chat/completions", &auth, hi);
     assert_eq!((a, b), (200, 200), "{body_a}");
-    let turns = dir.turns();
+    let turns = dir.turn_records();
     assert_eq!(turns.len(), 2);
     assert_ne!(turns[0]["cwd"], turns[1]["cwd"], "two conversations, two private folders");
     assert_ne!(turns[0]["sessionId"], turns[1]["sessionId"], "and two chats");
@@ -343,6 +343,6 @@ fn two_clients_that_open_alike_get_their_own_folder_and_chat_and_never_the_clien
     let (status, headers, _) = server.request("POST", "/v1/chat/completions", &auth, &follow.to_string());
     assert_eq!(status, 200);
     assert_eq!(header(&headers, "x-cursor-bridge-resumed"), Some("true"));
-    let third = &dir.turns()[2];
+    let third = &dir.turn_records()[2];
     assert!(third["cwd"] == turns[0]["cwd"] || third["cwd"] == turns[1]["cwd"], "{third}");
 }

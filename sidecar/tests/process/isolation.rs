@@ -31,6 +31,24 @@ fn an_untrusted_workspace_only_asks_and_the_cli_never_works_in_it() {
     s.initialize(&dir, json!({"workspaceTrusted": false, "force": true}));
     let (_, r) = s.chat(chat("t1", "agent", json!([user("rm -rf everything")]), json!({})));
     assert!(r.get("result").is_some(), "{r}");
+    if acp() {
+        // ACP: the mode is the session's (`session/set_mode`), the folder the process's cwd.
+        let turn = dir.turn_records().remove(0);
+        let user_folder = dir.workspace();
+        let cwd = turn["cwd"].as_str().unwrap().to_string();
+        assert!(!PathBuf::from(&cwd).starts_with(&user_folder), "cwd {cwd} is the user's folder");
+        assert!(cwd.contains("/scratch/"), "{cwd}");
+        assert!(!has_arg(&turn, "--force"), "never --force: {turn}");
+        assert!(s.finish().success());
+        let modes: Vec<Value> = dir
+            .acp_requests("session/set_mode")
+            .into_iter()
+            .filter(|r| r["sessionId"] == turn["sessionId"])
+            .map(|r| r["modeId"].clone())
+            .collect();
+        assert_eq!(modes, [json!("ask")], "never agent mode: {turn}");
+        return;
+    }
     let turn = &dir.turns()[0];
     assert_eq!(arg_after(turn, "--mode"), Some("ask"), "never agent mode: {turn}");
     assert!(!has_arg(turn, "--force"), "never --force: {turn}");
@@ -48,7 +66,7 @@ fn a_window_without_folders_runs_turns_in_a_scratch_folder() {
     s.initialize_with(json!({"protocolVersion": 1, "cliPath": double_exe()}));
     let (_, r) = s.chat(chat("t1", "ask", json!([user("hello")]), json!({})));
     assert!(r.get("result").is_some(), "{r}");
-    let cwd = dir.turns()[0]["cwd"].as_str().unwrap().to_string();
+    let cwd = dir.turn_records()[0]["cwd"].as_str().unwrap().to_string();
     assert_ne!(PathBuf::from(&cwd), std::env::current_dir().unwrap());
     assert!(cwd.contains("/scratch/"), "{cwd}");
 }
@@ -81,17 +99,30 @@ fn remove_chat(dir: &TestDir, chat_id: &str) {
     panic!("no chat folder for {chat_id} under {}", chats_root(dir).display());
 }
 
+/// Kill the ACP process that holds `session` (its warm session is lost with it).
+fn kill_acp_session(dir: &TestDir, session: &str) {
+    let pid = dir.turn_records().iter().find(|t| t["sessionId"] == session).unwrap()["pid"].as_u64().unwrap();
+    // SAFETY: plain kill(2) of the double's process.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    assert!(eventually(TIMEOUT, || !alive(pid)));
+}
+
+fn lose_acp_session(dir: &TestDir, session: &str) {
+    kill_acp_session(dir, session);
+    std::fs::remove_dir_all(dir.path().join("home/.cursor/acp-sessions").join(session)).unwrap();
+}
+
 fn lost_chat_is_replayed(dir: &TestDir, mut s: Sidecar, lose: impl FnOnce(&TestDir, &str)) {
     let (_, r1) = s.chat(chat("t1", "ask", json!([user("Remember 42.")]), json!({"conversationId": "c"})));
     assert!(r1.get("result").is_some(), "{r1}");
-    let first_chat = dir.turns()[0]["sessionId"].as_str().unwrap().to_string();
+    let first_chat = dir.turn_records()[0]["sessionId"].as_str().unwrap().to_string();
     lose(dir, &first_chat);
     let history = json!([user("Remember 42."), assistant("Noted."), user("Which number?")]);
     let (deltas, r2) = s.chat(chat("t2", "ask", history, json!({"conversationId": "c"})));
     assert_eq!(r2["result"]["resumed"], false, "{r2}");
     let last_session = deltas.iter().filter(|d| d["kind"] == "session").last().unwrap();
     assert_eq!(last_session["replayed"], true, "the client is told the history was replayed: {deltas:?}");
-    let turns = dir.turns();
+    let turns = dir.turn_records();
     let answered = turns.last().unwrap();
     assert_ne!(answered["sessionId"].as_str(), Some(first_chat.as_str()), "a new chat, not the lost one");
     let prompt = answered["prompt"].as_str().unwrap();
@@ -100,6 +131,16 @@ fn lost_chat_is_replayed(dir: &TestDir, mut s: Sidecar, lose: impl FnOnce(&TestD
 
 #[test]
 fn a_chat_gone_from_the_cli_store_is_replayed_into_a_new_chat() {
+    if acp() {
+        // ACP: the session dies with its process and is gone from the store, so `session/load`
+        // into a new process fails and the history is replayed into a new session.
+        let dir = TestDir::new();
+        let mut s = Sidecar::start(&dir);
+        s.initialize(&dir, json!({}));
+        lost_chat_is_replayed(&dir, s, lose_acp_session);
+        assert_eq!(dir.turn_records().len(), 2);
+        return;
+    }
     // The double (like, possibly, the real CLI) accepts --resume of a chat it no longer has and
     // carries on with an empty history: the missing chat folder is what gives it away.
     let dir = TestDir::new();
@@ -111,6 +152,15 @@ fn a_chat_gone_from_the_cli_store_is_replayed_into_a_new_chat() {
 
 #[test]
 fn a_cli_that_silently_starts_a_fresh_chat_is_caught_before_it_answers() {
+    if acp() {
+        // ACP has no silent fresh start (a session is loaded or refused); its counterpart is an
+        // agent that refuses to load a session it still has on disk (CURSOR_DOUBLE_ACP_LOAD).
+        let dir = TestDir::new();
+        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_LOAD", "not-found").start();
+        s.initialize(&dir, json!({}));
+        lost_chat_is_replayed(&dir, s, |dir, session| kill_acp_session(dir, session));
+        return;
+    }
     // Without a chat store to look at, the init event is the evidence: it names another chat.
     let dir = TestDir::new();
     let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_UNKNOWN_RESUME", "fresh").start();

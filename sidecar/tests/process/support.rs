@@ -73,6 +73,80 @@ impl TestDir {
     pub fn turns(&self) -> Vec<Value> {
         self.records().into_iter().filter(|r| r["subcommand"] == "print").collect()
     }
+    /// The lines of the ACP processes' records in `phase` (`start`, `exit`; cli-double README §8.8).
+    pub fn acp_records(&self, phase: &str) -> Vec<Value> {
+        self.records().into_iter().filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == phase).collect()
+    }
+    /// Every request of `method` the ACP processes received, each with its process's `pid` added.
+    /// Only processes that ended are on record (the exit line lists what a process received).
+    pub fn acp_requests(&self, method: &str) -> Vec<Value> {
+        self.acp_received(method, "request")
+    }
+    pub fn acp_notifications(&self, method: &str) -> Vec<Value> {
+        self.acp_received(method, "notification")
+    }
+    fn acp_received(&self, method: &str, kind: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        for exit in self.acp_records("exit") {
+            for r in exit["acp"]["received"].as_array().into_iter().flatten() {
+                if r["kind"] == kind && r["method"] == method {
+                    let mut r = r.clone();
+                    r["pid"] = exit["pid"].clone();
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+    /// The sessions in the double's ACP store (cli-double README §8.6), each
+    /// `{sessionId, cwd, createdByPid, turns:[{user, agent, pid, atMs}]}`; saved at creation and
+    /// after every answered turn, so readable while the processes run.
+    pub fn acp_sessions(&self) -> Vec<Value> {
+        let root = self.path().join("home/.cursor/acp-sessions");
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(e.path().join("cursor-agent-double.json")).unwrap_or_default();
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                out.push(v);
+            }
+        }
+        out
+    }
+    /// The answered turns, oldest first, in print-mode records' terms: on print mode the `print`
+    /// records; on ACP one entry per turn in the session store, with `sessionId`, `cwd`,
+    /// `stdin`/`prompt` (the prompt text as sent) and, from its process's start line, `pid`,
+    /// `grandchildPid`, `argv`, `env` and `bridgeEnv`. (A failed turn is in neither's store.)
+    pub fn turn_records(&self) -> Vec<Value> {
+        if !acp() {
+            return self.turns();
+        }
+        let starts = self.acp_records("start");
+        let mut out = Vec::new();
+        for session in self.acp_sessions() {
+            for t in session["turns"].as_array().into_iter().flatten() {
+                let mut r = json!({
+                    "sessionId": session["sessionId"], "cwd": session["cwd"], "stdin": t["user"],
+                    "prompt": t["user"], "answer": t["agent"], "pid": t["pid"], "atMs": t["atMs"],
+                });
+                if let Some(start) = starts.iter().find(|s| s["pid"] == t["pid"]) {
+                    for key in ["grandchildPid", "argv", "env", "bridgeEnv", "ppid"] {
+                        r[key] = start[key].clone();
+                    }
+                }
+                out.push(r);
+            }
+        }
+        out.sort_by_key(|r| r["atMs"].as_u64());
+        out
+    }
+    /// Records of the CLI processes that ran turns: print-mode runs, or ACP processes (start lines).
+    pub fn turn_processes(&self) -> Vec<Value> {
+        if acp() {
+            self.acp_records("start")
+        } else {
+            self.turns()
+        }
+    }
     pub fn log_text(&self) -> String {
         let mut all = String::new();
         if let Ok(entries) = std::fs::read_dir(self.log_dir()) {
@@ -119,6 +193,11 @@ pub fn launcher(dir: &TestDir, log_level: &str) -> Launcher {
 /// print mode. `cargo xtask test` runs the suite on print mode and again on ACP.
 pub fn test_backend() -> String {
     std::env::var("CURSOR_BRIDGE_TEST_BACKEND").unwrap_or_else(|_| "print".into())
+}
+
+/// The suite runs on the ACP backend: tests that read print-mode records read the ACP ones.
+pub fn acp() -> bool {
+    test_backend() == "acp"
 }
 
 impl<'a> Launch<'a> {

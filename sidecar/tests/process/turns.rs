@@ -31,8 +31,12 @@ fn streamed_text_equals_the_answer_with_unicode_intact() {
     assert_eq!(deltas[0]["kind"], "session");
     assert_eq!(r["result"]["turnId"], "t1");
     assert_eq!(r["result"]["stopReason"], "end");
-    assert!(r["result"]["usage"]["outputTokens"].as_u64().is_some(), "{r}");
-    assert_eq!(deltas.last().unwrap()["kind"], "usage");
+    // Token counts: print mode's result has them; Cursor's ACP prompt answer does not (the
+    // double models none, cli-double README §8.9), so there is no usage delta to check there.
+    if !acp() {
+        assert!(r["result"]["usage"]["outputTokens"].as_u64().is_some(), "{r}");
+        assert_eq!(deltas.last().unwrap()["kind"], "usage");
+    }
 }
 
 #[test]

@@ -90,7 +90,10 @@ impl Updates {
                 match str_of("status") {
                     Some(status @ ("completed" | "failed")) if !tool.done => {
                         tool.done = true;
-                        let ok = status == "completed";
+                        // Cursor ends a rejected tool `completed` with `rawOutput.rejected`
+                        // (docs/cursor-acp.md): it did not run.
+                        let rejected = update.pointer("/rawOutput/rejected").is_some_and(|r| !r.is_null());
+                        let ok = status == "completed" && !rejected;
                         let detail = (!ok).then(|| failure_detail(update)).flatten();
                         out.push(Event::ToolCompleted {
                             call_id: id.to_string(),
