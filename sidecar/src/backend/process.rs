@@ -156,6 +156,7 @@ enum Role {
 /// The children started through [`spawn`] and the orphans attributed to them. Anything else that
 /// is our child is an orphan we adopted as subreaper (a grandchild that outlived its parent).
 #[derive(Default)]
+#[cfg_attr(not(unix), allow(dead_code))]
 struct Registry {
     children: HashMap<u32, (u64, Role)>,
     /// Orphans a sweep attributed to a running child (by leader pid); killed when it ends.
@@ -658,6 +659,8 @@ pub fn become_subreaper() {
 /// Who may own an orphan: the groups of registered children (busy or standby) and of their live
 /// descendants, and the sessions of busy ones and their live descendants — except the sidecar's
 /// own session, which every child shares and which therefore says nothing about whose it is.
+// Windows sweeps nothing (the job holds the tree), so the sweep's helpers go unused there.
+#[cfg_attr(not(unix), allow(dead_code))]
 fn owners(registry: &Registry, table: &[Proc], own_session: Option<u32>) -> (HashMap<u32, u32>, HashMap<u32, u32>) {
     let (mut groups, mut sessions) = (HashMap::new(), HashMap::new());
     for (&leader, &(_, role)) in &registry.children {
@@ -1034,5 +1037,72 @@ pub(crate) mod tests {
             unexplained.is_empty(),
             "spawn_blocking that may start a process (see the module comment): {unexplained:?}"
         );
+    }
+}
+
+/// Windows: the Job Object holds the whole tree (run by CI's Windows runner; see docs/platforms.md).
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+
+    /// `cmd.exe` starting `ping.exe`: a CLI with a grandchild. Waits until both are in the job.
+    async fn cmd_with_a_grandchild() -> ChildProcess {
+        let spec = SpawnSpec {
+            program: "cmd.exe".into(),
+            args: vec!["/d".into(), "/c".into(), "ping -n 60 127.0.0.1 >NUL".into()],
+            ..Default::default()
+        };
+        let child = spawn(&spec).unwrap();
+        let job = child.job.as_ref().expect("the child is in a Job Object");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while job.active_processes() < 2 {
+            assert!(std::time::Instant::now() < deadline, "ping never started in the job");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        child
+    }
+
+    async fn job_empties(job: &job::Job) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while job.active_processes() > 0 {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+
+    #[tokio::test]
+    async fn terminate_stops_the_whole_tree() {
+        let mut child = cmd_with_a_grandchild().await;
+        let started = std::time::Instant::now();
+        assert!(child.terminate(Duration::from_millis(500)).await.is_some());
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(job_empties(child.job.as_ref().unwrap()).await, "a process of the tree survived terminate");
+    }
+
+    #[tokio::test]
+    async fn closing_the_job_handle_kills_the_tree_as_the_sidecar_dying_would() {
+        let mut child = cmd_with_a_grandchild().await;
+        drop(child.job.take()); // what the kernel does to a dead sidecar's handles
+        let status = tokio::time::timeout(Duration::from_secs(10), child.child().wait()).await;
+        assert!(status.is_ok_and(|s| s.is_ok_and(|s| !s.success())), "the leader outlived its job");
+    }
+
+    #[tokio::test]
+    async fn input_reaches_the_child_and_a_normal_exit_is_reported() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let spec =
+            SpawnSpec { program: "findstr.exe".into(), args: vec!["/L".into(), "y".into()], ..Default::default() };
+        let mut child = spawn(&spec).unwrap();
+        let mut stdin = child.take_stdin().unwrap();
+        stdin.write_all(b"xyz\r\n").await.unwrap();
+        stdin.shutdown().await.unwrap();
+        drop(stdin);
+        let mut out = String::new();
+        child.take_stdout().unwrap().read_to_string(&mut out).await.unwrap();
+        assert_eq!(out.trim(), "xyz");
+        assert!(child.wait().await.unwrap().success());
     }
 }
