@@ -57,12 +57,6 @@ mod watchdog;
 pub use memory::memory_is_tight;
 use table::{descendants_in, proc_table, read_proc, Proc};
 
-/// The parent-death watchdog (see `watchdog.rs`) guards every child on macOS, which has no
-/// parent-death signal. Linux has one (`PR_SET_PDEATHSIG`); its tests turn the watchdog on to
-/// exercise it.
-#[cfg(unix)]
-const WATCHDOG: bool = cfg!(target_os = "macos");
-
 /// What to run. Environment: inherited, then `env_remove`, then `env`.
 #[derive(Debug, Clone, Default)]
 pub struct SpawnSpec {
@@ -220,11 +214,11 @@ fn sweep_in_background() {
     }
 }
 
+/// Start `spec` in its own process group (Unix) or Job Object (Windows). The parent-death
+/// watchdog (`watchdog.rs`) guards every child on macOS, which has no parent-death signal; Linux
+/// has one (`PR_SET_PDEATHSIG`), and its tests turn the watchdog on to exercise it.
 pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
-    #[cfg(unix)]
-    return spawn_guarded(spec, WATCHDOG);
-    #[cfg(not(unix))]
-    return spawn_guarded(spec, false);
+    spawn_guarded(spec, cfg!(target_os = "macos"))
 }
 
 /// [`spawn`], with or without the parent-death watchdog (Unix; ignored elsewhere).
@@ -288,7 +282,7 @@ fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
     let _ = watchdog;
     // Windows: started suspended, so it is in its Job Object before it can start anything.
     #[cfg(windows)]
-    let job = job::Job::new()?;
+    let tree = job::Job::new()?;
     #[cfg(windows)]
     cmd.creation_flags(job::CREATION_FLAGS);
     // Spawn and register under one lock: a concurrent orphan sweep must never see this child
@@ -300,9 +294,9 @@ fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
         return Err(io::Error::other("child exited before it had a pid"));
     };
     #[cfg(windows)]
-    let job = {
+    let tree = {
         let adopted = match child.raw_handle() {
-            Some(handle) => job.adopt(handle),
+            Some(handle) => tree.adopt(handle),
             None => Err(io::Error::other("no process handle")),
         };
         if let Err(e) = job::resume(pid) {
@@ -310,7 +304,7 @@ fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
             return Err(e);
         }
         match adopted {
-            Ok(()) => Some(job),
+            Ok(()) => Some(tree),
             Err(e) => {
                 tracing::warn!(pid, error = %e, "the CLI runs outside a Job Object: what it starts cannot be stopped with it");
                 None
@@ -340,7 +334,7 @@ fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
         #[cfg(unix)]
         _watch: None,
         #[cfg(windows)]
-        job,
+        job: tree,
         reaped: false,
         group_ended: false,
         finished: false,
