@@ -522,6 +522,9 @@ impl Drop for ChildProcess {
         let descendants = descendants(self.pid);
         self.kill_tree(&descendants);
         let Some(child) = self.child.take() else { return };
+        // An untaken stdin closes only once the killed leader is reaped: a spare must never see
+        // end-of-input (an empty prompt) while it could still act on it.
+        let stdin = self.stdin.take();
         set_role(self.pid, self.token, Role::Released);
         let (pid, token) = (self.pid, self.token);
         let untrack = OnDrop(move || untrack(pid, token));
@@ -534,10 +537,11 @@ impl Drop for ChildProcess {
                     let _untrack = untrack;
                     let mut child = child;
                     let _ = child.wait().await;
+                    drop(stdin);
                 });
                 sweep_in_background();
             }
-            Err(_) => drop((child, untrack)),
+            Err(_) => drop((child, stdin, untrack)),
         }
     }
 }

@@ -52,6 +52,7 @@ pub(super) struct Watch {
 }
 
 /// Sends `go` once the child's whole input is written: the watchdog lets go of the CLI's stdin.
+/// Dropped unsent (only a test does that) it is what a dead sidecar looks like.
 pub(super) struct Release(Option<PipeWriter>);
 
 impl Release {
@@ -76,10 +77,9 @@ impl Pipes {
         self.stdin_read.take().expect("child_stdin is called once").into()
     }
 
-    /// The hook for `pre_exec`: forks the watchdog from the child.
-    ///
-    /// # Safety
-    /// Only for `pre_exec`: it runs in the forked child, before exec.
+    /// The hook for `pre_exec` (and only that: it forks): in the child, after it joined its own
+    /// process group and before it execs, it forks the watchdog. A spawn whose watchdog could not
+    /// be forked fails.
     pub fn pre_exec_hook(&self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
         let (control, input): (RawFd, RawFd) = (self.control_read.as_raw_fd(), self.stdin_write.as_raw_fd());
         move || {
