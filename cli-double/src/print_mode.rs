@@ -173,7 +173,7 @@ impl Run<'_> {
             Some(w) => cwd.join(w),
             None => cwd,
         };
-        std::fs::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
+        dunce::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
     }
 
     fn answer(&mut self) -> i32 {

@@ -272,6 +272,22 @@ fn processes_start_only_through_the_process_helper() {
     assert!(wrong.is_empty(), "start processes with backend::process::spawn:\n{}", wrong.join("\n"));
 }
 
+/// std's canonicalize gives Windows paths a `\\?\` prefix, which changes the folder the CLI names
+/// a workspace's chats by (docs/platforms.md); dunce's gives the path people and the CLI write.
+#[test]
+fn paths_are_canonicalised_without_the_windows_verbatim_prefix() {
+    let needle = concat!("canonic", "alize(");
+    let wrong: Vec<String> = sources()
+        .iter()
+        .flat_map(|(_, path, text)| {
+            text.lines()
+                .filter(|l| l.contains(needle) && !l.contains(concat!("dunce::", "canonic")))
+                .map(move |l| format!("{}: `{}`", path.display(), l.trim()))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "use dunce::canonicalize:\n{}", wrong.join("\n"));
+}
+
 #[test]
 fn only_the_writer_touches_stdout() {
     let mut wrong = Vec::new();

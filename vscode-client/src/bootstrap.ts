@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Logger } from './client';
 import { BridgeError } from './errors';
+import { platformReport } from './platform';
 
 export const SIDECAR_NAME = 'cursor-bridge';
 
@@ -96,7 +97,14 @@ export function locateSidecar(o: FindOptions, log: Logger): string {
   if (!found) {
     throw new BridgeError('sidecarNotFound', `no server/${sidecarFileName()} in the extension and cursorBridge.sidecarPath is not set`);
   }
-  if (found.source === 'bundled') ensureExecutable(found.path, log);
+  if (found.source === 'bundled') {
+    ensureExecutable(found.path, log);
+    // A package for another platform (or VS Code running translated) is said plainly, before a
+    // binary that cannot run fails with an OS error.
+    const report = platformReport(o.extensionPath);
+    if (report.ok) log.debug(report.message);
+    else log.warn(`${report.message} ${report.fix}`);
+  }
   // An override left in a shell profile is easy to forget; say so where someone will look.
   if (found.source === 'env') log.info(`sidecar binary from ${SIDECAR_PATH_ENV}: ${found.path}`);
   else log.debug(`sidecar binary (${found.source}): ${found.path}`);

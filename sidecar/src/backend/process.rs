@@ -2,6 +2,12 @@
 //! guard that kills the whole group (and any descendant that left the group) when dropped, so a
 //! cancelled or timed-out turn never leaves a CLI, a shell it started, or a zombie behind.
 //!
+//! How each guarantee is kept on Linux, macOS and Windows, and where each is tested, is the table
+//! in docs/platforms.md. In short: Linux as below; macOS process groups and parent links as on
+//! Linux (libproc instead of `/proc`, see `table.rs`), no subreaper, and a watchdog per child
+//! instead of the parent-death signal (`watchdog.rs`); Windows a Job Object per child that kills
+//! the tree when asked or when the sidecar's handle closes (`job.rs`).
+//!
 //! Linux, the rules this file keeps (docs/architecture.md, invariants):
 //!
 //! * **Every child dies with the sidecar.** Each gets `PR_SET_PDEATHSIG` = SIGKILL, so a sidecar
@@ -27,16 +33,29 @@ use std::io;
 #[cfg(target_os = "linux")]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 #[cfg(target_os = "linux")]
 use tokio::io::unix::AsyncFd;
+use tokio::io::AsyncWrite;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::util::sync::OnDrop;
+
+#[cfg(windows)]
+mod job;
+mod memory;
+mod table;
+#[cfg(unix)]
+mod watchdog;
+
+pub use memory::memory_is_tight;
+use table::{descendants_in, proc_table, read_proc, Proc};
 
 /// What to run. Environment: inherited, then `env_remove`, then `env`.
 #[derive(Debug, Clone, Default)]
@@ -46,15 +65,53 @@ pub struct SpawnSpec {
     pub cwd: Option<PathBuf>,
     pub env: Vec<(OsString, OsString)>,
     pub env_remove: Vec<OsString>,
-    /// Ignored: every child now dies with the sidecar (see the module comment). Kept only so the
-    /// callers that still set it build; remove it with them.
-    pub die_with_parent: bool,
+}
+
+/// A child's stdin. Writing and shutting down work as on tokio's `ChildStdin`; when a watchdog
+/// guards the child, shutting it down or dropping it also tells the watchdog the input is
+/// complete (so the CLI sees end-of-input only when the sidecar means it, see `watchdog.rs`).
+pub struct ChildInput {
+    inner: ChildStdin,
+    #[cfg(unix)]
+    release: Option<watchdog::Release>,
+}
+
+impl ChildInput {
+    fn release(&mut self) {
+        #[cfg(unix)]
+        if let Some(mut release) = self.release.take() {
+            release.send();
+        }
+    }
+}
+
+impl AsyncWrite for ChildInput {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = ready!(Pin::new(&mut self.inner).poll_shutdown(cx));
+        self.release();
+        Poll::Ready(result)
+    }
+}
+
+impl Drop for ChildInput {
+    fn drop(&mut self) {
+        // The sidecar's own handle closes right after this (the field drops next): the CLI sees
+        // end-of-input once both are closed, in either order.
+        self.release();
+    }
 }
 
 /// A running child in its own process group. Dropping it kills the group.
 pub struct ChildProcess {
     /// `None` only inside `drop`, which hands it to a task that reaps it.
     child: Option<Child>,
+    stdin: Option<ChildInput>,
     pid: u32,
     /// Names this child's entry in the registry (a pid alone could be a later process's).
     token: u64,
@@ -62,6 +119,14 @@ pub struct ChildProcess {
     /// the leader has exited, before it is reaped: that is when its group is killed.
     #[cfg(target_os = "linux")]
     pidfd: Option<AsyncFd<OwnedFd>>,
+    /// macOS: the control pipe of the child's watchdog; closing it (dropping this, or the sidecar
+    /// dying) makes the watchdog kill the group.
+    #[cfg(unix)]
+    _watch: Option<watchdog::Watch>,
+    /// Windows: the Job Object holding the whole tree (`None` if the child could not be put in
+    /// one: then only the leader can be stopped, and a warning says so).
+    #[cfg(windows)]
+    job: Option<job::Job>,
     /// tokio has reaped the leader: its pid may belong to someone else now.
     reaped: bool,
     /// The group (and the orphans adopted for this child) got their SIGKILL.
@@ -85,6 +150,7 @@ enum Role {
 /// The children started through [`spawn`] and the orphans attributed to them. Anything else that
 /// is our child is an orphan we adopted as subreaper (a grandchild that outlived its parent).
 #[derive(Default)]
+#[cfg_attr(not(unix), allow(dead_code))]
 struct Registry {
     children: HashMap<u32, (u64, Role)>,
     /// Orphans a sweep attributed to a running child (by leader pid); killed when it ends.
@@ -148,7 +214,15 @@ fn sweep_in_background() {
     }
 }
 
+/// Start `spec` in its own process group (Unix) or Job Object (Windows). The parent-death
+/// watchdog (`watchdog.rs`) guards every child on macOS, which has no parent-death signal; Linux
+/// has one (`PR_SET_PDEATHSIG`), and its tests turn the watchdog on to exercise it.
 pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
+    spawn_guarded(spec, cfg!(target_os = "macos"))
+}
+
+/// [`spawn`], with or without the parent-death watchdog (Unix; ignored elsewhere).
+fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
     static TOKENS: AtomicU64 = AtomicU64::new(0);
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
@@ -192,21 +266,62 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
             });
         }
     }
-    #[cfg(windows)]
-    {
-        // CREATE_NO_WINDOW: no console flashes up for each turn.
-        cmd.creation_flags(0x0800_0000);
+    #[cfg(unix)]
+    let mut watch = if watchdog { Some(watchdog::Pipes::new()?) } else { None };
+    #[cfg(unix)]
+    if let Some(pipes) = &mut watch {
+        cmd.stdin(pipes.child_stdin());
+        let hook = pipes.pre_exec_hook();
+        // SAFETY: the hook forks the watchdog and makes only async-signal-safe calls in it
+        // (watchdog.rs); in the child itself it only returns.
+        unsafe {
+            cmd.pre_exec(hook);
+        }
     }
+    #[cfg(not(unix))]
+    let _ = watchdog;
+    // Windows: started suspended, so it is in its Job Object before it can start anything.
+    #[cfg(windows)]
+    let tree = job::Job::new()?;
+    #[cfg(windows)]
+    cmd.creation_flags(job::CREATION_FLAGS);
     // Spawn and register under one lock: a concurrent orphan sweep must never see this child
     // running before it is known as ours (it would take it for an orphan and kill it).
     let mut registry = registry();
-    let child = cmd.spawn()?;
-    let pid = child.id().ok_or_else(|| io::Error::other("child exited before it had a pid"))?;
+    let mut child = cmd.spawn()?;
+    let Some(pid) = child.id() else {
+        let _ = child.start_kill();
+        return Err(io::Error::other("child exited before it had a pid"));
+    };
+    #[cfg(windows)]
+    let tree = {
+        let adopted = match child.raw_handle() {
+            Some(handle) => tree.adopt(handle),
+            None => Err(io::Error::other("no process handle")),
+        };
+        if let Err(e) = job::resume(pid) {
+            let _ = child.start_kill();
+            return Err(e);
+        }
+        match adopted {
+            Ok(()) => Some(tree),
+            Err(e) => {
+                tracing::warn!(pid, error = %e, "the CLI runs outside a Job Object: what it starts cannot be stopped with it");
+                None
+            }
+        }
+    };
     let token = TOKENS.fetch_add(1, Ordering::Relaxed);
     registry.children.insert(pid, (token, Role::Busy));
     drop(registry);
-    Ok(ChildProcess {
+    let stdin = child.stdin.take().map(|inner| ChildInput {
+        inner,
+        #[cfg(unix)]
+        release: None,
+    });
+    let mut process = ChildProcess {
         child: Some(child),
+        stdin,
         pid,
         token,
         // Nothing has waited for the child yet, so this pidfd is certainly this child's.
@@ -216,18 +331,32 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
             // the AsyncFd is dropped.
             unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
         }),
+        #[cfg(unix)]
+        _watch: None,
+        #[cfg(windows)]
+        job: tree,
         reaped: false,
         group_ended: false,
         finished: false,
-    })
+    };
+    // The watched child's stdin is our own pipe (the watchdog holds a copy of its write end).
+    // A failure here drops `process`, which kills the child.
+    #[cfg(unix)]
+    if let Some(pipes) = watch {
+        let (watch, stdin_fd, release) = pipes.into_parts()?;
+        process._watch = Some(watch);
+        let inner = ChildStdin::from_std(std::process::ChildStdin::from(stdin_fd))?;
+        process.stdin = Some(ChildInput { inner, release: Some(release) });
+    }
+    Ok(process)
 }
 
 impl ChildProcess {
     pub fn pid(&self) -> u32 {
         self.pid
     }
-    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
-        self.child().stdin.take()
+    pub fn take_stdin(&mut self) -> Option<ChildInput> {
+        self.stdin.take()
     }
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.child().stdout.take()
@@ -288,7 +417,11 @@ impl ChildProcess {
         if !self.reaped {
             signal_group(self.pid, Signal::Term);
         }
-        let _ = tokio::time::timeout(grace, self.exited()).await;
+        // Windows has no polite request a console-less process could get: the job is killed at
+        // once (kill_tree), so there is no grace to wait for.
+        if cfg!(unix) {
+            let _ = tokio::time::timeout(grace, self.exited()).await;
+        }
         self.kill_tree(&descendants);
         let status = self.child().wait().await.ok();
         self.reaped = true;
@@ -320,6 +453,10 @@ impl ChildProcess {
         if !self.reaped || !self.has_pidfd() {
             signal_group(self.pid, Signal::Kill);
         }
+        #[cfg(windows)]
+        if let Some(job) = &self.job {
+            job.terminate();
+        }
         let adopted = registry().adopted.remove(&self.pid).unwrap_or_default();
         if !adopted.is_empty() {
             let table = proc_table();
@@ -340,10 +477,17 @@ impl ChildProcess {
         }
     }
 
-    fn signal_leader(&self, signal: Signal) {
+    fn signal_leader(&mut self, signal: Signal) {
         #[cfg(target_os = "linux")]
         if let Some(fd) = &self.pidfd {
             pidfd::send_signal(fd.get_ref(), signal.number());
+            return;
+        }
+        // Windows: TerminateProcess through the handle tokio holds (valid until reaped). The job
+        // does the same for the whole tree; this covers a child that is in none.
+        #[cfg(windows)]
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
             return;
         }
         if !self.reaped {
@@ -372,12 +516,15 @@ impl ChildProcess {
 
 impl Drop for ChildProcess {
     fn drop(&mut self) {
-        let Some(child) = self.child.take() else { return };
-        if self.finished {
+        if self.child.is_none() || self.finished {
             return;
         }
         let descendants = descendants(self.pid);
         self.kill_tree(&descendants);
+        let Some(child) = self.child.take() else { return };
+        // An untaken stdin closes only once the killed leader is reaped: a spare must never see
+        // end-of-input (an empty prompt) while it could still act on it.
+        let stdin = self.stdin.take();
         set_role(self.pid, self.token, Role::Released);
         let (pid, token) = (self.pid, self.token);
         let untrack = OnDrop(move || untrack(pid, token));
@@ -390,10 +537,11 @@ impl Drop for ChildProcess {
                     let _untrack = untrack;
                     let mut child = child;
                     let _ = child.wait().await;
+                    drop(stdin);
                 });
                 sweep_in_background();
             }
-            Err(_) => drop((child, untrack)),
+            Err(_) => drop((child, stdin, untrack)),
         }
     }
 }
@@ -487,67 +635,6 @@ mod pidfd {
     }
 }
 
-/// One process as `/proc/<pid>/stat` describes it. `(pid, start)` names it for good: pids are
-/// reused, the pair is not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Proc {
-    pid: u32,
-    ppid: u32,
-    state: char,
-    pgid: u32,
-    sid: u32,
-    /// Clock ticks after boot.
-    start: u64,
-}
-
-fn read_proc(pid: u32) -> Option<Proc> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &stat)
-}
-
-/// `pid (comm) state ppid pgrp session … starttime(22nd) …`; comm may contain spaces and
-/// parentheses, so split at the last ')'.
-fn parse_stat(pid: u32, stat: &str) -> Option<Proc> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(Proc {
-        pid,
-        state: fields.first()?.chars().next()?,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgid: fields.get(2)?.parse().ok()?,
-        sid: fields.get(3)?.parse().ok()?,
-        start: fields.get(19)?.parse().ok()?,
-    })
-}
-
-/// Every process in `/proc` (Linux); empty elsewhere.
-fn proc_table() -> Vec<Proc> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
-        .filter_map(read_proc)
-        .collect()
-}
-
-/// All descendants of `pid` in `table`, found through parent links, so that processes that moved
-/// to another group or session are still found.
-fn descendants_in(table: &[Proc], pid: u32) -> Vec<Proc> {
-    let mut children: HashMap<u32, Vec<&Proc>> = HashMap::new();
-    for p in table {
-        children.entry(p.ppid).or_default().push(p);
-    }
-    let mut out = Vec::new();
-    let mut stack = vec![pid];
-    while let Some(p) = stack.pop() {
-        for c in children.get(&p).into_iter().flatten() {
-            out.push(**c);
-            stack.push(c.pid);
-        }
-    }
-    out
-}
-
 fn descendants(pid: u32) -> Vec<Proc> {
     descendants_in(&proc_table(), pid)
 }
@@ -570,6 +657,8 @@ pub fn become_subreaper() {
 /// Who may own an orphan: the groups of registered children (busy or standby) and of their live
 /// descendants, and the sessions of busy ones and their live descendants — except the sidecar's
 /// own session, which every child shares and which therefore says nothing about whose it is.
+// Windows sweeps nothing (the job holds the tree), so the sweep's helpers go unused there.
+#[cfg_attr(not(unix), allow(dead_code))]
 fn owners(registry: &Registry, table: &[Proc], own_session: Option<u32>) -> (HashMap<u32, u32>, HashMap<u32, u32>) {
     let (mut groups, mut sessions) = (HashMap::new(), HashMap::new());
     for (&leader, &(_, role)) in &registry.children {
@@ -678,7 +767,9 @@ pub fn live_children() -> usize {
     registry().children.values().filter(|(_, role)| *role != Role::Released).count()
 }
 
-#[cfg(all(test, target_os = "linux"))]
+/// Unix tests; those for what only Linux has (subreaper, parent-death signal) say so. On macOS
+/// every spawn here goes through the watchdog, so these tests check it does not get in the way.
+#[cfg(all(test, unix))]
 pub(crate) mod tests {
     use super::*;
 
@@ -723,8 +814,9 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn descendants_are_found_through_parent_links() {
-        // The grandchild moves to its own session (setsid), leaving the group: parent links still find it.
-        let mut child = spawn(&sh("setsid sleep 30 & echo $!; wait")).unwrap();
+        // The grandchild moves to its own session (setsid(2) through perl, which Linux and macOS
+        // both have, unlike the setsid command), leaving the group: parent links still find it.
+        let mut child = spawn(&sh("perl -MPOSIX -e 'POSIX::setsid(); exec @ARGV' sleep 30 & echo $!; wait")).unwrap();
         let escaped: u32 = first_line(&mut child).await.trim().parse().unwrap();
         let d = descendants_of(child.pid());
         assert!(d.contains(&escaped), "{d:?}");
@@ -745,6 +837,7 @@ pub(crate) mod tests {
 
     /// A child whose shell left a background job behind (the job's parent exited, the child runs
     /// on): the job is an orphan of ours, in the child's group. Returns the child and the job.
+    #[cfg(target_os = "linux")]
     pub(crate) async fn child_with_an_orphaned_job() -> (ChildProcess, u32) {
         become_subreaper();
         let mut child = spawn(&sh("sh -c 'sleep 30 & echo $!'; exec sleep 30")).unwrap();
@@ -768,6 +861,8 @@ pub(crate) mod tests {
         true
     }
 
+    // Linux only: orphans are re-parented to a subreaper; macOS has none (docs/platforms.md).
+    #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_sweep_leaves_a_running_childs_orphans_and_its_end_kills_them() {
         let (mut child, job) = child_with_an_orphaned_job().await;
@@ -781,6 +876,8 @@ pub(crate) mod tests {
         assert!(gone_within(job, Duration::from_secs(2)).await, "the job outlived its child");
     }
 
+    // Linux only: PR_SET_PDEATHSIG; macOS's watchdog is tested below.
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_child_dies_when_the_thread_that_started_it_ends() {
         // Every child gets PR_SET_PDEATHSIG, which the kernel fires when the forking *thread*
@@ -822,11 +919,80 @@ pub(crate) mod tests {
         assert!(!bystander.wait().await.unwrap().success(), "the process itself is signalled");
     }
 
-    #[test]
-    fn stat_lines_with_odd_command_names_parse() {
-        let line = "42 (a) b (c)) S 1 42 40 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 0 0";
-        let p = parse_stat(42, line).unwrap();
-        assert_eq!((p.state, p.ppid, p.pgid, p.sid, p.start), ('S', 1, 42, 40, 123456));
+    /// The processes in `pgid`'s group that still run.
+    fn group_members(pgid: u32) -> Vec<u32> {
+        proc_table().into_iter().filter(|p| p.pgid == pgid && p.state != 'Z').map(|p| p.pid).collect()
+    }
+
+    async fn group_gone_within(pgid: u32, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while !group_members(pgid).is_empty() {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
+
+    async fn read_all(child: &mut ChildProcess) -> String {
+        let mut out = String::new();
+        let mut stdout = child.take_stdout().unwrap();
+        tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn a_watched_child_gets_its_whole_input_and_its_watchdog_ends_with_it() {
+        use tokio::io::AsyncWriteExt;
+        let mut child = spawn_guarded(&sh("cat; echo end-of-input"), true).unwrap();
+        let leader = child.pid();
+        // The watchdog runs in the child's group beside it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while group_members(leader).len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "no watchdog in the group: {:?}", group_members(leader));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut stdin = child.take_stdin().unwrap();
+        stdin.write_all(b"the prompt\n").await.unwrap();
+        stdin.shutdown().await.unwrap();
+        drop(stdin);
+        assert_eq!(read_all(&mut child).await, "the prompt\nend-of-input\n");
+        assert!(child.wait().await.unwrap().success());
+        assert!(group_gone_within(leader, Duration::from_secs(2)).await, "the watchdog outlived its child");
+    }
+
+    /// What a killed sidecar looks like to a watched spare: its stdin's write end closes without
+    /// the release, then the control pipe closes. The CLI must be killed while still waiting for
+    /// input, never see end-of-input (it would run an empty prompt).
+    #[tokio::test]
+    async fn a_watched_spare_dies_with_the_sidecar_before_it_sees_end_of_input() {
+        let mut child = spawn_guarded(&sh("cat; echo ran-the-prompt"), true).unwrap();
+        let leader = child.pid();
+        let mut stdin = child.take_stdin().unwrap();
+        drop(stdin.release.take()); // the sidecar dies: no release is ever sent
+        drop(stdin);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(child.is_running(), "the CLI saw end-of-input while the watchdog held its stdin");
+        drop(child._watch.take()); // the kernel closes the dead sidecar's control pipe
+        let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .expect("the watchdog did not kill the CLI");
+        assert!(!status.unwrap().success(), "the CLI was killed, not finished");
+        assert_eq!(read_all(&mut child).await, "", "the CLI ran on its empty input");
+        assert!(group_gone_within(leader, Duration::from_secs(2)).await);
+    }
+
+    #[tokio::test]
+    async fn a_watched_turn_dies_with_the_sidecar_too() {
+        let mut child = spawn_guarded(&sh("echo started; exec sleep 30"), true).unwrap();
+        first_line(&mut child).await;
+        drop(child.take_stdin()); // the prompt was delivered (released)
+        drop(child._watch.take());
+        let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .expect("the watchdog did not kill the turn");
+        assert!(!status.unwrap().success());
     }
 
     /// PR_SET_PDEATHSIG fires when the forking thread exits, and tokio's blocking pool ends idle
@@ -869,5 +1035,72 @@ pub(crate) mod tests {
             unexplained.is_empty(),
             "spawn_blocking that may start a process (see the module comment): {unexplained:?}"
         );
+    }
+}
+
+/// Windows: the Job Object holds the whole tree (run by CI's Windows runner; see docs/platforms.md).
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+
+    /// `cmd.exe` starting `ping.exe`: a CLI with a grandchild. Waits until both are in the job.
+    async fn cmd_with_a_grandchild() -> ChildProcess {
+        let spec = SpawnSpec {
+            program: "cmd.exe".into(),
+            args: vec!["/d".into(), "/c".into(), "ping -n 60 127.0.0.1 >NUL".into()],
+            ..Default::default()
+        };
+        let child = spawn(&spec).unwrap();
+        let job = child.job.as_ref().expect("the child is in a Job Object");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while job.active_processes() < 2 {
+            assert!(std::time::Instant::now() < deadline, "ping never started in the job");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        child
+    }
+
+    async fn job_empties(job: &job::Job) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while job.active_processes() > 0 {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+
+    #[tokio::test]
+    async fn terminate_stops_the_whole_tree() {
+        let mut child = cmd_with_a_grandchild().await;
+        let started = std::time::Instant::now();
+        assert!(child.terminate(Duration::from_millis(500)).await.is_some());
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(job_empties(child.job.as_ref().unwrap()).await, "a process of the tree survived terminate");
+    }
+
+    #[tokio::test]
+    async fn closing_the_job_handle_kills_the_tree_as_the_sidecar_dying_would() {
+        let mut child = cmd_with_a_grandchild().await;
+        drop(child.job.take()); // what the kernel does to a dead sidecar's handles
+        let status = tokio::time::timeout(Duration::from_secs(10), child.child().wait()).await;
+        assert!(status.is_ok_and(|s| s.is_ok_and(|s| !s.success())), "the leader outlived its job");
+    }
+
+    #[tokio::test]
+    async fn input_reaches_the_child_and_a_normal_exit_is_reported() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let spec =
+            SpawnSpec { program: "findstr.exe".into(), args: vec!["/L".into(), "y".into()], ..Default::default() };
+        let mut child = spawn(&spec).unwrap();
+        let mut stdin = child.take_stdin().unwrap();
+        stdin.write_all(b"xyz\r\n").await.unwrap();
+        stdin.shutdown().await.unwrap();
+        drop(stdin);
+        let mut out = String::new();
+        child.take_stdout().unwrap().read_to_string(&mut out).await.unwrap();
+        assert_eq!(out.trim(), "xyz");
+        assert!(child.wait().await.unwrap().success());
     }
 }

@@ -55,7 +55,7 @@ impl Config {
                 "`maxConcurrent`, `requestTimeoutSeconds` and `idleTimeoutSeconds` must be at least 1",
             ));
         }
-        let workspaces = workspaces.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
+        let workspaces = workspaces.into_iter().map(|p| dunce::canonicalize(&p).unwrap_or(p)).collect();
         let scratch = match &state_dir {
             Some(state) => Scratch::Under(state.join("scratch")),
             None => Scratch::Temporary(Arc::new(
@@ -134,8 +134,7 @@ impl Config {
                 None => return Err(BridgeError::invalid_params("no workspace folder")),
             },
         };
-        let path = path
-            .canonicalize()
+        let path = dunce::canonicalize(&path)
             .map_err(|_| BridgeError::invalid_params(format!("workspace folder does not exist: {}", path.display())))?;
         if !path.is_dir() {
             return Err(BridgeError::invalid_params(format!("workspace is not a folder: {}", path.display())));

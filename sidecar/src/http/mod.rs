@@ -252,7 +252,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     let workspace = match &args.workspace {
-        Some(dir) => match dir.canonicalize() {
+        Some(dir) => match dunce::canonicalize(dir) {
             Ok(d) if d.is_dir() => Some(d),
             _ => {
                 eprintln!("cursor-bridge serve: --workspace {} is not a folder", dir.display());

@@ -27,12 +27,12 @@ impl Workspaces {
                 let root = state.join("http-workspaces");
                 std::fs::create_dir_all(&root)?;
                 restrict(&root)?;
-                Ok(Workspaces::Private { root: root.canonicalize()?, _temp: None })
+                Ok(Workspaces::Private { root: dunce::canonicalize(&root)?, _temp: None })
             }
             None => {
                 // tempfile creates it 0700 with an unpredictable name.
                 let temp = tempfile::Builder::new().prefix("cursor-bridge-workspaces-").tempdir()?;
-                Ok(Workspaces::Private { root: temp.path().canonicalize()?, _temp: Some(temp) })
+                Ok(Workspaces::Private { root: dunce::canonicalize(temp.path())?, _temp: Some(temp) })
             }
         }
     }
@@ -66,7 +66,7 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let w = Workspaces::private(Some(state.path())).unwrap();
         let root = w.roots()[0].clone();
-        assert!(root.is_dir() && root.starts_with(state.path().canonicalize().unwrap()));
+        assert!(root.is_dir() && root.starts_with(dunce::canonicalize(state.path()).unwrap()));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 pub fn private_dir(dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     restrict(dir, 0o700)?;
-    dir.canonicalize()
+    dunce::canonicalize(dir)
 }
 
 /// Write `bytes` to `path` through a temporary file in the same folder and a rename; the file

@@ -52,7 +52,7 @@ impl TestDir {
         self.dir.path()
     }
     pub fn workspace(&self) -> PathBuf {
-        self.dir.path().join("workspace").canonicalize().unwrap()
+        dunce::canonicalize(self.dir.path().join("workspace")).unwrap()
     }
     pub fn record_file(&self) -> PathBuf {
         self.dir.path().join("record.jsonl")

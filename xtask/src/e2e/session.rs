@@ -197,6 +197,8 @@ pub fn run(plan: &Plan) -> Result<bool> {
     env.apply(&mut server);
     server.env("CURSOR_BRIDGE_E2E_RUN", &run_name);
     let server_log = d.logs.join("code-server.log");
+    // The e2e run is Linux only (setup.rs); the cfg lets `cargo xtask dist` build on Windows.
+    #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut server, 0);
     let mut server = server
         .stdin(Stdio::null())

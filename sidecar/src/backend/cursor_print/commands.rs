@@ -41,7 +41,6 @@ pub fn spawn_spec(cli: &CliCommand, args: &[&str], env: &ChildEnv, cwd: Option<&
         cwd: cwd.map(Path::to_path_buf),
         env: env_set,
         env_remove: env.remove.clone(),
-        die_with_parent: false,
     }
 }
 

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use crate::backend::process::{self, ChildProcess, SpawnSpec};
 
-/// Below this much available memory no spare is kept (each is a Node process of ~100 MB).
+/// Below this much available memory no spare is kept (each is a Node process of ~100 MB). macOS
+/// judges by its memory-pressure level instead.
 const MIN_AVAILABLE_KIB: u64 = 512 * 1024;
 
 struct Spare {
@@ -150,13 +151,10 @@ impl Spares {
     }
 }
 
-/// `MemAvailable` from /proc/meminfo; elsewhere assume there is room.
+/// Room for a spare: the OS does not report memory as tight (Linux `MemAvailable`, Windows
+/// available physical memory, macOS the kernel's pressure level; see `process::memory_is_tight`).
 pub fn memory_allows_spares() -> bool {
-    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else { return true };
-    info.lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .is_none_or(|kib| kib >= MIN_AVAILABLE_KIB)
+    !process::memory_is_tight(MIN_AVAILABLE_KIB)
 }
 
 #[cfg(all(test, target_os = "linux"))]

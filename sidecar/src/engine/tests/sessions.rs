@@ -255,14 +255,14 @@ async fn each_conversation_gets_a_private_folder_of_its_own_when_asked() {
     let root = dir.path().join("conversations");
     std::fs::create_dir_all(&root).unwrap();
     let mut config = Config::new(Options::default(), vec![root.clone()], None).unwrap();
-    config.conversation_folders = Some(root.canonicalize().unwrap());
+    config.conversation_folders = Some(dunce::canonicalize(&root).unwrap());
     let backend = crate::backend::scripted::Scripted::new();
     let engine = crate::engine::Engine::new(config, backend.clone());
     send_to(&engine, request(vec![user("hi")])).await.1.unwrap();
     send_to(&engine, request(vec![user("hi")])).await.1.unwrap();
     let (a, b) = (backend.turn(0).workspace, backend.turn(1).workspace);
     assert_ne!(a, b, "two conversations, two folders");
-    assert!(a.starts_with(root.canonicalize().unwrap()) && a.is_dir());
+    assert!(a.starts_with(dunce::canonicalize(&root).unwrap()) && a.is_dir());
     let r = send_to(&engine, request(vec![user("hi"), assistant("Echo: hi"), user("again")])).await.1.unwrap();
     assert!(r.resumed);
     assert!([&a, &b].contains(&&backend.turn(2).workspace), "a follow-up runs in its conversation's folder");
