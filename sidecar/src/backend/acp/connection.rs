@@ -132,6 +132,11 @@ impl Connection {
         }
     }
 
+    /// Close the agent's stdin (its signal to finish and exit); nothing more can be sent.
+    pub fn close_input(&self) {
+        self._writer.0.abort();
+    }
+
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), RpcError> {
         self.send(json!({"jsonrpc": "2.0", "method": method, "params": params})).await
     }

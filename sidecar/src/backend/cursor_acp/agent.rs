@@ -379,6 +379,12 @@ impl Agent {
         let _ = tokio::time::timeout(Duration::from_secs(2), seen.wait_for(|n| *n >= mark)).await;
     }
 
+    /// Ask the agent to finish: its stdin closes, and it exits on end of input (a real CLI
+    /// saves its session store then).
+    pub fn close_input(&self) {
+        self.conn.close_input();
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.pid()
     }

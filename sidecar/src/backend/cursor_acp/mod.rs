@@ -38,6 +38,8 @@ use crate::util::sync::lock;
 const SWEEP: Duration = Duration::from_secs(5);
 /// A turn for a session whose previous turn is still being cancelled waits this long for it.
 const BUSY_WAIT: Duration = Duration::from_secs(4);
+/// At shutdown, how long agents get to exit on end of input before they are killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 /// After ACP failed to start with a CLI build, `auto` uses print mode for it this long.
 pub const REPROBE_AFTER: Duration = Duration::from_secs(30 * 60);
 
@@ -278,9 +280,21 @@ impl CursorAcp {
         };
         let session = agent.session_id.clone();
         let (slot, outcome) = turn::run(slot, &t, &choice, sink).await;
-        let alive = slot.is_some_and(|mut s| s.as_mut().is_some_and(Agent::alive) && !one_shot);
-        if !alive && !one_shot {
-            lock(&self.warm).remove(&session);
+        match slot {
+            // Nobody continues a one-shot session: its agent finishes and exits.
+            Some(mut slot) if one_shot => {
+                if let Some(agent) = slot.take() {
+                    retire(agent);
+                }
+            }
+            Some(mut slot) => {
+                if !slot.as_mut().is_some_and(Agent::alive) {
+                    lock(&self.warm).remove(&session);
+                }
+            }
+            None => {
+                lock(&self.warm).remove(&session);
+            }
         }
         self.trim();
         outcome
@@ -320,6 +334,17 @@ impl CursorAcp {
     pub fn warm_count(&self) -> usize {
         lock(&self.warm).len() + lock(&self.spares).len()
     }
+}
+
+/// Stop an agent no turn needs: end of input, a moment to exit, then its tree is killed.
+fn retire(mut agent: Agent) {
+    agent.close_input();
+    tokio::spawn(async move {
+        let deadline = Instant::now() + SHUTDOWN_GRACE * 2;
+        while agent.alive() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
 }
 
 fn chat_lost(why: &str) -> TurnFailure {
@@ -382,12 +407,22 @@ impl Backend for CursorAcp {
 
     fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        lock(&self.spares).clear();
+        let mut agents: Vec<Agent> = lock(&self.spares).drain(..).map(|s| s.agent).collect();
         for (_, cell) in lock(&self.warm).drain() {
             if let Ok(mut slot) = cell.try_lock() {
-                *slot = None;
+                agents.extend(slot.take());
             }
         }
+        // End of input first, so each agent can finish writing its session store; whatever is
+        // still running after a short grace is killed with its tree (dropping the agent).
+        for agent in &agents {
+            agent.close_input();
+        }
+        let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
+        while agents.iter_mut().any(Agent::alive) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(agents);
         self.print.shutdown();
         process::sweep_orphans();
     }

@@ -23,6 +23,8 @@ use crate::protocol::{ErrorKind, Mode};
 
 /// How long a cancelled turn's agent gets to answer `cancelled` before its tree is killed.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
+/// How often a running turn checks that its agent process still runs.
+const EXIT_WATCH: Duration = Duration::from_millis(250);
 /// Transport drops the ACP session does not retry itself (docs/cursor-acp.md §6): retried here
 /// while nothing of the answer has been shown.
 const TRANSPORT_RETRIES: usize = 2;
@@ -73,6 +75,9 @@ impl Running {
             let conn = self.agent().conn.clone();
             let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": spec.prompt}]});
             self.prompt = Some(tokio::spawn(async move { conn.request_marked("session/prompt", params).await }));
+            // The agent's output can outlive the agent (a tool's process holding its stdout):
+            // its exit is watched as well.
+            let mut watch = tokio::time::interval(EXIT_WATCH);
             let (answer, mark) = loop {
                 let prompt = self.prompt.as_mut().expect("set above");
                 tokio::select! {
@@ -86,9 +91,17 @@ impl Running {
                         None => break prompt.await.unwrap_or((Err(RpcError::Closed), 0)),
                     },
                     r = &mut *prompt => break r.unwrap_or((Err(RpcError::Closed), 0)),
+                    _ = watch.tick() => {
+                        if !self.agent().alive() {
+                            tracing::debug!("the ACP agent exited during the turn");
+                            break (Err(RpcError::Closed), 0);
+                        }
+                    }
                 }
             };
-            self.prompt = None;
+            if let Some(prompt) = self.prompt.take() {
+                prompt.abort(); // finished, or its agent is gone
+            }
             // The answer overtakes the updates sent before it: handle those first (they are
             // this turn's last text).
             loop {
