@@ -236,3 +236,18 @@ fn a_session_lost_with_the_sidecar_continues_through_session_load() {
     let (_, _, prompts) = session_with_prompt(&dir, "remember 42");
     assert_eq!(prompts, ["remember 42", "what was it?"]);
 }
+
+#[test]
+fn a_project_config_the_cli_rejects_is_quoted_with_what_to_fix() {
+    let dir = TestDir::new();
+    std::fs::create_dir_all(dir.workspace().join(".cursor")).unwrap();
+    std::fs::write(dir.workspace().join(".cursor/cli.json"), r#"{"model": "gpt-5"}"#).unwrap();
+    let mut s = start(&dir, "acp", &[]);
+    let (d, r) = s.chat(send("t1", "c1", "ask", json!([user("hi")])));
+    assert_eq!(error_kind(&r), "cliFailed", "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("configuration") && message.contains("cli.json"), "{r}");
+    assert!(r["error"]["data"]["hint"].as_str().unwrap().contains(".cursor/cli.json"), "{r}");
+    assert!(r["error"]["data"]["detail"].as_str().unwrap().contains("Unrecognized key"), "the stderr tail: {r}");
+    assert_eq!(text_of(&d), "");
+}
