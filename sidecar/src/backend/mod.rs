@@ -4,6 +4,7 @@
 //! front door.
 
 pub mod acp;
+pub mod cli_version;
 pub mod cursor_print;
 pub mod events;
 pub mod process;
@@ -12,6 +13,7 @@ pub mod process;
 pub mod scripted;
 pub mod seam;
 pub mod select;
+pub mod sku;
 
 pub use events::{Activity, Event, EventSink};
 pub use seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
