@@ -4,6 +4,7 @@
 
 mod support;
 
+mod doctor;
 mod failures;
 mod fault_matrix;
 mod http_openai;
