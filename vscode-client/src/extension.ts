@@ -74,6 +74,21 @@ export async function launchConfig(
   };
 }
 
+/**
+ * Context keys the walkthrough's steps complete on (package.json `walkthroughs`): set once true,
+ * never unset in a window (a step, once done, stays done).
+ */
+export const CONTEXT = {
+  cliFound: 'cursorBridge.cliFound',
+  signedIn: 'cursorBridge.signedIn',
+  modelUsed: 'cursorBridge.modelUsed',
+  answered: 'cursorBridge.answered',
+} as const;
+
+function setContext(key: string): void {
+  void vscode.commands.executeCommand('setContext', key, true);
+}
+
 /** Problems a person must fix before any Cursor model works; each is announced once per window. */
 const SETUP_PROBLEMS: ReadonlySet<FailureKind> = new Set<FailureKind>(['cliNotFound', 'authRequired', 'sidecarNotFound']);
 
@@ -116,9 +131,14 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
   const catalog = new ModelCatalog(
     async (refresh) => {
       try {
-        return (await manager.request(Request.modelsList, { refresh })).models;
+        const models = (await manager.request(Request.modelsList, { refresh })).models;
+        // Listing models needs the CLI and a login (or key): both walkthrough steps are done.
+        setContext(CONTEXT.cliFound);
+        setContext(CONTEXT.signedIn);
+        return models;
       } catch (e) {
         const err = toBridgeError(e);
+        if (err.kind === 'authRequired') setContext(CONTEXT.cliFound);
         log.warn(`models/list failed: ${err.kind}: ${err.message}${err.hint ? ` | hint: ${err.hint}` : ''}`);
         detached(log, 'announcing a set-up problem', () => announce(err));
         throw err;
@@ -139,13 +159,25 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
     log,
     thinkingPart: thinkingPartCtor,
     dataPart: dataPartCtor,
+    onTurn: (phase) => setContext(phase === 'started' ? CONTEXT.modelUsed : CONTEXT.answered),
   });
 
   context.subscriptions.push(
     log,
     modelsChanged,
     vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
-    ...registerCommands({ sidecar: manager, catalog, log, secrets: context.secrets }),
+    ...registerCommands({
+      sidecar: manager,
+      catalog,
+      log,
+      secrets: context.secrets,
+      onDoctor: (report) => {
+        const passed = (id: string) => report.checks.some((c) => c.id === id && c.status === 'ok');
+        if (passed('cli')) setContext(CONTEXT.cliFound);
+        if (passed('login')) setContext(CONTEXT.signedIn);
+      },
+      // HOOK(platform): `platformReport: () => platformItems()` from ./platform once it exists.
+    }),
     ...restartOnChanges(manager, vscode.workspace, context.secrets, API_KEY_SECRET),
   );
 
