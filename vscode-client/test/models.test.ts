@@ -150,7 +150,7 @@ describe('groupModels: one picker entry per base model', () => {
     assert.deepEqual(groups.map((g) => [g.id, g.members.length]), [['gpt-5.5', 3], ['composer-2.5', 2], ['x', 2], ['old-cached', 1]]);
   });
   it('an effort-only base gets a Thinking Effort menu, defaulting to the CLI default', () => {
-    const info = toChatInformation(groups[0]) as { configurationSchema?: { properties: Record<string, Record<string, unknown>> } };
+    const info = toChatInformation(groups[0]) as { name: string; configurationSchema?: { properties: Record<string, Record<string, unknown>> } };
     assert.equal(info.name, 'GPT-5.5');
     assert.deepEqual(info.configurationSchema?.properties.reasoningEffort, {
       type: 'string', title: 'Thinking Effort', enum: ['default', 'low', 'high'], enumItemLabels: ['Default', 'Low', 'High'],
