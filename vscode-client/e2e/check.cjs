@@ -233,9 +233,9 @@ guarded('picker: GPT-5.5 is one entry, its variants are not entries', () => {
   const ok = gpt.length === 1 && /^GPT-5\.5,/.test(gpt[0]) && !labels.some((l) => /GPT-5\.5 (High|Low)|Composer 2\.5 Fast|Opus 4\.8 Thinking/.test(l || ''));
   return [ok, `${labels.length} entries; GPT-5.5: ${show(gpt)}; ${(chat.picker || {}).screenshot}`];
 });
-guarded('picker: the effort menu offers Default, Low and High, Default first', () => {
+guarded('picker: the effort menu offers Standard (the default), Low and High', () => {
   const m = chat.variantMenu.high;
-  const ok = m.menu.length === 3 && /^Default/.test(m.menu[0]) && m.menu.some((x) => /^Low/.test(x)) && m.menu.some((x) => /^High/.test(x)) && /Thinking Effort: Default/.test(m.before) && /Thinking Effort: High/.test(m.after);
+  const ok = m.menu.length === 3 && /^Standard/.test(m.menu[0]) && /Default/.test(m.menu[0]) && m.menu.some((x) => /^Low/.test(x)) && m.menu.some((x) => /^High/.test(x)) && /Thinking Effort: Standard/.test(m.before) && /Thinking Effort: High/.test(m.after);
   return [ok, `menu ${show(m.menu)}; button ${show(m.before)} → ${show(m.after)}; ${m.screenshot}`];
 });
 for (const [id, sku] of [['variant-default', 'gpt-5.5'], ['variant-high', 'gpt-5.5-high'], ['variant-back', 'gpt-5.5']]) {

@@ -470,7 +470,7 @@ async function main() {
       await send('Ask', { id: 'variant-default', words: 'with the default effort', answer: 'Default effort ✓', thinking: 'Thinking at the default effort' });
       result.variantMenu.high = await pickVariant('High');
       await send('Ask', { id: 'variant-high', words: 'with high effort', answer: 'High effort ✓', thinking: 'Thinking hard' });
-      result.variantMenu.default = await pickVariant('Default');
+      result.variantMenu.default = await pickVariant('Standard');
       await send('Ask', { id: 'variant-back', words: 'back to the default effort', answer: 'Default again ✓', thinking: 'Back to normal' });
     });
     result.walkthroughAfter = await attempt('walkthrough-after', () => walkthrough('after'));

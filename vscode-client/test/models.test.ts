@@ -136,7 +136,7 @@ describe('groupModels: one picker entry per base model', () => {
   const sku = (id: string, base: string, variant: Partial<NonNullable<ModelInfo['variant']>>, over: Partial<ModelInfo> = {}): ModelInfo =>
     model({ id, name: id, family: 'gpt', base: { id: base, name: base.toUpperCase() }, variant: { fast: false, thinking: false, label: id, default: false, ...variant }, ...over });
   const listed: ModelInfo[] = [
-    sku('gpt-5.5', 'gpt-5.5', { label: 'Default', default: true }),
+    sku('gpt-5.5', 'gpt-5.5', { label: 'Standard', default: true }),
     sku('gpt-5.5-high', 'gpt-5.5', { effort: 'high', label: 'High' }),
     sku('gpt-5.5-low', 'gpt-5.5', { effort: 'low', label: 'Low' }),
     sku('composer-2.5', 'composer-2.5', { label: 'Standard', default: true }, { family: 'composer', maxInputTokens: 200_000 }),
@@ -153,7 +153,7 @@ describe('groupModels: one picker entry per base model', () => {
     const info = toChatInformation(groups[0]) as { name: string; configurationSchema?: { properties: Record<string, Record<string, unknown>> } };
     assert.equal(info.name, 'GPT-5.5');
     assert.deepEqual(info.configurationSchema?.properties.reasoningEffort, {
-      type: 'string', title: 'Thinking Effort', enum: ['default', 'low', 'high'], enumItemLabels: ['Default', 'Low', 'High'],
+      type: 'string', title: 'Thinking Effort', enum: ['default', 'low', 'high'], enumItemLabels: ['Standard', 'Low', 'High'],
       enumDescriptions: ['Cursor model gpt-5.5', 'Cursor model gpt-5.5-low', 'Cursor model gpt-5.5-high'], default: 'default', group: 'navigation',
     });
   });

@@ -109,12 +109,14 @@ pub fn base_name(name: &str, sku: &Sku) -> String {
     }
 }
 
-/// A variant's menu label: `High · Fast`, `Thinking`, or `Standard` for the plain one.
+/// A variant's menu label: `High · Fast`, `Thinking`, or `Standard` for the plain one (also in a
+/// base with efforts: the bare SKU runs the CLI's own default effort, which the CLI does not name,
+/// and VS Code marks the default entry "Default" itself).
 pub fn label(sku: &Sku, base_has_effort: bool) -> String {
     let mut parts: Vec<&str> = Vec::new();
     match sku.effort.and_then(|e| EFFORTS.iter().find(|(w, _)| *w == e)) {
         Some((_, l)) => parts.push(l),
-        None if base_has_effort => parts.push("Default"),
+        None if base_has_effort => parts.push("Standard"),
         None => {}
     }
     if sku.fast {
@@ -228,7 +230,7 @@ mod tests {
         };
         // (id, base, base name, label, default)
         let cases = [
-            ("gpt-5.5", "gpt-5.5", "GPT-5.5", "Default", true),
+            ("gpt-5.5", "gpt-5.5", "GPT-5.5", "Standard", true),
             ("gpt-5.5-high", "gpt-5.5", "GPT-5.5", "High", false),
             ("gpt-5.5-high-fast", "gpt-5.5", "GPT-5.5", "High · Fast", false),
             ("grok-4.5-low", "grok-4.5", "Grok 4.5", "Low", true),

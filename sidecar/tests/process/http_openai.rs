@@ -370,7 +370,7 @@ fn v1_models_lists_every_sku_with_its_base_and_variant() {
         })
         .collect();
     let want = [
-        ("gpt-5.5", "gpt-5.5", "Default", true),
+        ("gpt-5.5", "gpt-5.5", "Standard", true),
         ("gpt-5.5-high", "gpt-5.5", "High", false),
         ("gpt-5.5-high-fast", "gpt-5.5", "High · Fast", false),
         ("composer-2.5", "composer-2.5", "Standard", true),
