@@ -75,8 +75,12 @@ export async function launchConfig(
 }
 
 /**
- * Context keys the walkthrough's steps complete on (package.json `walkthroughs`): set once true,
- * never unset in a window (a step, once done, stays done).
+ * Context keys the walkthrough's steps complete on (package.json `walkthroughs`). They are pulsed,
+ * not left set: VS Code's walkthrough service (1.139) completes an `onContext` step only when the
+ * expression *becomes* true while the service runs, and one that is already true when the service
+ * starts (lazily, when a walkthrough is first shown) is never completed in that window. So each key
+ * is true for a moment whenever its condition is seen (each model list, each turn) and false
+ * otherwise; a step, once completed, stays completed (VS Code stores it).
  */
 export const CONTEXT = {
   cliFound: 'cursorBridge.cliFound',
@@ -85,8 +89,15 @@ export const CONTEXT = {
   answered: 'cursorBridge.answered',
 } as const;
 
+const PULSE_MS = 1500;
+const pulses = new Map<string, ReturnType<typeof setTimeout>>();
+
 function setContext(key: string): void {
   void vscode.commands.executeCommand('setContext', key, true);
+  clearTimeout(pulses.get(key));
+  const timer = setTimeout(() => void vscode.commands.executeCommand('setContext', key, false), PULSE_MS);
+  (timer as { unref?: () => void }).unref?.();
+  pulses.set(key, timer);
 }
 
 /** Problems a person must fix before any Cursor model works; each is announced once per window. */
