@@ -132,7 +132,8 @@ export function sidecarItems(report: DoctorResult): SetupItem[] {
   return report.checks.map((c) => ({ id: c.id, title: c.title, status: c.status, summary: c.summary, fix: c.fix, action: actionOf(c) }));
 }
 
-const MARK: Record<CheckStatus, string> = { ok: '✅', warn: '⚠️', fail: '❌', info: 'ℹ️' };
+// Text marks, not emoji: they render in every font (emoji fonts are missing on many Linux set-ups).
+const MARK: Record<CheckStatus, string> = { ok: '✓', warn: '⚠', fail: '✗', info: 'ℹ' };
 
 export const FIX_LABELS: Record<FixId, string> = {
   utilityMainAgent: 'Set chat.byokUtilityModelDefault to "mainAgent"',

@@ -43,8 +43,8 @@ describe('renderReport', () => {
       { title: 'Platform', items: [] },
     ]);
     assert.match(md, /^# Cursor Bridge: Check Setup\n\n\*\*1 problem to fix\*\* before Cursor models answer, and 1 warning\./);
-    assert.match(md, /- ❌ \*\*Cursor login:\*\* Not logged in, and no API key is set\.\n {2}- Fix: Run `agent login`\.\n {2}- \[Run `agent login` in a terminal\]\(#fix-login\)/);
-    assert.match(md, /- ✅ \*\*Cursor CLI:\*\* Found at \/x\.\n- ❌/);
+    assert.match(md, /- ✗ \*\*Cursor login:\*\* Not logged in, and no API key is set\.\n {2}- Fix: Run `agent login`\.\n {2}- \[Run `agent login` in a terminal\]\(#fix-login\)/);
+    assert.match(md, /- ✓ \*\*Cursor CLI:\*\* Found at \/x\.\n- ✗/);
     assert.match(md, /\(#fix-utilityMainAgent\)/);
     assert.doesNotMatch(md, /## Platform/, 'an empty section is left out');
   });
