@@ -14,6 +14,7 @@
 //!   trailing parenthesised note such as `(NO ZDR)`, which stays.
 //! * A base's default variant is the CLI's: the bare id when it is listed, else the one the CLI
 //!   marks `(default)` or `(current)`, else the first listed. Its name is the base's name.
+//! * A SKU with no sibling is a base of its own, under its own id and name.
 
 use crate::protocol::{ModelBase, ModelInfo, ModelVariant};
 
@@ -151,9 +152,15 @@ pub fn group(models: Vec<ModelInfo>, is_marked: impl Fn(&ModelInfo) -> bool) -> 
             None => base_name(&models[default].name, &skus[default]),
         };
         let has_effort = members.iter().any(|&j| skus[j].effort.is_some());
+        // A SKU without siblings is its own base: its id and name stay as the CLI lists them
+        // (`sonnet-5-thinking` alone is not "Claude Sonnet 5").
+        let (base_id, name) = match members.as_slice() {
+            [only] => (models[*only].id.clone(), models[*only].name.clone()),
+            _ => (sku.base.clone(), name),
+        };
         for &j in &members {
             let s = &skus[j];
-            out[j].base = Some(ModelBase { id: sku.base.clone(), name: name.clone() });
+            out[j].base = Some(ModelBase { id: base_id.clone(), name: name.clone() });
             out[j].variant = Some(ModelVariant {
                 effort: s.effort.map(str::to_owned),
                 fast: s.fast,
@@ -221,6 +228,7 @@ mod tests {
             info("grok-4.5-low", "Grok 4.5 Low"),
             info("o3-mini-high", "o3 mini High"),
             info("o3-mini-low", "o3 mini Low"),
+            info("sonnet-5-thinking", "Claude Sonnet 5 Thinking"),
         ];
         let grouped = group(listed, |m| m.id == "grok-4.5-low");
         let row = |id: &str| {
@@ -236,12 +244,13 @@ mod tests {
             ("grok-4.5-low", "grok-4.5", "Grok 4.5", "Low", true),
             ("grok-4.5-high", "grok-4.5", "Grok 4.5", "High", false),
             ("o3-mini-high", "o3-mini", "o3 mini", "High", true),
+            ("sonnet-5-thinking", "sonnet-5-thinking", "Claude Sonnet 5 Thinking", "Thinking", true),
         ];
         for (id, base, name, label, default) in cases {
             assert_eq!(row(id), (base.into(), name.into(), label.into(), default), "{id}");
         }
         // The listing order is kept and nothing is dropped.
-        assert_eq!(grouped.len(), 7);
+        assert_eq!(grouped.len(), 8);
         assert_eq!(grouped[0].id, "gpt-5.5-high");
         assert_eq!(label(&parse("composer-2.5"), false), "Standard");
     }
