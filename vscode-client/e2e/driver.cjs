@@ -210,7 +210,8 @@ async function main() {
       els.map((e) => ({
         id: e.getAttribute('data-step-id'),
         title: (e.querySelector('.step-title') || e).textContent.trim(),
-        done: e.classList.contains('complete') || !!e.querySelector('.codicon-pass-filled'),
+        // VS Code marks a completed step's button aria-checked and its check icon `.complete`.
+        done: e.getAttribute('aria-checked') === 'true' || !!e.querySelector('.codicon.complete'),
       })),
     );
     const record = { steps: seen, screenshot: await shot(`walkthrough-${name}`) };
