@@ -3,6 +3,7 @@
 //! `docs/architecture.md` for the code map.
 
 pub mod backend;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod http;

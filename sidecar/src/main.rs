@@ -1,7 +1,7 @@
 //! `cursor-bridge [stdio]`: speak the protocol on stdin/stdout. `cursor-bridge serve`: the
 //! OpenAI-compatible HTTP server (`http/`). `cursor-bridge --version`.
 
-use cursor_bridge::{http, startup, stdio};
+use cursor_bridge::{doctor, http, startup, stdio};
 
 const USAGE: &str = "\
 cursor-bridge: Cursor's models for any editor, over stdio JSON-RPC (see protocol.md) or an
@@ -12,6 +12,8 @@ Usage:
   cursor-bridge serve [--listen 127.0.0.1:9997] [--workspace DIR] [--cli-path PATH]
                       [--api-key-file FILE] [--mode agent|ask|plan]
                             an OpenAI-compatible HTTP server (`cursor-bridge serve --help`)
+  cursor-bridge doctor [--json]
+                            check the set-up and say how to fix it (`cursor-bridge doctor --help`)
   cursor-bridge --version   print the version
   cursor-bridge --help      print this help
 
@@ -28,6 +30,7 @@ fn main() {
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         [] | ["stdio"] => std::process::exit(run_stdio()),
         ["serve", ..] => std::process::exit(http::main(&args[1..])),
+        ["doctor", ..] => std::process::exit(doctor::main(&args[1..])),
         ["--version"] | ["-V"] | ["version"] => println!("cursor-bridge {}", env!("CARGO_PKG_VERSION")),
         ["--help"] | ["-h"] | ["help"] => print!("{USAGE}"),
         other => {

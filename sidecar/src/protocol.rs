@@ -16,9 +16,11 @@ pub mod request {
     pub const SESSIONS_LIST: &str = "sessions/list";
     pub const SESSIONS_CLEAR: &str = "sessions/clear";
     pub const STATUS: &str = "status";
+    pub const DOCTOR: &str = "doctor";
     pub const SHUTDOWN: &str = "shutdown";
 
-    pub const ALL: &[&str] = &[INITIALIZE, MODELS_LIST, CHAT_SEND, SESSIONS_LIST, SESSIONS_CLEAR, STATUS, SHUTDOWN];
+    pub const ALL: &[&str] =
+        &[INITIALIZE, MODELS_LIST, CHAT_SEND, SESSIONS_LIST, SESSIONS_CLEAR, STATUS, DOCTOR, SHUTDOWN];
 }
 
 /// Notifications, in either direction (no response).
@@ -333,6 +335,34 @@ pub struct ModelInfo {
     pub max_output_tokens: u32,
     pub capabilities: ModelCapabilities,
     pub is_default: bool,
+    /// The base model this SKU is a variant of (`backend/sku.rs`); absent in lists cached by
+    /// older sidecars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<ModelBase>,
+    /// Where this SKU sits on its base's axes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<ModelVariant>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelBase {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelVariant {
+    /// `minimal`, `low`, `medium`, `high`, `xhigh`, `max`; absent: the CLI's own default effort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    pub fast: bool,
+    pub thinking: bool,
+    /// What a menu shows for it (`High · Fast`, `Default`, `Standard`).
+    pub label: String,
+    /// The variant the CLI uses for the base (exactly one per base).
+    pub default: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -607,4 +637,44 @@ pub struct CliStatus {
     pub api_key: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// doctor
+
+/// `doctor`: what stands between this set-up and a working Cursor model, check by check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DoctorResult {
+    /// No check failed.
+    pub ok: bool,
+    pub checks: Vec<Check>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    /// Stable: `cli`, `cliVersion`, `login`, `models`, `workspaceTrust`, `backend`, `stateFolder`.
+    pub id: String,
+    pub title: String,
+    pub status: CheckStatus,
+    /// One line: what was found.
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// What to do about it (absent when nothing needs doing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CheckStatus {
+    Ok,
+    /// Works, but not as well as it could.
+    Warn,
+    /// Cursor models will not answer until this is fixed.
+    Fail,
+    /// Nothing to judge.
+    Info,
 }

@@ -183,8 +183,8 @@ fn allowed(layer: &str) -> &'static [&'static str] {
         "backend" => FOUNDATION,
         "engine" => &["protocol", "error", "util", "backend"],
         "startup" => &["protocol", "error", "util", "backend", "logging"],
-        "stdio" | "http" => &["protocol", "error", "util", "backend", "engine", "startup"],
-        "root" => &["protocol", "error", "util", "backend", "engine", "startup", "stdio", "http", "logging"],
+        "stdio" | "http" | "doctor" => &["protocol", "error", "util", "backend", "engine", "startup"],
+        "root" => &["protocol", "error", "util", "backend", "engine", "startup", "stdio", "http", "doctor", "logging"],
         other => panic!("tidy does not know the layer of `{other}`: add it to `allowed`"),
     }
 }
@@ -296,8 +296,10 @@ fn only_the_writer_touches_stdout() {
         for line in shipped_lines(&path, &text) {
             let prints = calls_macro(line, "println!(") || calls_macro(line, "print!(") || calls_macro(line, "dbg!(");
             let stdout = line.contains("io::stdout()");
-            // main.rs: `--version`/`--help`, and handing stdout to the writer; `serve --help`.
+            // main.rs: `--version`/`--help`, and handing stdout to the writer; `serve --help`;
+            // `doctor`, a terminal command that never speaks the protocol.
             let allowed = (name == "main.rs" && (prints || stdout))
+                || (name == "doctor.rs" && prints)
                 || (name == "http/mod.rs" && line.contains("print!(\"{USAGE}\")"));
             if (prints || stdout) && !allowed {
                 wrong.push(format!("{name}: `{}`", line.trim()));
@@ -420,6 +422,7 @@ fn every_protocol_example_round_trips_through_its_type() {
                     request::SESSIONS_LIST => round_trip::<SessionsListResult>(result, &what, &mut problems),
                     request::SESSIONS_CLEAR => round_trip::<SessionsClearResult>(result, &what, &mut problems),
                     request::STATUS => round_trip::<StatusResult>(result, &what, &mut problems),
+                    request::DOCTOR => round_trip::<DoctorResult>(result, &what, &mut problems),
                     request::SHUTDOWN => assert!(result.is_null()),
                     other => problems.push(format!("{what}: a response to no known request ({other:?})")),
                 }

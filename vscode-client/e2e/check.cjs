@@ -102,6 +102,16 @@ guarded('the sidecar kept its state and log in the run folder', () => {
 });
 
 // ---------------------------------------------------------------- API half (vscode.lm)
+guarded('first ask: the first selectChatModels after activation returns the Cursor models', () => {
+  const s = step('firstSelect');
+  return [s.ids.includes('composer-2.5') && s.ids.includes('gpt-5.5'), `${s.ids.length} models after ${s.ms} ms: ${show(s.ids.slice(0, 6))}`];
+});
+guarded('models: one entry per base model (variants are not models of their own)', () => {
+  const ids = step('models').models.map((m) => m.id);
+  const variants = ['gpt-5.5-low', 'gpt-5.5-high', 'composer-2.5-fast', 'claude-opus-4-8-thinking'];
+  const ok = ['gpt-5.5', 'composer-2.5', 'claude-opus-4-8'].every((b) => ids.filter((i) => i === b).length === 1) && !variants.some((v) => ids.includes(v));
+  return [ok, show(ids)];
+});
 guarded('models: the Cursor models appear with per-model limits', () => {
   const models = step('models').models;
   const limit = (id) => (models.find((m) => m.id === id) || {}).maxInputTokens;
@@ -217,6 +227,37 @@ for (const mode of ['agent', 'ask']) {
     return [ok, `chat ${t1.sessionId} vs ${fresh.sessionId}`];
   });
 }
+guarded('picker: GPT-5.5 is one entry, its variants are not entries', () => {
+  const labels = (chat.picker || {}).labels || [];
+  const gpt = labels.filter((l) => /^GPT-5\.5\b/.test(l || ''));
+  const ok = gpt.length === 1 && /^GPT-5\.5,/.test(gpt[0]) && !labels.some((l) => /GPT-5\.5 (High|Low)|Composer 2\.5 Fast|Opus 4\.8 Thinking/.test(l || ''));
+  return [ok, `${labels.length} entries; GPT-5.5: ${show(gpt)}; ${(chat.picker || {}).screenshot}`];
+});
+guarded('picker: the effort menu offers Standard (the default), Low and High', () => {
+  const m = chat.variantMenu.high;
+  const ok = m.menu.length === 3 && /^Standard/.test(m.menu[0]) && /Default/.test(m.menu[0]) && m.menu.some((x) => /^Low/.test(x)) && m.menu.some((x) => /^High/.test(x)) && /Thinking Effort: Standard/.test(m.before) && /Thinking Effort: High/.test(m.after);
+  return [ok, `menu ${show(m.menu)}; button ${show(m.before)} → ${show(m.after)}; ${m.screenshot}`];
+});
+for (const [id, sku] of [['variant-default', 'gpt-5.5'], ['variant-high', 'gpt-5.5-high'], ['variant-back', 'gpt-5.5']]) {
+  guarded(`picker ${id}: the turn ran the CLI with exactly --model ${sku}, and was answered`, () => {
+    const r = runOf(`e2e-chat ${id}`);
+    const s = send(id);
+    return [arg(r, '--model') === sku && s.answerVisible, `--model ${arg(r, '--model')}; answer ${s.answerVisible ? 'shown' : 'MISSING'}; ${s.screenshot}`];
+  });
+}
+guarded('check setup: the report renders the sidecar\'s and VS Code\'s checks', () => {
+  const t = (chat.checkSetup || {}).text || '';
+  const want = ['Cursor Bridge: Check Setup', 'Cursor CLI: Found at', 'known to work', 'Cursor login: Logged in as test@example.com', 'Models:', 'Backend: Turns run through the `print` backend', 'Utility model', 'GitHub sign-in', 'Not needed'];
+  const missing = want.filter((w) => !t.includes(w.replace(/`/g, '')) && !t.includes(w));
+  return [t.length > 0 && missing.length === 0, `${missing.length ? `missing ${show(missing)}; ` : ''}${(chat.checkSetup || {}).screenshot}`];
+});
+guarded('walkthrough: renders its five steps, and a signed-out VS Code completes every one', () => {
+  const before = chat.walkthroughBefore;
+  const after = chat.walkthroughAfter;
+  const ids = after.steps.map((x) => x.id || x.title);
+  const ok = before.steps.length === 5 && after.steps.length === 5 && after.steps.every((x) => x.done) && before.steps.some((x) => !x.done);
+  return [ok, `before: ${before.steps.map((x) => `${x.title}${x.done ? ' ✓' : ''}`).join(' | ')}; after: ${after.steps.map((x) => `${x.title}${x.done ? ' ✓' : ''}`).join(' | ')}; ${show(ids)}; ${before.screenshot}, ${after.screenshot}`];
+});
 guarded('chat view: title/progress requests reached the provider as ask-mode one-shots', () => {
   const titles = utilityRuns.filter((l) => (l.prompt || '').includes('write a brief title'));
   const bad = utilityRuns.filter((l) => arg(l, '--mode') !== 'ask' || l.argv.includes('--resume'));
@@ -226,7 +267,7 @@ guarded('chat view: the sidecar\'s sessions are exactly the real chats', () => {
   const sessions = sessionsFile.sessions;
   const utilityChats = new Set(utilityRuns.map((l) => l.sessionId));
   const mainChats = new Set(mainRuns.map((l) => l.sessionId));
-  const chatViewChats = ['agent-t1', 'agent-new', 'ask-t1', 'ask-new'].map((id) => runOf(`e2e-chat ${id}`).sessionId);
+  const chatViewChats = [...new Set(['agent-t1', 'agent-new', 'ask-t1', 'ask-new', 'variant-default', 'variant-high', 'variant-back'].map((id) => runOf(`e2e-chat ${id}`).sessionId))];
   const byChat = new Map(sessions.map((s) => [s.chatId, s]));
   const ok =
     sessions.every((s) => mainChats.has(s.chatId) && !utilityChats.has(s.chatId)) &&

@@ -13,6 +13,11 @@
 //
 // Last, one message in Ask mode is scripted to fail (rate limit): the error box must be clean.
 //
+// Around that: the first-run walkthrough (opened before and after, its steps' ticks recorded),
+// Cursor Bridge: Check Setup (its report's text and a screenshot), and the picker's per-model
+// menu: GPT-5.5 is one entry with a Thinking Effort menu; one message with the default effort,
+// one with High (check.cjs finds the SKU each ran in the double's record).
+//
 // Env: PLAYWRIGHT_CORE (the playwright-core folder), CHROMIUM, E2E_API_TIMEOUT_S (default 300),
 // E2E_STEP_TIMEOUT_S (one answer, default 120), E2E_CHAT_VIEW=0 (only wait for the API half).
 
@@ -28,6 +33,7 @@ if (!url || !resultsDir || !shotsDir) {
 const API_TIMEOUT = Number(process.env.E2E_API_TIMEOUT_S || 300) * 1000;
 const STEP_TIMEOUT = Number(process.env.E2E_STEP_TIMEOUT_S || 120) * 1000;
 const MODEL_NAME = 'Composer 2.5';
+const VARIANT_MODEL = 'GPT-5.5';
 
 // What the person types, per mode: two turns in one chat, then a new chat. Non-ASCII that Debian's
 // default fonts draw (CJK and emoji would show as boxes in the screenshots; the API half covers them).
@@ -189,6 +195,84 @@ async function main() {
     await until(`the mode dropdown to show ${name}`, async () => (await modeLabel()) === name, 10000);
   }
 
+  /** Welcome: Open Walkthrough… > ours; the steps as shown (title, done or not). */
+  async function walkthrough(name) {
+    log('person: F1 > Welcome: Open Walkthrough... > Get started with Cursor Bridge');
+    await runCommand('Welcome: Open Walkthrough...');
+    await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: 15000 });
+    await page.keyboard.type('Get started with Cursor Bridge', { delay: 10 });
+    await page.locator('.quick-input-widget .monaco-list-row.focused').filter({ hasText: 'Cursor Bridge' }).first().waitFor({ timeout: 15000 });
+    await page.keyboard.press('Enter');
+    const steps = page.locator('.gettingStartedContainer .getting-started-step');
+    await steps.first().waitFor({ timeout: 20000 });
+    await sleep(1000);
+    const seen = await steps.evaluateAll((els) =>
+      els.map((e) => ({
+        id: e.getAttribute('data-step-id'),
+        title: (e.querySelector('.step-title') || e).textContent.trim(),
+        // VS Code marks a completed step's button aria-checked and its check icon `.complete`.
+        done: e.getAttribute('aria-checked') === 'true' || !!e.querySelector('.codicon.complete'),
+      })),
+    );
+    const record = { steps: seen, screenshot: await shot(`walkthrough-${name}`) };
+    log(`walkthrough (${name}): ${seen.map((x) => `${x.title}${x.done ? ' ✓' : ''}`).join(' | ')}`);
+    await runCommand('View: Close All Editors');
+    return record;
+  }
+
+  /** F1 > Cursor Bridge: Check Setup; the report's text as the webview shows it. */
+  async function checkSetup() {
+    log('person: F1 > Cursor Bridge: Check Setup');
+    await runCommand('Cursor Bridge: Check Setup');
+    const text = await until('the Check Setup report', async () => {
+      for (const frame of page.frames()) {
+        const t = await frame.locator('#report').first().innerText({ timeout: 500 }).catch(() => '');
+        if (t && t.includes('VS Code')) return t;
+      }
+      return '';
+    }, 60000);
+    await sleep(500);
+    const record = { text, screenshot: await shot('check-setup') };
+    log(`check setup: ${text.split('\n').length} lines`);
+    await runCommand('View: Close All Editors');
+    return record;
+  }
+
+  /** Every entry the model picker offers (Other Models opened), by aria-label. */
+  async function pickerLabels() {
+    await escape();
+    await input().locator('a.model-picker-name').first().click();
+    const options = page.locator('.action-widget [role=option]');
+    await options.first().waitFor({ timeout: 10000 });
+    const other = page.locator('[role=option][aria-label="Other Models"]').first();
+    if (await other.count()) {
+      await other.click();
+      await sleep(500);
+    }
+    const labels = await options.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+    const screenshot = await shot('model-picker-all');
+    await escape(2);
+    return { labels, screenshot };
+  }
+
+  /** The model's menu in the picker (configurationSchema, group "navigation") > `label`. */
+  async function pickVariant(label) {
+    await escape();
+    const button = input().locator('a.model-picker-config').first();
+    await button.waitFor({ state: 'visible', timeout: 10000 });
+    const before = await button.getAttribute('aria-label');
+    log(`person: model menu "${before}" > ${label}`);
+    await button.click();
+    const item = page.locator('.action-widget [role=menuitemradio]', { hasText: label }).first();
+    await item.waitFor({ timeout: 10000 });
+    const menu = await page.locator('.action-widget [role=menuitemradio]').evaluateAll((els) => els.map((e) => e.textContent.trim()));
+    const screenshot = await shot(`variant-menu-${label}`);
+    await item.click();
+    await sleep(300);
+    const after = await button.getAttribute('aria-label');
+    return { before, after, menu, screenshot };
+  }
+
   /** The Chat view fills the window (wider answers in the screenshots); best effort. */
   async function maximizeChat() {
     const button = page.locator('.part.auxiliarybar a[aria-label^="Maximize"]').first();
@@ -335,6 +419,18 @@ async function main() {
   result.actions.push({ action: 'workbench', screenshot: await shot('workbench-after-api-half') });
   // The API half leaves notifications behind (the missing CLI warning, the refresh result).
   await runCommand('Notifications: Clear All Notifications');
+  const attempt = async (what, fn) => {
+    try {
+      return await fn();
+    } catch (e) {
+      log(`${what} failed: ${e.stack || e}`);
+      result.failures.push({ mode: what, error: String((e && e.message) || e), screenshot: await shot(`${what}-FAILED`) });
+      await escape(2);
+      return undefined;
+    }
+  };
+  result.walkthroughBefore = await attempt('walkthrough-before', () => walkthrough('before'));
+  result.checkSetup = await attempt('check-setup', () => checkSetup());
 
   // E2E_CHAT_VIEW=0 is for working on the API half alone: the Chat view checks then fail.
   if (process.env.E2E_CHAT_VIEW === '0') {
@@ -365,6 +461,20 @@ async function main() {
         result.failures.push({ mode, error: String((e && e.message) || e), screenshot: await shot(`${mode}-FAILED`) });
       }
     }
+    // One entry per base model; the effort menu picks the SKU.
+    await attempt('variants', async () => {
+      await newChat();
+      await setMode('Ask');
+      result.picker = await pickerLabels();
+      await ensureModel(VARIANT_MODEL);
+      result.variantMenu = {};
+      await send('Ask', { id: 'variant-default', words: 'with the default effort', answer: 'Default effort ✓', thinking: 'Thinking at the default effort' });
+      result.variantMenu.high = await pickVariant('High');
+      await send('Ask', { id: 'variant-high', words: 'with high effort', answer: 'High effort ✓', thinking: 'Thinking hard' });
+      result.variantMenu.default = await pickVariant('Standard');
+      await send('Ask', { id: 'variant-back', words: 'back to the default effort', answer: 'Default again ✓', thinking: 'Back to normal' });
+    });
+    result.walkthroughAfter = await attempt('walkthrough-after', () => walkthrough('after'));
   }
   result.done = true;
   writeResult();

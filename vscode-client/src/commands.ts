@@ -1,10 +1,11 @@
-// The five commands. Their failures are shown as notifications with the table's texts (errors.ts),
+// The commands (Check Setup's report lives in setup-check.ts). Their failures are shown as notifications with the table's texts (errors.ts),
 // never the sidecar's raw messages; the log has the details.
 
 import * as vscode from 'vscode';
 import { plainMessage, toBridgeError } from './errors';
 import type { ModelCatalog } from './models';
-import { Request } from './protocol';
+import { Request, type DoctorResult } from './protocol';
+import { applyFix, FIX_LABELS, showCheckSetup, type FixId, type SetupItem } from './setup-check';
 import type { SidecarManager } from './ctx';
 
 export const Command = {
@@ -13,6 +14,12 @@ export const Command = {
   showLogs: 'cursorBridge.showLogs',
   restartSidecar: 'cursorBridge.restartSidecar',
   setApiKey: 'cursorBridge.setApiKey',
+  checkSetup: 'cursorBridge.checkSetup',
+} as const;
+
+/** Commands not in the palette: the walkthrough's and the report's fix links (`cursorBridge.fix?["login"]`). */
+export const InternalCommand = {
+  fix: 'cursorBridge.fix',
 } as const;
 
 /** Where the API key lives in SecretStorage (never in settings). */
@@ -23,6 +30,9 @@ export interface CommandDeps {
   catalog: ModelCatalog;
   log: vscode.LogOutputChannel;
   secrets: vscode.SecretStorage;
+  onDoctor?(report: DoctorResult): void;
+  /** the platform report's items for Check Setup (setup-check.ts). */
+  platformReport?(): SetupItem[] | Promise<SetupItem[]>;
 }
 
 export async function showFailure(log: vscode.LogOutputChannel, what: string, e: unknown): Promise<void> {
@@ -64,6 +74,23 @@ export function registerCommands(d: CommandDeps): vscode.Disposable[] {
       } catch (e) {
         await showFailure(log, 'restarting the sidecar', e);
       }
+    }),
+    vscode.commands.registerCommand(Command.checkSetup, async () => {
+      try {
+        return await showCheckSetup({
+          doctor: () => sidecar.request(Request.doctor, undefined),
+          log,
+          run: (c, ...args) => vscode.commands.executeCommand(c, ...args),
+          onDoctor: d.onDoctor,
+          platformReport: d.platformReport,
+        });
+      } catch (e) {
+        await showFailure(log, 'checking the set-up', e);
+        return undefined;
+      }
+    }),
+    vscode.commands.registerCommand(InternalCommand.fix, async (id: unknown) => {
+      if (typeof id === 'string' && id in FIX_LABELS) await applyFix(id as FixId, (c) => vscode.commands.executeCommand(c));
     }),
     vscode.commands.registerCommand(Command.setApiKey, async () => {
       const value = await vscode.window.showInputBox({

@@ -65,6 +65,10 @@ interface Entry {
 
 const SHOW_LOGS = 'Details: **Cursor Bridge: Show Logs**.';
 
+/** Set-up failures: their explanation also points to Check Setup, which finds every such problem at once. */
+export const SETUP_KINDS: ReadonlySet<FailureKind> = new Set<FailureKind>(['cliNotFound', 'authRequired', 'sidecarNotFound', 'sidecarGaveUp']);
+export const CHECK_SETUP_LINK = 'Run [Cursor Bridge: Check Setup](command:cursorBridge.checkSetup) to see everything that is missing and fix it.';
+
 /** Every failure kind, how it renders and what it says. */
 export const FAILURES: Readonly<Record<FailureKind, Entry>> = {
   // Set-up problems: explained as the answer.
@@ -166,7 +170,8 @@ export function renderFailure(err: BridgeError, opts: { utility?: boolean } = {}
   const entry = FAILURES[err.kind] ?? FAILURES.unknown;
   if (entry.render === 'silent') return { render: 'silent' };
   if (entry.render === 'markdown' && !opts.utility) {
-    return { render: 'markdown', markdown: `**${entry.what}**\n\n${entry.action}\n\n_${SHOW_LOGS}_\n` };
+    const setup = SETUP_KINDS.has(err.kind) ? `${CHECK_SETUP_LINK}\n\n` : '';
+    return { render: 'markdown', markdown: `**${entry.what}**\n\n${entry.action}\n\n${setup}_${SHOW_LOGS}_\n` };
   }
   return { render: 'throw', error: chatError(`**Cursor Bridge:** ${entry.what} ${entry.action} ${SHOW_LOGS}`) };
 }

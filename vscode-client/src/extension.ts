@@ -10,6 +10,7 @@ import { detached, restartOnChanges, SidecarManager, type LaunchConfig } from '.
 import { plainMessage, toBridgeError, type BridgeError, type FailureKind } from './errors';
 import { turnWorkspace } from './folders';
 import { ModelCatalog } from './models';
+import { platformReport } from './platform';
 import { PROTOCOL_VERSION, Request } from './protocol';
 import { CursorChatProvider } from './provider';
 import { expandHome, readSettings, SECTION, sidecarOptions, type Settings } from './settings';
@@ -74,6 +75,32 @@ export async function launchConfig(
   };
 }
 
+/**
+ * Context keys the walkthrough's steps complete on (package.json `walkthroughs`). They are pulsed,
+ * not left set: VS Code's walkthrough service (1.139) completes an `onContext` step only when the
+ * expression *becomes* true while the service runs, and one that is already true when the service
+ * starts (lazily, when a walkthrough is first shown) is never completed in that window. So each key
+ * is true for a moment whenever its condition is seen (each model list, each turn) and false
+ * otherwise; a step, once completed, stays completed (VS Code stores it).
+ */
+export const CONTEXT = {
+  cliFound: 'cursorBridge.cliFound',
+  signedIn: 'cursorBridge.signedIn',
+  modelUsed: 'cursorBridge.modelUsed',
+  answered: 'cursorBridge.answered',
+} as const;
+
+const PULSE_MS = 1500;
+const pulses = new Map<string, ReturnType<typeof setTimeout>>();
+
+function setContext(key: string): void {
+  void vscode.commands.executeCommand('setContext', key, true);
+  clearTimeout(pulses.get(key));
+  const timer = setTimeout(() => void vscode.commands.executeCommand('setContext', key, false), PULSE_MS);
+  (timer as { unref?: () => void }).unref?.();
+  pulses.set(key, timer);
+}
+
 /** Problems a person must fix before any Cursor model works; each is announced once per window. */
 const SETUP_PROBLEMS: ReadonlySet<FailureKind> = new Set<FailureKind>(['cliNotFound', 'authRequired', 'sidecarNotFound']);
 
@@ -116,9 +143,14 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
   const catalog = new ModelCatalog(
     async (refresh) => {
       try {
-        return (await manager.request(Request.modelsList, { refresh })).models;
+        const models = (await manager.request(Request.modelsList, { refresh })).models;
+        // Listing models needs the CLI and a login (or key): both walkthrough steps are done.
+        setContext(CONTEXT.cliFound);
+        setContext(CONTEXT.signedIn);
+        return models;
       } catch (e) {
         const err = toBridgeError(e);
+        if (err.kind === 'authRequired') setContext(CONTEXT.cliFound);
         log.warn(`models/list failed: ${err.kind}: ${err.message}${err.hint ? ` | hint: ${err.hint}` : ''}`);
         detached(log, 'announcing a set-up problem', () => announce(err));
         throw err;
@@ -139,13 +171,29 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
     log,
     thinkingPart: thinkingPartCtor,
     dataPart: dataPartCtor,
+    onTurn: (phase) => setContext(phase === 'started' ? CONTEXT.modelUsed : CONTEXT.answered),
   });
 
   context.subscriptions.push(
     log,
     modelsChanged,
     vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
-    ...registerCommands({ sidecar: manager, catalog, log, secrets: context.secrets }),
+    ...registerCommands({
+      sidecar: manager,
+      catalog,
+      log,
+      secrets: context.secrets,
+      onDoctor: (report) => {
+        const passed = (id: string) => report.checks.some((c) => c.id === id && c.status === 'ok');
+        if (passed('cli')) setContext(CONTEXT.cliFound);
+        if (passed('login')) setContext(CONTEXT.signedIn);
+      },
+      // Whether this VSIX's sidecar matches the machine (an x64 build under Rosetta, say).
+      platformReport: () => {
+        const r = platformReport(context.extensionPath);
+        return [{ id: 'platform', title: 'Sidecar build', status: r.ok ? 'ok' : 'warn', summary: r.message, fix: r.fix || undefined }];
+      },
+    }),
     ...restartOnChanges(manager, vscode.workspace, context.secrets, API_KEY_SECRET),
   );
 

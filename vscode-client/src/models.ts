@@ -19,7 +19,92 @@ export function limitIsGuess(model: ModelInfo): boolean {
   return ROUTER_FAMILIES.has(model.family) || model.family === 'unknown' || model.maxInputTokens === FALLBACK_WINDOW;
 }
 
-export function toChatInformation(model: ModelInfo): vscode.LanguageModelChatInformation {
+/** One entry of the model picker: a base model and the SKUs that are its variants (protocol.md, models/list). */
+export interface ModelGroup {
+  id: string;
+  name: string;
+  /** In listing order. */
+  members: ModelInfo[];
+  /** The SKU the CLI uses for the base. */
+  defaultSku: ModelInfo;
+  /** The picker menu, when there is more than one variant. */
+  choice?: VariantChoice;
+}
+
+/** One `configurationSchema` property with `group: "navigation"`: VS Code shows it as a menu in the picker. */
+export interface VariantChoice {
+  /** `reasoningEffort` when the variants differ only in effort (Copilot's own name), else `variant`. */
+  key: 'reasoningEffort' | 'variant';
+  title: string;
+  options: { value: string; label: string; sku: string }[];
+  default: string;
+}
+
+const EFFORT_ORDER = ['minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
+
+function rank(m: ModelInfo): number[] {
+  const v = m.variant;
+  return [v?.effort ? EFFORT_ORDER.indexOf(v.effort) + 1 : 0, v?.fast ? 1 : 0, v?.thinking ? 1 : 0];
+}
+
+/** The listed SKUs as picker entries, one per base model, in the order the bases first appear. */
+export function groupModels(models: readonly ModelInfo[]): ModelGroup[] {
+  const groups = new Map<string, ModelInfo[]>();
+  for (const m of models) {
+    const base = m.base?.id ?? m.id;
+    const members = groups.get(base);
+    if (members) {
+      if (!members.some((x) => x.id === m.id)) members.push(m);
+    } else groups.set(base, [m]);
+  }
+  return [...groups.entries()].map(([id, members]) => {
+    const defaultSku = members.find((m) => m.variant?.default) ?? members.find((m) => m.id === id) ?? members[0];
+    const group: ModelGroup = { id, name: defaultSku.base?.name ?? defaultSku.name, members, defaultSku };
+    if (members.length > 1) group.choice = choiceOf(members, defaultSku);
+    return group;
+  });
+}
+
+function choiceOf(members: ModelInfo[], defaultSku: ModelInfo): VariantChoice {
+  const sorted = [...members].sort((a, b) => {
+    const [x, y] = [rank(a), rank(b)];
+    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+  });
+  const differs = (f: (v: NonNullable<ModelInfo['variant']>) => unknown) =>
+    new Set(members.map((m) => (m.variant ? String(f(m.variant)) : ''))).size > 1;
+  const [effort, fast, thinking] = [differs((v) => v.effort), differs((v) => v.fast), differs((v) => v.thinking)];
+  const label = (m: ModelInfo) => m.variant?.label ?? m.name;
+  if (effort && !fast && !thinking) {
+    const value = (m: ModelInfo) => m.variant?.effort ?? 'default';
+    return {
+      key: 'reasoningEffort',
+      title: 'Thinking Effort',
+      options: sorted.map((m) => ({ value: value(m), label: label(m), sku: m.id })),
+      default: value(defaultSku),
+    };
+  }
+  const title = fast && !effort && !thinking ? 'Speed' : thinking && !effort && !fast ? 'Thinking' : 'Variant';
+  return { key: 'variant', title, options: sorted.map((m) => ({ value: m.id, label: label(m), sku: m.id })), default: defaultSku.id };
+}
+
+/** The SKU a request runs: the one its `modelConfiguration` picked, else the base's default. */
+export function resolveSku(group: ModelGroup, configuration: unknown): string {
+  const choice = group.choice;
+  if (!choice || !configuration || typeof configuration !== 'object') return group.defaultSku.id;
+  const picked = (configuration as Record<string, unknown>)[choice.key];
+  return choice.options.find((o) => o.value === picked)?.sku ?? group.defaultSku.id;
+}
+
+/** What VS Code reads beyond the stable fields (copied by the 1.139 extension host without a proposal). */
+export type CursorChatInformation = vscode.LanguageModelChatInformation & {
+  configurationSchema?: object;
+  isUserSelectable?: boolean;
+  isBYOK?: boolean;
+};
+
+export function toChatInformation(group: ModelGroup | ModelInfo): CursorChatInformation {
+  const g = 'members' in group ? group : groupModels([group])[0];
+  const model = g.defaultSku;
   const window = `${formatTokens(model.maxInputTokens)} tokens in, ${formatTokens(model.maxOutputTokens)} out`;
   let limitNote = '';
   if (ROUTER_FAMILIES.has(model.family)) {
@@ -27,20 +112,43 @@ export function toChatInformation(model: ModelInfo): vscode.LanguageModelChatInf
   } else if (limitIsGuess(model)) {
     limitNote = ' Cursor publishes no context window for this model, so the limit is a conservative guess.';
   }
-  return {
-    id: model.id,
-    name: model.name,
+  const variants = g.choice ? ` ${g.members.length} variants (${g.choice.title}); default ${model.id}.` : '';
+  const info: CursorChatInformation = {
+    id: g.id,
+    name: g.name,
     family: model.family,
     // The CLI has no model versions; the id is the most specific thing a selector can match.
-    version: model.id,
+    version: g.id,
     maxInputTokens: model.maxInputTokens,
     maxOutputTokens: model.maxOutputTokens,
-    tooltip: `${model.name} via the Cursor CLI (${window}).${limitNote}`,
-    detail: model.capabilities.thinking ? 'Cursor · thinking' : 'Cursor',
+    tooltip: `${g.name} via the Cursor CLI (${window}).${variants}${limitNote}`,
+    detail: g.members.some((m) => m.capabilities.thinking) ? 'Cursor · thinking' : 'Cursor',
     // Tools the Chat view offers are not called by us (the CLI runs its own), but without
     // toolCalling the view does not offer the model in agent mode at all.
     capabilities: { toolCalling: true, imageInput: false },
+    // The user's own models (their Cursor plan): the Agents window lists only these.
+    isUserSelectable: true,
+    isBYOK: true,
   };
+  const c = g.choice;
+  if (c) {
+    info.configurationSchema = {
+      type: 'object',
+      properties: {
+        [c.key]: {
+          type: 'string',
+          title: c.title,
+          enum: c.options.map((o) => o.value),
+          enumItemLabels: c.options.map((o) => o.label),
+          enumDescriptions: c.options.map((o) => `Cursor model ${o.sku}`),
+          default: c.default,
+          // Puts the menu into the model picker itself (chatview: part B).
+          group: 'navigation',
+        },
+      },
+    };
+  }
+  return info;
 }
 
 /** Where the list survives a restart (the extension's globalState). */
@@ -94,6 +202,21 @@ export class ModelCatalog {
     if (!this.loaded && !this.loading && this.now() - this.lastFailure >= this.retryAfterMs) {
       this.load(false).catch(() => undefined);
     }
+    return this.models ?? [];
+  }
+
+  /**
+   * Like peek(), but when no list is known at all (a first start: nothing stored) and one is being
+   * loaded, waits for it up to `boundMs`: an extension that selects Cursor models once at start-up
+   * gets them, instead of an empty answer the moment before the list arrives.
+   */
+  async peekOrWait(boundMs: number): Promise<readonly ModelInfo[]> {
+    const now = this.peek();
+    const loading = this.loading;
+    if (now.length > 0 || !loading) return now;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([loading.catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, boundMs)))]);
+    clearTimeout(timer);
     return this.models ?? [];
   }
 

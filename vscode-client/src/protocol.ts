@@ -12,6 +12,7 @@ export const Request = {
   sessionsList: 'sessions/list',
   sessionsClear: 'sessions/clear',
   status: 'status',
+  doctor: 'doctor',
   shutdown: 'shutdown',
 } as const;
 
@@ -142,6 +143,24 @@ export interface ModelInfo {
   maxOutputTokens: number;
   capabilities: ModelCapabilities;
   isDefault: boolean;
+  /** The base model this SKU is a variant of (absent in lists cached by older sidecars). */
+  base?: ModelBase;
+  variant?: ModelVariant;
+}
+
+export interface ModelBase {
+  id: string;
+  name: string;
+}
+
+export interface ModelVariant {
+  /** `minimal` … `max`; absent: the CLI's own default effort. */
+  effort?: string;
+  fast: boolean;
+  thinking: boolean;
+  label: string;
+  /** The SKU the CLI uses for the base (one per base). */
+  default: boolean;
 }
 
 export interface ModelsListResult {
@@ -255,6 +274,22 @@ export interface StatusResult {
   logFile?: string;
 }
 
+export type CheckStatus = 'ok' | 'warn' | 'fail' | 'info';
+
+export interface Check {
+  id: string;
+  title: string;
+  status: CheckStatus;
+  summary: string;
+  detail?: string;
+  fix?: string;
+}
+
+export interface DoctorResult {
+  ok: boolean;
+  checks: Check[];
+}
+
 /** Params and result of every request, by method name: lets the client type `request()`. */
 export interface Requests {
   [Request.initialize]: { params: InitializeParams; result: InitializeResult };
@@ -263,6 +298,7 @@ export interface Requests {
   [Request.sessionsList]: { params: undefined; result: SessionsListResult };
   [Request.sessionsClear]: { params: SessionsClearParams; result: SessionsClearResult };
   [Request.status]: { params: undefined; result: StatusResult };
+  [Request.doctor]: { params: undefined; result: DoctorResult };
   [Request.shutdown]: { params: undefined; result: null };
 }
 export type Method = keyof Requests;

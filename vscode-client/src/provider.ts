@@ -11,7 +11,8 @@ import { TurnRenderer } from './deltas';
 import { NOTICES, renderFailure, toBridgeError } from './errors';
 import { encodeMarker, MARKER_MIME } from './marker';
 import { inferMode, type ModeDecision } from './mode';
-import { toChatInformation, type ModelCatalog } from './models';
+import { groupModels, resolveSku, toChatInformation, type ModelCatalog } from './models';
+import type { ModelInfo } from './protocol';
 import { Request, type ChatSendParams, type ChatSendResult, type Usage } from './protocol';
 import type { Settings } from './settings';
 import { asResponsePart, type DataPartCtor, type ThinkingPartCtor } from './newer-api';
@@ -32,6 +33,19 @@ export interface ProviderDeps {
   /** Undefined on hosts older than 1.106: no marker, no usage part. */
   dataPart(): DataPartCtor | undefined;
   newTurnId?(): string;
+  /** A turn on a Cursor model started / was answered (the walkthrough's steps). */
+  onTurn?(phase: 'started' | 'answered'): void;
+}
+
+/**
+ * How long a silent model-list request waits for a first-ever list (no stored one) before it
+ * answers with what there is: the CLI takes 2–3 s to list models on real machines.
+ */
+export const FIRST_LIST_WAIT_MS = 8_000;
+
+/** The picker's entries: one per base model. */
+export function pickerEntries(models: readonly ModelInfo[]) {
+  return groupModels(models).map(toChatInformation);
 }
 
 /** What `chat/send` gets for this request, and why (for the log and the tests). */
@@ -107,14 +121,15 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     options: vscode.PrepareLanguageModelChatModelOptions,
     _token: vscode.CancellationToken,
   ): Promise<vscode.LanguageModelChatInformation[]> {
-    // The picker asks silently and often: never make it wait for the CLI.
-    if (options.silent) return this.deps.catalog.peek().map(toChatInformation);
+    // The picker asks silently and often: answer from the cache, and wait (boundedly) only when
+    // there has never been a list.
+    if (options.silent) return pickerEntries(await this.deps.catalog.peekOrWait(FIRST_LIST_WAIT_MS));
     try {
-      return (await this.deps.catalog.load(false)).map(toChatInformation);
+      return pickerEntries(await this.deps.catalog.load(false));
     } catch (e) {
       const err = toBridgeError(e);
       this.deps.log.warn(`models/list failed: ${err.kind}: ${err.message}`);
-      return (this.deps.catalog.cached ?? []).map(toChatInformation);
+      return pickerEntries(this.deps.catalog.cached ?? []);
     }
   }
 
@@ -128,8 +143,12 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     if (token.isCancellationRequested) return;
     const settings = this.deps.settings();
     const turnId = this.deps.newTurnId?.() ?? `vsc-${randomUUID()}`;
+    // The picker entry is a base model; the variant chosen in its menu is the SKU the CLI runs.
+    const configuration = (options as { modelConfiguration?: unknown }).modelConfiguration;
+    const group = groupModels(this.deps.catalog.cached ?? []).find((g) => g.id === model.id);
+    const sku = group ? resolveSku(group, configuration) : model.id;
     const { params, mode, utility, imagesNotSent } = planTurn(
-      model,
+      { id: sku },
       messages,
       options,
       settings,
@@ -144,8 +163,9 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
       if (first !== undefined) params.workspace = first;
       else if (params.workspace) rememberBounded(this.folderOf, params.conversationId, params.workspace);
     }
+    if (!utility) this.deps.onTurn?.('started');
     this.deps.log.info(
-      `turn ${turnId}: model ${params.model}, mode ${params.mode} (${mode.reason})` +
+      `turn ${turnId}: model ${params.model}${configuration ? ` (${JSON.stringify(configuration)})` : ''}, mode ${params.mode} (${mode.reason})` +
         `${params.workspace ? `, in ${params.workspace}` : ''}` +
         `${params.conversationId ? `, conversation ${params.conversationId}` : ''}` +
         `${params.sessionId ? `, session ${params.sessionId}` : ''}${utility ? ', utility' : ''}, ${params.messages.length} messages` +
@@ -191,6 +211,7 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
       return;
     }
     renderer.finish();
+    if (!utility) this.deps.onTurn?.('answered');
     const usage = result.usage ?? renderer.usage;
     const DataPart = this.deps.dataPart();
     if (usage && DataPart) {

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as vscode from 'vscode';
-import { API_KEY_SECRET, Command } from '../src/commands';
+import { API_KEY_SECRET, Command, InternalCommand } from '../src/commands';
 import { activate, deactivate, type CursorBridgeApi } from '../src/extension';
 import type { CursorChatProvider } from '../src/provider';
 import { alive, binariesOrSkip, channelLines, directed, DOUBLE_BIN, fakeContext, loadRequest, model, secrets, SIDECAR_BIN, until } from './helpers';
@@ -45,7 +45,7 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
 
   it('registers the cursor vendor and the commands at once, and warms up in the background', async () => {
     assert.ok(provider, 'provider registered');
-    assert.deepEqual([...stub.stubState.commands.keys()].sort(), Object.values(Command).sort());
+    assert.deepEqual([...stub.stubState.commands.keys()].sort(), [...Object.values(Command), ...Object.values(InternalCommand)].sort());
     await until('the sidecar to start', () => api.sidecarPid !== undefined);
   });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { limitIsGuess, ModelCatalog, toChatInformation } from '../src/models';
+import { groupModels, limitIsGuess, ModelCatalog, resolveSku, toChatInformation } from '../src/models';
 import type { ModelInfo } from '../src/protocol';
 
 const model = (over: Partial<ModelInfo> = {}): ModelInfo => ({
@@ -129,5 +129,76 @@ describe('ModelCatalog', () => {
   it('rejects load() for callers that wait (the non-silent path)', async () => {
     const catalog = new ModelCatalog(() => Promise.reject(new Error('no CLI')), () => undefined);
     await assert.rejects(catalog.load(false), /no CLI/);
+  });
+});
+
+describe('groupModels: one picker entry per base model', () => {
+  const sku = (id: string, base: string, variant: Partial<NonNullable<ModelInfo['variant']>>, over: Partial<ModelInfo> = {}): ModelInfo =>
+    model({ id, name: id, family: 'gpt', base: { id: base, name: base.toUpperCase() }, variant: { fast: false, thinking: false, label: id, default: false, ...variant }, ...over });
+  const listed: ModelInfo[] = [
+    sku('gpt-5.5', 'gpt-5.5', { label: 'Standard', default: true }),
+    sku('gpt-5.5-high', 'gpt-5.5', { effort: 'high', label: 'High' }),
+    sku('gpt-5.5-low', 'gpt-5.5', { effort: 'low', label: 'Low' }),
+    sku('composer-2.5', 'composer-2.5', { label: 'Standard', default: true }, { family: 'composer', maxInputTokens: 200_000 }),
+    sku('composer-2.5-fast', 'composer-2.5', { fast: true, label: 'Fast' }, { family: 'composer', maxInputTokens: 200_000 }),
+    sku('x-high-fast', 'x', { effort: 'high', fast: true, label: 'High · Fast', default: true }),
+    sku('x-low', 'x', { effort: 'low', label: 'Low' }),
+    model({ id: 'old-cached', name: 'Old' }),
+  ];
+  const groups = groupModels(listed);
+  it('keeps the base order and every SKU', () => {
+    assert.deepEqual(groups.map((g) => [g.id, g.members.length]), [['gpt-5.5', 3], ['composer-2.5', 2], ['x', 2], ['old-cached', 1]]);
+  });
+  it('an effort-only base gets a Thinking Effort menu, defaulting to the CLI default', () => {
+    const info = toChatInformation(groups[0]) as { name: string; configurationSchema?: { properties: Record<string, Record<string, unknown>> } };
+    assert.equal(info.name, 'GPT-5.5');
+    assert.deepEqual(info.configurationSchema?.properties.reasoningEffort, {
+      type: 'string', title: 'Thinking Effort', enum: ['default', 'low', 'high'], enumItemLabels: ['Standard', 'Low', 'High'],
+      enumDescriptions: ['Cursor model gpt-5.5', 'Cursor model gpt-5.5-low', 'Cursor model gpt-5.5-high'], default: 'default', group: 'navigation',
+    });
+  });
+  it('a fast/standard base gets a Speed menu of SKUs; mixed axes a Variant menu', () => {
+    assert.equal(groups[1].choice?.title, 'Speed');
+    assert.deepEqual(groups[1].choice?.options.map((o) => o.value), ['composer-2.5', 'composer-2.5-fast']);
+    assert.equal(groups[2].choice?.title, 'Variant');
+    assert.equal(groups[2].choice?.default, 'x-high-fast');
+    assert.equal(groups[3].choice, undefined);
+    assert.equal((toChatInformation(groups[3]) as { configurationSchema?: unknown }).configurationSchema, undefined);
+  });
+  it('a request’s modelConfiguration picks the exact SKU; anything else the default', () => {
+    const cases: [number, unknown, string][] = [
+      [0, { reasoningEffort: 'high' }, 'gpt-5.5-high'],
+      [0, { reasoningEffort: 'default' }, 'gpt-5.5'],
+      [0, undefined, 'gpt-5.5'],
+      [0, { reasoningEffort: 'ultra' }, 'gpt-5.5'],
+      [0, { variant: 'gpt-5.5-low' }, 'gpt-5.5'],
+      [1, { variant: 'composer-2.5-fast' }, 'composer-2.5-fast'],
+      [2, { variant: 'x-low' }, 'x-low'],
+      [2, 'x-low', 'x-high-fast'],
+      [3, { reasoningEffort: 'high' }, 'old-cached'],
+    ];
+    for (const [i, configuration, want] of cases) assert.equal(resolveSku(groups[i], configuration), want, JSON.stringify(configuration));
+  });
+  it('entries are the user’s own, selectable models', () => {
+    const info = toChatInformation(groups[1]) as { isUserSelectable?: boolean; isBYOK?: boolean; maxInputTokens: number };
+    assert.deepEqual([info.isUserSelectable, info.isBYOK, info.maxInputTokens], [true, true, 200_000]);
+  });
+});
+
+describe('ModelCatalog.peekOrWait', () => {
+  it('waits for a first-ever list, but not past its bound', async () => {
+    let resolve: (m: ModelInfo[]) => void = () => undefined;
+    const catalog = new ModelCatalog(() => new Promise((r) => (resolve = r)), () => undefined);
+    const waiting = catalog.peekOrWait(5_000);
+    setTimeout(() => resolve([model()]), 20);
+    assert.equal((await waiting).length, 1);
+    const slow = new ModelCatalog(() => new Promise(() => undefined), () => undefined);
+    const t0 = Date.now();
+    assert.deepEqual(await slow.peekOrWait(50), []);
+    assert.ok(Date.now() - t0 < 2_000);
+  });
+  it('answers at once from a stored list', async () => {
+    const catalog = new ModelCatalog(() => new Promise(() => undefined), () => undefined, { store: memoryStore({ 'cursorBridge.models.v1': [model()] }) });
+    assert.equal((await catalog.peekOrWait(60_000)).length, 1);
   });
 });

@@ -5,6 +5,7 @@
 
 pub mod acp;
 pub mod auto;
+pub mod cli_version;
 pub mod cursor_acp;
 pub mod cursor_print;
 pub mod events;
@@ -14,6 +15,7 @@ pub mod process;
 pub mod scripted;
 pub mod seam;
 pub mod select;
+pub mod sku;
 
 pub use events::{Activity, Event, EventSink};
 pub use seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};

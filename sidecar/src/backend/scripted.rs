@@ -179,6 +179,8 @@ pub fn model(id: &str) -> ModelInfo {
         max_output_tokens: 32_000,
         capabilities: ModelCapabilities { thinking: false, tool_calling: false, image_input: false },
         is_default: false,
+        base: None,
+        variant: None,
     }
 }
 

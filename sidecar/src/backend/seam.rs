@@ -163,6 +163,12 @@ pub trait Backend: Send + Sync {
         }
     }
 
+    /// Whether the agent's version (as `health` reported it) is one this backend is known to
+    /// work with, for `doctor`. Every backend so far drives the same Cursor CLI.
+    fn judge_version(&self, version: &str) -> super::cli_version::VersionVerdict {
+        super::cli_version::judge(version)
+    }
+
     /// Stop everything prepared ahead and every background task (sidecar shutdown).
     fn shutdown(&self);
 }

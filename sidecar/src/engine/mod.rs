@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod config;
 pub mod core;
+pub mod doctor;
 pub mod lanes;
 pub mod models;
 pub mod pool;

@@ -184,6 +184,12 @@ pub struct Model {
     pub max_output_tokens: u32,
     /// The display name, as the Cursor CLI lists it.
     pub name: String,
+    /// The base model this SKU is a variant of, and where it sits on its axes (protocol.md,
+    /// `models/list`): clients that group variants read these.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<crate::protocol::ModelBase>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<crate::protocol::ModelVariant>,
 }
 
 impl ModelList {
@@ -200,6 +206,8 @@ impl ModelList {
                     context_window: m.max_input_tokens,
                     max_output_tokens: m.max_output_tokens,
                     name: m.name.clone(),
+                    base: m.base.clone(),
+                    variant: m.variant.clone(),
                 })
                 .collect(),
         }

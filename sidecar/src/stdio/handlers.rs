@@ -72,31 +72,34 @@ impl Drop for TurnClaim {
 pub fn module(conn: Arc<Connection>) -> RpcModule<Connection> {
     let mut m = RpcModule::from_arc(conn);
     let turns = Turns::default();
-    let result = (|| -> Result<(), jsonrpsee::core::RegisterMethodError> {
-        m.register_async_method(request::INITIALIZE, |p, c, _| async move {
-            initialize(&c, p).await.map_err(ErrorObjectOwned::from)
-        })?;
-        m.register_async_method(request::MODELS_LIST, |p, c, _| async move {
-            models_list(&c, p).await.map_err(ErrorObjectOwned::from)
-        })?;
-        m.register_async_method(request::CHAT_SEND, move |p, c, _| {
-            let turns = turns.clone();
-            async move { chat_send(&c, &turns, p).await.map_err(ErrorObjectOwned::from) }
-        })?;
-        m.register_method(request::SESSIONS_LIST, |_, c, _| sessions_list(c).map_err(ErrorObjectOwned::from))?;
-        m.register_method(request::SESSIONS_CLEAR, |p, c, _| sessions_clear(c, p).map_err(ErrorObjectOwned::from))?;
-        m.register_async_method(
-            request::STATUS,
-            |_, c, _| async move { status(&c).await.map_err(ErrorObjectOwned::from) },
-        )?;
-        m.register_method(request::SHUTDOWN, |_, c, _| -> Result<(), ErrorObjectOwned> {
-            c.begin_shutdown();
-            // Spares and prefetches end now; running turns were aborted by the dispatch loop.
-            c.shutdown_background();
+    let result =
+        (|| -> Result<(), jsonrpsee::core::RegisterMethodError> {
+            m.register_async_method(request::INITIALIZE, |p, c, _| async move {
+                initialize(&c, p).await.map_err(ErrorObjectOwned::from)
+            })?;
+            m.register_async_method(request::MODELS_LIST, |p, c, _| async move {
+                models_list(&c, p).await.map_err(ErrorObjectOwned::from)
+            })?;
+            m.register_async_method(request::CHAT_SEND, move |p, c, _| {
+                let turns = turns.clone();
+                async move { chat_send(&c, &turns, p).await.map_err(ErrorObjectOwned::from) }
+            })?;
+            m.register_method(request::SESSIONS_LIST, |_, c, _| sessions_list(c).map_err(ErrorObjectOwned::from))?;
+            m.register_method(request::SESSIONS_CLEAR, |p, c, _| sessions_clear(c, p).map_err(ErrorObjectOwned::from))?;
+            m.register_async_method(request::STATUS, |_, c, _| async move {
+                status(&c).await.map_err(ErrorObjectOwned::from)
+            })?;
+            m.register_async_method(request::DOCTOR, |_, c, _| async move {
+                doctor(&c).await.map_err(ErrorObjectOwned::from)
+            })?;
+            m.register_method(request::SHUTDOWN, |_, c, _| -> Result<(), ErrorObjectOwned> {
+                c.begin_shutdown();
+                // Spares and prefetches end now; running turns were aborted by the dispatch loop.
+                c.shutdown_background();
+                Ok(())
+            })?;
             Ok(())
-        })?;
-        Ok(())
-    })();
+        })();
     result.expect("method names are unique");
     m
 }
@@ -193,4 +196,8 @@ async fn status(conn: &Connection) -> RpcResult<StatusResult> {
     let mut status = conn.engine()?.status().await;
     status.log_file = conn.paths.log_file.as_ref().map(|p| p.display().to_string());
     Ok(status)
+}
+
+async fn doctor(conn: &Connection) -> RpcResult<DoctorResult> {
+    Ok(conn.engine()?.clone().doctor().await)
 }

@@ -346,3 +346,38 @@ fn two_clients_that_open_alike_get_their_own_folder_and_chat_and_never_the_clien
     let third = &dir.turn_records()[2];
     assert!(third["cwd"] == turns[0]["cwd"] || third["cwd"] == turns[1]["cwd"], "{third}");
 }
+
+#[test]
+fn v1_models_lists_every_sku_with_its_base_and_variant() {
+    let dir = TestDir::new();
+    let list = dir.path().join("models.txt");
+    std::fs::write(
+        &list,
+        "Available models\n\ngpt-5.5 - GPT-5.5\ngpt-5.5-high - GPT-5.5 High\ngpt-5.5-high-fast - GPT-5.5 High Fast\ncomposer-2.5 - Composer 2.5 (current, default)\n",
+    )
+    .unwrap();
+    let server = Server::start(&dir, &[("CURSOR_DOUBLE_MODELS_FILE", list.to_str().unwrap())]);
+    let (status, _, body) = server.request("GET", "/v1/models", &[], "");
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let rows: Vec<(String, String, String, bool)> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let s = |p: &str| m.pointer(p).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+            (s("/id"), s("/base/id"), s("/variant/label"), m["variant"]["default"] == true)
+        })
+        .collect();
+    let want = [
+        ("gpt-5.5", "gpt-5.5", "Standard", true),
+        ("gpt-5.5-high", "gpt-5.5", "High", false),
+        ("gpt-5.5-high-fast", "gpt-5.5", "High · Fast", false),
+        ("composer-2.5", "composer-2.5", "Standard", true),
+    ];
+    let want: Vec<(String, String, String, bool)> =
+        want.iter().map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), *d)).collect();
+    assert_eq!(rows, want, "{body}");
+    // Every variant keeps its family's context window.
+    assert!(v["data"].as_array().unwrap()[..3].iter().all(|m| m["context_window"] == 272_000), "{body}");
+}

@@ -195,6 +195,15 @@ async function runSteps(result, write) {
   const select = (selector = { vendor: 'cursor' }) => vscode.lm.selectChatModels(selector);
   let model;
 
+  // The first ask after activation, once, as an extension selecting Cursor models at start-up
+  // would: no retry, no waiting for a change event (the list was never loaded in this profile).
+  await step('firstSelect', 30_000, async (s) => {
+    const t = Date.now();
+    const found = await select();
+    s.ms = Date.now() - t;
+    s.ids = found.map((m) => m.id);
+  });
+
   await step('models', 90_000, async (s) => {
     // The extension fills its list in the background after activation: wait for it.
     const models = await waitFor('Cursor models', 60_000, async () => {

@@ -14,6 +14,8 @@ use anyhow::{bail, Context, Result};
 const DRIVER_DEADLINE: Duration = Duration::from_secs(25 * 60);
 /// The double's start-up delay: small, but not zero, so the warm spares have something to hide.
 const DOUBLE_STARTUP_MS: &str = "50";
+/// How long the double takes to list models (a real CLI: 2–3 s).
+const MODELS_DELAY_MS: &str = "1500";
 
 /// Where to look when something failed (relative to the run folder).
 pub const LOGS: &[(&str, &str)] = &[
@@ -303,6 +305,8 @@ impl Env {
             ("CURSOR_DOUBLE_RECORD".into(), p(&d.run.join("double-record.jsonl"))),
             ("CURSOR_DOUBLE_STARTUP_MS".into(), DOUBLE_STARTUP_MS.into()),
             ("CURSOR_DOUBLE_MODELS_FILE".into(), p(&d.run.join("models.txt"))),
+            // Listing models takes the real CLI 2–3 s: the first ask for models must wait for it.
+            ("CURSOR_DOUBLE_MODELS_DELAY_MS".into(), MODELS_DELAY_MS.into()),
             ("CURSOR_BRIDGE_STATE_DIR".into(), p(&d.sidecar_state)),
             ("CURSOR_BRIDGE_LOG_DIR".into(), p(&d.sidecar_logs)),
             ("CURSOR_BRIDGE_E2E_OUT".into(), p(&d.results)),
@@ -333,7 +337,8 @@ impl Env {
 /// The user's settings: no start-up editor, nothing that phones home, no trust prompt, no offer to
 /// open the project's own repository (the run folder is inside it), and the
 /// Chat view's title/progress requests (utility requests) sent to a Cursor model, so they reach
-/// the provider (and can be seen not to disturb sessions).
+/// the provider (and can be seen not to disturb sessions): the picker entry Composer 2.5, whose
+/// utility requests the extension runs on the SKU composer-2.5-fast (`cursorBridge.utilityModel`).
 const USER_SETTINGS: &str = r#"{
   "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off",
@@ -342,8 +347,9 @@ const USER_SETTINGS: &str = r#"{
   "extensions.autoUpdate": false,
   "security.workspace.trust.enabled": false,
   "git.openRepositoryInParentFolders": "never",
-  "chat.utilityModel": "cursor/composer-2.5-fast",
-  "chat.utilitySmallModel": "cursor/composer-2.5-fast",
+  "chat.utilityModel": "cursor/composer-2.5",
+  "chat.utilitySmallModel": "cursor/composer-2.5",
+  "cursorBridge.utilityModel": "composer-2.5-fast",
   "cursorBridge.logLevel": "debug"
 }
 "#;

@@ -183,7 +183,7 @@ impl Backend for CursorPrint {
         Box::pin(async move {
             let cli = self.cli().await?;
             let listed = commands::list_models(&cli, &self.env()).await?;
-            Ok(listed.iter().map(models::to_model_info).collect())
+            Ok(models::to_model_infos(&listed))
         })
     }
 

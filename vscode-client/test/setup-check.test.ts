@@ -1,0 +1,51 @@
+// Check Setup's VS Code-only checks and its Markdown report (setup-check.ts).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { renderReport, sidecarItems, vscodeChecks, type HostFacts } from '../src/setup-check';
+
+const signedOut: HostFacts = { trusted: true, byokUtilityModelDefault: undefined, utilityModel: undefined, agentHostByok: undefined, agentsWindow: undefined, githubSignedIn: false };
+const status = (f: HostFacts) => Object.fromEntries(vscodeChecks(f).map((i) => [i.id, i.status]));
+
+describe('vscodeChecks', () => {
+  it('a fresh VS Code without Copilot: the utility model is the one thing to fix', () => {
+    assert.deepEqual(status(signedOut), { restrictedMode: 'ok', utilityModel: 'warn', agentHostByok: 'info', agentsWindow: 'info', github: 'info' });
+    const utility = vscodeChecks(signedOut).find((i) => i.id === 'utilityModel');
+    assert.equal(utility?.action, 'utilityMainAgent');
+    assert.match(utility?.fix ?? '', /mainAgent/);
+  });
+  it('each setting, once set, passes', () => {
+    const done = { ...signedOut, byokUtilityModelDefault: 'mainAgent', agentHostByok: true, agentsWindow: { 'cursor-bridge.cursor-bridge': true } };
+    assert.deepEqual(status(done), { restrictedMode: 'ok', utilityModel: 'ok', agentHostByok: 'ok', agentsWindow: 'ok', github: 'info' });
+    assert.equal(status({ ...signedOut, utilityModel: 'cursor/composer-2.5' }).utilityModel, 'ok');
+  });
+  it('Restricted Mode and a bridge switched off are warnings with a fix', () => {
+    const s = status({ ...signedOut, trusted: false, agentHostByok: false });
+    assert.deepEqual([s.restrictedMode, s.agentHostByok], ['warn', 'warn']);
+  });
+  it('a GitHub sign-in is never required', () => {
+    assert.ok(vscodeChecks({ ...signedOut, githubSignedIn: true }).every((i) => i.status !== 'fail'));
+    assert.match(vscodeChecks(signedOut).find((i) => i.id === 'github')?.summary ?? '', /Not needed/);
+  });
+});
+
+describe('renderReport', () => {
+  it('lists every check with its mark, fix and fix link, and counts the problems', () => {
+    const sidecar = sidecarItems({
+      ok: false,
+      checks: [
+        { id: 'cli', title: 'Cursor CLI', status: 'ok', summary: 'Found at /x.' },
+        { id: 'login', title: 'Cursor login', status: 'fail', summary: 'Not logged in, and no API key is set.', fix: 'Run `agent login`.' },
+      ],
+    });
+    const md = renderReport([
+      { title: 'Cursor CLI and the sidecar', items: sidecar },
+      { title: 'VS Code', items: vscodeChecks(signedOut) },
+      { title: 'Platform', items: [] },
+    ]);
+    assert.match(md, /^# Cursor Bridge: Check Setup\n\n\*\*1 problem to fix\*\* before Cursor models answer, and 1 warning\./);
+    assert.match(md, /- ✗ \*\*Cursor login:\*\* Not logged in, and no API key is set\.\n {2}- Fix: Run `agent login`\.\n {2}- \[Run `agent login` in a terminal\]\(#fix-login\)/);
+    assert.match(md, /- ✓ \*\*Cursor CLI:\*\* Found at \/x\.\n- ✗/);
+    assert.match(md, /\(#fix-utilityMainAgent\)/);
+    assert.doesNotMatch(md, /## Platform/, 'an empty section is left out');
+  });
+});
