@@ -185,10 +185,7 @@ fn abusive_frames_are_answered_and_survived() {
     let sent = cases.len() + 2;
     let survived = sent - failures.len();
     let summary = format!("protocol abuse: {sent} frames sent, {survived} survived");
-    println!("{summary}");
-    let report = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reliability");
-    let _ = std::fs::create_dir_all(&report);
-    let _ = std::fs::write(report.join("protocol-abuse.txt"), format!("{summary}\n"));
+    report("protocol-abuse", &summary);
     assert!(failures.is_empty(), "{summary}\n{}", failures.join("\n"));
     assert!(s.finish().success());
 }
