@@ -2,7 +2,7 @@
 //! [`EventSink`]; the engine adds the session and usage events; each front door turns them into
 //! its own wire format (stdio: numbered `chat/delta` notifications; HTTP: OpenAI chunks).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -53,11 +53,14 @@ pub enum Event {
 pub struct Activity {
     base: Instant,
     last_ms: AtomicU64,
+    /// Openings under way (`EventSink::opening`): the backend is starting an agent or a session,
+    /// which its own limits bound, so the agent is not silent yet.
+    opening: AtomicUsize,
 }
 
 impl Activity {
     pub fn new() -> Arc<Activity> {
-        Arc::new(Activity { base: Instant::now(), last_ms: AtomicU64::new(0) })
+        Arc::new(Activity { base: Instant::now(), last_ms: AtomicU64::new(0), opening: AtomicUsize::new(0) })
     }
 
     pub fn touch(&self) {
@@ -66,6 +69,24 @@ impl Activity {
 
     pub fn last(&self) -> Instant {
         self.base + std::time::Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
+    }
+
+    /// Is the backend still opening (an agent process, a session) rather than waiting for the
+    /// model?
+    pub fn opening(&self) -> bool {
+        self.opening.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// While alive, the idle timeout does not run (`EventSink::opening`); its end counts as activity.
+pub struct Opening {
+    activity: Arc<Activity>,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.activity.touch();
+        self.activity.opening.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -103,6 +124,14 @@ impl EventSink {
     /// alive, so the idle timeout starts again.
     pub fn alive(&self) {
         self.activity.touch();
+    }
+
+    /// The backend is starting an agent process or opening a session (bounded by its own
+    /// timeouts): until the guard drops, that is not the agent being silent, so a first turn on a
+    /// cold start is not failed by an idle limit meant for a stuck model.
+    pub fn opening(&self) -> Opening {
+        self.activity.opening.fetch_add(1, Ordering::SeqCst);
+        Opening { activity: self.activity.clone() }
     }
 
     pub fn text_sent(&self) -> bool {

@@ -23,6 +23,8 @@ pub enum Step {
     Silent(Duration),
     /// Stay alive without events for this long (heartbeats every second).
     Busy(Duration),
+    /// Open (start an agent, a session) for this long, saying nothing: not silence.
+    Opening(Duration),
     /// Fail; `spoke` says whether the agent produced an event first.
     Fail(ErrorKind, bool),
     /// End without any answer text.
@@ -44,6 +46,7 @@ impl Step {
                         "tool" => Step::Tool,
                         "silent" => Step::Silent(secs()),
                         "busy" => Step::Busy(secs()),
+                        "opening" => Step::Opening(secs()),
                         "fail" => Step::Fail(serde_json::from_value(arg.into()).expect("error kind"), false),
                         "failAfterText" => Step::Fail(serde_json::from_value(arg.into()).expect("error kind"), true),
                         "empty" => Step::Empty,
@@ -137,6 +140,10 @@ impl Scripted {
                     sink.emit(Event::ToolCompleted { call_id, tool, summary, ok: true, detail: None }).await
                 }
                 Step::Silent(d) => tokio::time::sleep(d).await,
+                Step::Opening(d) => {
+                    let _opening = sink.opening();
+                    tokio::time::sleep(d).await
+                }
                 Step::Busy(d) => {
                     let end = tokio::time::Instant::now() + d;
                     while tokio::time::Instant::now() < end {

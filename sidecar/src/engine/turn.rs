@@ -403,12 +403,17 @@ impl Drop for Incomplete<'_> {
     }
 }
 
-/// Resolves once nothing has touched `activity` for `idle`.
+/// Resolves once nothing has touched `activity` for `idle` while the backend was not opening.
 async fn silent_for(activity: &Activity, idle: std::time::Duration) {
     loop {
         let due = activity.last() + idle;
         if tokio::time::Instant::now() >= due {
-            return;
+            if !activity.opening() {
+                return;
+            }
+            // Still opening: look again one idle period from now (its end touches `activity`).
+            tokio::time::sleep(idle).await;
+            continue;
         }
         tokio::time::sleep_until(due).await;
     }

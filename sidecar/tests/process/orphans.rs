@@ -21,14 +21,15 @@ fn ppid(pid: u64) -> Option<u32> {
 fn a_running_turns_background_job_survives_another_turns_end_and_dies_with_its_own() {
     let dir = TestDir::new();
     // Grandchildren start through a shell that exits at once, like a tool leaving `cmd &` behind.
-    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_GRANDCHILD_VIA_SHELL", "1").start();
+    let launch = Launch::new(&dir).env("CURSOR_DOUBLE_GRANDCHILD_VIA_SHELL", "1");
+    let mut s = grandchild_env(launch, json!({"grandchild": true})).start();
     s.initialize(&dir, json!({"spares": 0, "maxConcurrent": 4}));
     let sidecar = s.child.id();
 
     // Turn A streams for ~8 s and leaves a background job in its process group.
     let slow = json!({"grandchild": true, "answer": "a".repeat(80), "chunkChars": 1, "deltaDelayMs": 100});
     let a = s.send_request("chat/send", turn("a", "conv-a", &directed("long job", slow)));
-    let rec = wait_for_turn_record(&dir, 1).remove(0);
+    let rec = wait_for_process_record(&dir, 1);
     let (cli_a, job) =
         (rec["pid"].as_u64().unwrap(), rec["grandchildPid"].as_u64().expect("the double started the job"));
     assert!(
@@ -46,5 +47,13 @@ fn a_running_turns_background_job_survives_another_turns_end_and_dies_with_its_o
 
     let ra = s.response(&json!(a));
     assert!(ra.get("result").is_some(), "{ra}");
+    if acp() {
+        // On ACP the job is the long-lived process's, not the turn's: it lives while its process
+        // is kept warm for the conversation, and dies with it.
+        assert!(alive(job), "the end of A's turn killed its warm process's job {job}");
+        assert!(s.request("shutdown", json!(null)).get("result").is_some());
+        assert!(eventually(Duration::from_secs(3), || !alive(job)), "the job {job} outlived its ACP process");
+        return;
+    }
     assert!(eventually(Duration::from_secs(2), || !alive(job)), "turn A's background job {job} outlived turn A");
 }

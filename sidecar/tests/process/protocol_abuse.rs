@@ -185,10 +185,7 @@ fn abusive_frames_are_answered_and_survived() {
     let sent = cases.len() + 2;
     let survived = sent - failures.len();
     let summary = format!("protocol abuse: {sent} frames sent, {survived} survived");
-    println!("{summary}");
-    let report = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reliability");
-    let _ = std::fs::create_dir_all(&report);
-    let _ = std::fs::write(report.join("protocol-abuse.txt"), format!("{summary}\n"));
+    report("protocol-abuse", &summary);
     assert!(failures.is_empty(), "{summary}\n{}", failures.join("\n"));
     assert!(s.finish().success());
 }
@@ -250,10 +247,10 @@ fn a_bogus_huge_length_takes_the_rest_of_the_input_and_end_of_input_still_exits_
 #[test]
 fn sighup_mid_turn_answers_the_turn_stops_every_child_and_exits_0() {
     let dir = TestDir::new();
-    let mut s = Sidecar::start(&dir);
+    let mut s = grandchild_env(Launch::new(&dir), json!({"grandchild": true})).start();
     s.initialize(&dir, json!({}));
     let turn = s.send_request("chat/send", json!({"turnId": "h", "model": "auto", "mode": "agent", "messages": [user(&directed("go", json!({"hang": "midStream", "grandchild": true})))]}));
-    let rec = wait_for_turn_record(&dir, 1).remove(0);
+    let rec = wait_for_process_record(&dir, 1);
     let pid = s.child.id();
     assert!(eventually(Duration::from_secs(5), || !descendants(pid).is_empty()), "the turn's CLI is running");
     let everything = descendants(pid);

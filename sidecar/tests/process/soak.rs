@@ -137,10 +137,7 @@ fn soak_1000_turns() {
         leftover.len(),
         started.elapsed().as_secs_f64()
     );
-    println!("{summary}");
-    let report = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reliability");
-    let _ = std::fs::create_dir_all(&report);
-    let _ = std::fs::write(report.join("soak.txt"), format!("{summary}\n"));
+    report("soak", &summary);
 
     assert!(wrong.is_empty(), "{summary}\n{}", wrong.join("\n"));
     assert!(twice.is_empty(), "answered more than once: {twice:?}");

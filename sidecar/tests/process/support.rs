@@ -371,6 +371,28 @@ pub fn wait_for_turn_record(dir: &TestDir, count: usize) -> Vec<Value> {
     dir.turns()
 }
 
+/// The record of the `count`th CLI process that runs turns, once it is running: a print-mode
+/// run (recorded before it answers) or an ACP process (its start line, after its boot).
+pub fn wait_for_process_record(dir: &TestDir, count: usize) -> Value {
+    if !acp() {
+        return wait_for_turn_record(dir, count).remove(count - 1);
+    }
+    let ok = eventually(TIMEOUT, || dir.acp_records("start").len() >= count);
+    assert!(ok, "the double never recorded ACP process {count}");
+    dir.acp_records("start").remove(count - 1)
+}
+
+/// The env scenario that gives each CLI process a grandchild: on print mode a directive does it
+/// per turn, but an ACP process starts its grandchild from the env scenario only, at its start
+/// (cli-double README §8.4), so on ACP the launch carries it.
+pub fn grandchild_env(launch: Launch<'_>, scenario: Value) -> Launch<'_> {
+    if acp() {
+        launch.env("CURSOR_DOUBLE_SCENARIO", scenario.to_string())
+    } else {
+        launch
+    }
+}
+
 /// All processes whose parent chain leads to `ancestor`.
 pub fn descendants(ancestor: u32) -> Vec<u32> {
     let mut table = Vec::new();
@@ -394,4 +416,15 @@ pub fn descendants(ancestor: u32) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Summary lines go to target/reliability/<name>.txt (`<name>-acp.txt` on the ACP pass) so
+/// `cargo xtask test` can print them last; the line itself names the backend on ACP.
+pub fn report(name: &str, line: &str) {
+    let (file, line) =
+        if acp() { (format!("{name}-acp"), format!("{line} (ACP)")) } else { (name.to_string(), line.to_string()) };
+    println!("{line}");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../reliability");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join(format!("{file}.txt")), format!("{line}\n"));
 }

@@ -96,6 +96,9 @@ fn cli_is_called_with_the_documented_flags_and_the_prompt_on_stdin() {
     let (_, r) = s.chat(send("t3", "auto", "agent", json!([user("do it")])));
     assert!(r.get("result").is_some(), "{r}");
 
+    if acp() {
+        return documented_launch_on_acp(&dir, s);
+    }
     let turns = dir.turns();
     assert_eq!(turns.len(), 3);
     let argv = |i: usize| -> Vec<String> { serde_json::from_value(turns[i]["argv"].clone()).unwrap() };
@@ -116,16 +119,80 @@ fn cli_is_called_with_the_documented_flags_and_the_prompt_on_stdin() {
     assert_eq!(turns[0]["env"]["FORCE_COLOR"], "0");
 }
 
+/// ACP: one launch line for the process (`--trust acp`, never `--force`, no prompt), the
+/// workspace as its cwd, the prompt in `session/prompt`; mode and model are the session's
+/// (`session/set_mode`, `session/set_config_option`), read from the processes' exit records.
+fn documented_launch_on_acp(dir: &TestDir, s: Sidecar) {
+    let turns = dir.turn_records();
+    assert_eq!(turns.len(), 3, "{turns:?}");
+    for t in &turns {
+        let a: Vec<String> = serde_json::from_value(t["argv"].clone()).unwrap();
+        assert_eq!(a.last().map(String::as_str), Some("acp"), "{a:?}");
+        assert!(a.contains(&"--trust".into()) && !a.contains(&"--force".into()), "{a:?}");
+        assert!(!a.iter().any(|x| x.contains("hello") || x.contains("plan it")), "prompt leaked into argv: {a:?}");
+        assert_eq!(t["cwd"].as_str(), dir.workspace().to_str(), "{t}");
+        assert_eq!(t["env"]["NO_COLOR"], "1");
+        assert_eq!(t["env"]["FORCE_COLOR"], "0");
+    }
+    let prompts: Vec<&str> = turns.iter().map(|t| t["prompt"].as_str().unwrap()).collect();
+    assert_eq!(prompts, ["hello there", "plan it", "do it"]);
+    assert!(s.finish().success());
+    let of = |method: &str, t: &Value| -> Vec<Value> {
+        dir.acp_requests(method).into_iter().filter(|r| r["sessionId"] == t["sessionId"]).collect()
+    };
+    let last_mode = |t: &Value| of("session/set_mode", t).last().map(|r| r["modeId"].clone());
+    assert_eq!(last_mode(&turns[0]), Some(json!("ask")));
+    assert_eq!(last_mode(&turns[1]), Some(json!("plan")));
+    let third = last_mode(&turns[2]);
+    assert!(third.is_none() || third == Some(json!("agent")), "agent mode: {third:?}");
+    let models: Vec<Value> = of("session/set_config_option", &turns[0])
+        .into_iter()
+        .filter(|r| r["configId"] == "model")
+        .map(|r| r["value"].clone())
+        .collect();
+    assert!(models.iter().any(|v| v.as_str().unwrap_or("").starts_with("gpt-5.6-sol[")), "{models:?}");
+}
+
 #[test]
 fn force_is_passed_only_when_asked_and_only_in_agent_mode() {
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({"force": true}));
+    if acp() {
+        return force_on_acp(&dir, s);
+    }
     s.chat(send("t1", "auto", "agent", json!([user("go")])));
     s.chat(send("t2", "auto", "ask", json!([user("ask")])));
     let turns = dir.turns();
     assert!(turns[0]["argv"].as_array().unwrap().contains(&json!("--force")));
     assert!(!turns[1]["argv"].as_array().unwrap().contains(&json!("--force")));
+}
+
+/// ACP never gets `--force`: "force" is the answer to the agent's permission questions, allow in
+/// agent mode and reject in ask mode (cli-double README §8.4), which the user sees as the shell
+/// tool succeeding or not.
+fn force_on_acp(dir: &TestDir, mut s: Sidecar) {
+    let tool = json!({"permissionQuery": true, "tools": [{"kind": "shell", "args": {"command": "make"}, "outcome": "success"}]});
+    let ok_of = |deltas: &[Value]| -> Vec<bool> {
+        deltas.iter().filter(|d| d["kind"] == "toolCompleted").map(|d| d["ok"].as_bool().unwrap()).collect()
+    };
+    let (d1, r1) = s.chat(send("t1", "auto", "agent", json!([user(&directed("go", tool.clone()))])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    let (d2, r2) = s.chat(send("t2", "auto", "ask", json!([user(&directed("ask", tool))])));
+    assert!(r2.get("result").is_some(), "{r2}");
+    assert_eq!(ok_of(&d1), [true], "agent mode with force runs the tool: {d1:?}");
+    assert_eq!(ok_of(&d2), [false], "ask mode never does: {d2:?}");
+    assert!(s.finish().success());
+    let answers: Vec<Value> = dir
+        .acp_records("exit")
+        .iter()
+        .flat_map(|e| e["acp"]["sentRequests"].as_array().cloned().unwrap_or_default())
+        .filter(|r| r["method"] == "session/request_permission")
+        .map(|r| r["reply"]["result"]["outcome"]["optionId"].clone())
+        .collect();
+    assert_eq!(answers.len(), 2, "one question per turn: {answers:?}");
+    assert!(answers.contains(&json!("allow-once")) && answers.contains(&json!("reject-once")), "{answers:?}");
+    assert!(dir.acp_records("start").iter().all(|r| !r["argv"].as_array().unwrap().contains(&json!("--force"))));
 }
 
 #[test]
@@ -138,8 +205,11 @@ fn a_one_mebibyte_prompt_arrives_intact_on_stdin() {
     assert!(prompt.len() > 1024 * 1024);
     let (deltas, r) = s.chat(send("big", "auto", "agent", json!([user(&prompt)])));
     assert!(r.get("result").is_some(), "{r}");
-    let rec = &dir.turns()[0];
-    assert_eq!(rec["stdinBytes"].as_u64().unwrap() as usize, prompt.len());
+    // On ACP the prompt is the `session/prompt` text block (the stored session's turn).
+    let rec = &dir.turn_records()[0];
+    if !acp() {
+        assert_eq!(rec["stdinBytes"].as_u64().unwrap() as usize, prompt.len());
+    }
     assert!(rec["stdin"].as_str().unwrap() == prompt, "prompt changed on the way");
     assert!(!text_of(&deltas).is_empty());
 }
@@ -160,7 +230,7 @@ fn sixteen_concurrent_turns_all_get_their_own_answer() {
         let deltas = s.take_deltas(&json!(format!("t{i}")));
         assert_eq!(text_of(&deltas), format!("answer number {i} ✓"));
     }
-    assert_eq!(dir.turns().len(), 16);
+    assert_eq!(dir.turn_records().len(), 16);
 }
 
 #[test]
@@ -172,6 +242,9 @@ fn pool_limits_concurrent_cli_processes_and_queues_the_rest() {
     for i in 0..5 {
         let prompt = directed("go", json!({"answer": format!("a{i}"), "startupMs": 300}));
         ids.push(s.send_request("chat/send", send(&format!("t{i}"), "auto", "agent", json!([user(&prompt)]))));
+    }
+    if acp() {
+        return pool_on_acp(&dir, s, ids);
     }
     // While turns run, never more than two CLI turn processes exist.
     let sidecar_pid = s.child.id();
@@ -189,6 +262,21 @@ fn pool_limits_concurrent_cli_processes_and_queues_the_rest() {
     assert!(max_seen <= 2, "saw {max_seen} CLI processes at once");
     assert!(max_seen >= 1);
     assert_eq!(dir.turns().len(), 5);
+}
+
+/// ACP processes outlive their turns, so the limit is on prompts running at once. Each prompt
+/// lasts at least its 300 ms `startupMs`, so with two at a time the turns that end 1st and 3rd
+/// (3rd and 5th) are at least 300 ms apart: were they closer, three would have run at once.
+fn pool_on_acp(dir: &TestDir, mut s: Sidecar, ids: Vec<u64>) {
+    for id in ids {
+        let r = s.response(&json!(id));
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let ends: Vec<u64> = dir.turn_records().iter().map(|t| t["atMs"].as_u64().unwrap()).collect();
+    assert_eq!(ends.len(), 5);
+    for w in ends.windows(3) {
+        assert!(w[2] >= w[0] + 290, "three prompts ran at once: turn ends {ends:?} (ms)");
+    }
 }
 
 #[test]

@@ -31,6 +31,30 @@ async fn silence_shorter_than_the_limit_is_fine() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn opening_a_session_is_not_silence_but_what_follows_it_is() {
+    let h = Harness::new(limits(5, 300));
+    let (events, r) = h.send(request(vec![user("[[opening:30|text:ready]]")])).await;
+    r.unwrap();
+    assert_eq!(text_of(&events), "ready");
+    // The idle limit starts again when the opening ends.
+    let started = tokio::time::Instant::now();
+    let (_, r) = h.send(request(vec![user("[[opening:30|silent:6|text:never]]")])).await;
+    let e = r.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout);
+    assert!(e.message.contains("no output for 5 s"), "{}", e.message);
+    assert_eq!(started.elapsed().as_secs(), 35);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_opening_that_never_ends_still_meets_the_overall_limit() {
+    let h = Harness::new(limits(5, 100));
+    let (_, r) = h.send(request(vec![user("[[opening:400|text:late]]")])).await;
+    let e = r.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout);
+    assert!(e.message.contains("longer than 100 s"), "{}", e.message);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_busy_agent_is_not_idle_but_still_meets_the_overall_limit() {
     let h = Harness::new(limits(5, 300));
     let started = tokio::time::Instant::now();
