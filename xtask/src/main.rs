@@ -30,44 +30,6 @@ mod workflows;
 /// Integration tests the ACP pass leaves out for now, each with why (printed when the pass runs).
 /// Every entry is a debt: the test runs on print mode, and the list should shrink to nothing.
 const NOT_YET_ON_ACP: &[(&str, &str)] = &[
-    (
-        "isolation::an_untrusted_workspace_only_asks_and_the_cli_never_works_in_it",
-        "reads the agent's exit record after shutdown; shutdown does not yet close the agent's stdin with a grace",
-    ),
-    (
-        "sessions::utility_requests_never_touch_sessions",
-        "reads the agent's exit record after shutdown; shutdown does not yet close the agent's stdin with a grace",
-    ),
-    (
-        "turns::cli_is_called_with_the_documented_flags_and_the_prompt_on_stdin",
-        "reads the agent's exit record after shutdown; shutdown does not yet close the agent's stdin with a grace",
-    ),
-    (
-        "turns::force_is_passed_only_when_asked_and_only_in_agent_mode",
-        "reads the agent's exit record after shutdown; shutdown does not yet close the agent's stdin with a grace",
-    ),
-    (
-        "failures::cancel_answers_minus_32800_and_kills_the_cli_and_its_grandchild_within_a_second",
-        "reads the agent's exit record after shutdown; shutdown does not yet close the agent's stdin with a grace",
-    ),
-    (
-        "failures::silence_ends_the_turn_with_a_timeout",
-        "reads the agent's exit record after shutdown; shutdown does not yet close the agent's stdin with a grace",
-    ),
-    (
-        "failures::a_grandchild_holding_stdout_open_does_not_stall_a_failed_turn",
-        "the ACP backend does not yet notice its agent exiting while a grandchild holds the agent's stdout open",
-    ),
-    (
-        "soak::soak_1000_turns",
-        "an ACP process start and session/new count as silence against the soak's 1 s idle limit; the engine \
-         now pauses it while a backend opens (`EventSink::opening`), which cursor_acp/mod.rs does not call yet",
-    ),
-    (
-        "http_openai::the_openai_python_client_works_against_serve",
-        "openai_client.py reads print-mode records (`--mode`/`--resume` argv, stdin, one CLI pid per turn) and \
-         expects token counts, which Cursor's ACP prompt answer lacks; its ACP reading is not written yet",
-    ),
 ];
 
 /// The nextest filter of the ACP pass: everything but `NOT_YET_ON_ACP`.

@@ -224,6 +224,9 @@ impl CursorAcp {
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         let cli = self.print.cli().await?;
         let mut one_shot = false;
+        // Starting an agent and opening a session have their own bounds (agent.rs): that is not
+        // the model being silent.
+        let opening = sink.opening();
         let mut slot = match &t.chat {
             Chat::Resume(chat) => {
                 let Some(session) = session_of(chat) else {
@@ -268,6 +271,7 @@ impl CursorAcp {
                 Arc::new(AsyncMutex::new(Some(agent))).lock_owned().await
             }
         };
+        drop(opening);
         let agent = slot.as_mut().expect("a live agent");
         let display = lock(&self.names).get(&t.model).cloned();
         let Some(choice) = catalog::choose(&agent.config, &t.model, display.as_deref()) else {

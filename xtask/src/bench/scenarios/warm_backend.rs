@@ -1,8 +1,9 @@
 //! The warm backend: what Cursor's ACP mode saves over print mode when the CLI takes as long to
 //! start as the real one. The double starts in 0.8 s and opens an ACP session in 1.5 s (the
-//! figures seen on real builds, docs/cursor-acp.md §2), and its "model" waits 300 ms before each
-//! update, the first one included: that wait is the model's own latency, measured directly as the
-//! reference (the double spawned with no start-up delay, first text line).
+//! figures seen on real builds, docs/cursor-acp.md §2), and its "model" takes 300 ms before it
+//! answers each message (a `startupMs` directive in every user message, which both modes honour
+//! per turn): that is the model's own latency, measured directly as the reference (the double
+//! spawned with no start-up delay, to its first text line).
 
 use std::time::Duration;
 
@@ -26,8 +27,12 @@ fn env() -> Vec<(&'static str, String)> {
         ("CURSOR_DOUBLE_STARTUP_MS", STARTUP_MS.into()),
         ("CURSOR_DOUBLE_ACP_STARTUP_MS", STARTUP_MS.into()),
         ("CURSOR_DOUBLE_ACP_NEW_SESSION_MS", NEW_SESSION_MS.into()),
-        ("CURSOR_DOUBLE_SCENARIO", json!({"deltaDelayMs": MODEL_MS, "chunkChars": 64}).to_string()),
     ]
+}
+
+/// A user message the double's model takes `MODEL_MS` to answer.
+fn said(text: &str) -> Value {
+    user(&format!("[[double:{}]]\n{text}", json!({"startupMs": MODEL_MS})))
 }
 
 fn first_text_ms(sc: &mut Sidecar, turn: &str, conv: &str, messages: Vec<Value>) -> Result<f64> {
@@ -36,7 +41,7 @@ fn first_text_ms(sc: &mut Sidecar, turn: &str, conv: &str, messages: Vec<Value>)
 }
 
 fn follow_up() -> Vec<Value> {
-    vec![user("hi"), assistant("Echo: hi"), user("again")]
+    vec![said("hi"), assistant("Echo: hi"), said("again")]
 }
 
 /// (second turn's first delta, a new conversation's first delta) on one backend and setting.
@@ -48,7 +53,7 @@ fn follow_ups_and_new(ctx: &Ctx, options: Value, n: usize) -> Result<(Vec<f64>, 
     let (mut second, mut new) = (Vec::new(), Vec::new());
     for i in 0..n + 1 {
         let conv = format!("wb-{i}");
-        let first = first_text_ms(&mut sc, &format!("n-{i}"), &conv, vec![user("hi")])?;
+        let first = first_text_ms(&mut sc, &format!("n-{i}"), &conv, vec![said("hi")])?;
         std::thread::sleep(REFILL);
         let again = first_text_ms(&mut sc, &format!("f-{i}"), &conv, follow_up())?;
         std::thread::sleep(REFILL);
@@ -87,9 +92,9 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
     std::fs::create_dir_all(&ws)?;
     // The model's own latency: the double with no start-up, spawned directly.
     let mut model = Vec::new();
-    let model_env = [("CURSOR_DOUBLE_SCENARIO", json!({"deltaDelayMs": MODEL_MS, "chunkChars": 64}).to_string())];
+    let prompt = format!("[[double:{}]]\nhi", json!({"startupMs": MODEL_MS}));
     for _ in 0..n.max(3) {
-        let run = run_double_direct(ctx.bins, dir.path(), &ws, &model_env, "hi")?;
+        let run = run_double_direct(ctx.bins, dir.path(), &ws, &[], &prompt)?;
         model.push(since(run.first_text.ok_or_else(|| anyhow!("the double printed no text"))?, run.spawned));
     }
     let model_median = median(&model);
@@ -112,8 +117,11 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
     drop(sc);
 
     // Cancel: Stop after the first text, answered; then the conversation's next turn.
+    // Answers stream a character every 20 ms, so Stop lands mid-answer.
+    let mut slow = env();
+    slow.push(("CURSOR_DOUBLE_SCENARIO", json!({"deltaDelayMs": 20, "chunkChars": 1}).to_string()));
     let cancel_dir = scratch()?;
-    let mut sc = Sidecar::launch(ctx.bins, cancel_dir.path(), None, &env())?;
+    let mut sc = Sidecar::launch(ctx.bins, cancel_dir.path(), None, &slow)?;
     sc.initialize(json!({"backend": "acp"}))?;
     std::thread::sleep(REFILL);
     let (mut acp_cancel, mut after_cancel) = (Vec::new(), Vec::new());
@@ -130,7 +138,7 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
     }
     drop(sc);
     let print_dir = scratch()?;
-    let mut sc = Sidecar::launch(ctx.bins, print_dir.path(), None, &env())?;
+    let mut sc = Sidecar::launch(ctx.bins, print_dir.path(), None, &slow)?;
     sc.initialize(json!({"backend": "print"}))?;
     let mut print_cancel = Vec::new();
     for i in 0..n.max(2) {
@@ -148,7 +156,7 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
     let within =
         |x: f64| -> &'static str { Box::leak(format!("≤ {x:.0} ms (the model's latency + 10 %)").into_boxed_str()) };
     let followup_median = median(&acp_second);
-    let setup = format!("The double starts in {STARTUP_MS} ms and opens an ACP session in {NEW_SESSION_MS} ms; its model waits {MODEL_MS} ms before each update.");
+    let setup = format!("The double starts in {STARTUP_MS} ms and opens an ACP session in {NEW_SESSION_MS} ms; its model takes {MODEL_MS} ms to answer each message.");
     Ok(vec![
         Row::new("warm backend", "Second turn's first delta, ACP", Unit::Ms, &acp_second)
             .reference("the model's own latency (double, no start-up)", &model)
