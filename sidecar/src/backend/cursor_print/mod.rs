@@ -98,6 +98,9 @@ impl CursorPrint {
 
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         let cli = self.cli().await?;
+        // A new chat's id leaves its slot empty; the refill starts once this turn's CLI has said
+        // something (or the turn ends), so `create-chat` never competes with its first words.
+        let mut refill = None;
         let (resume, prestarted) = match &t.chat {
             Chat::Resume(id) => {
                 if chat_store::is_gone(id, &t.workspace) {
@@ -115,7 +118,11 @@ impl CursorPrint {
             // A fresh spare brings its own chat id; otherwise take a prefetched one.
             Chat::New => match self.spares.take_fresh(|chat| self.command(&cli, &CommandLine::of(&t, Some(chat)))) {
                 Some(spare) => (Some(spare.chat_id), Some(spare.child)),
-                None => (self.chat_ids.take(&cli, self.env(), &t.workspace).await, None),
+                None => {
+                    let (id, owed) = self.chat_ids.take(&cli, self.env(), &t.workspace).await;
+                    refill = Some(owed);
+                    (id, None)
+                }
             },
         };
         let spec = self.command(&cli, &CommandLine::of(&t, resume.as_deref()));
@@ -127,7 +134,12 @@ impl CursorPrint {
         };
         tracing::debug!(pid = child.pid(), warm, "CLI started");
         let resuming = matches!(t.chat, Chat::Resume(_)).then_some(resume.as_deref()).flatten();
-        let mut end = run::drive(child, &t.prompt, resuming, t.idle, sink).await?;
+        let mut on_output = || {
+            if let Some(refill) = refill.as_mut() {
+                refill.start();
+            }
+        };
+        let mut end = run::drive(child, &t.prompt, resuming, t.idle, sink, &mut on_output).await?;
         end.chat_id = end.chat_id.or(resume);
         Ok(end)
     }
@@ -142,10 +154,13 @@ impl CursorPrint {
         self.spares.start(&self.command(&cli, &line(Some(&chat_id))), None);
         let Some(this) = self.me.upgrade().filter(|_| fresh) else { return };
         tokio::spawn(async move {
-            if let Some(chat) = this.chat_ids.take(&cli, this.env(), &workspace).await {
+            let (chat, mut refill) = this.chat_ids.take(&cli, this.env(), &workspace).await;
+            if let Some(chat) = chat {
                 let line = CommandLine { model: &model, mode, workspace: &workspace, resume: Some(&chat), unattended };
                 this.spares.start(&this.command(&cli, &line), Some(chat.clone()));
             }
+            // After the spare's own start, as after a turn's first words.
+            refill.start();
         });
     }
 }
