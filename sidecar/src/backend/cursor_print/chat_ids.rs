@@ -20,10 +20,13 @@ use super::args::ChildEnv;
 use super::commands;
 use super::discovery::CliCommand;
 
-/// A workspace's prefetched id. Locked while a fetch for it runs (and only then), so a turn that
-/// finds it locked knows an id is on its way, and one that finds it empty knows none is.
+/// A workspace's prefetched id. Locked while a fetch for it is due or runs (and only then), so a
+/// turn that finds it locked knows an id is on its way, and one that finds it empty knows none is.
 type Slot = Arc<tokio::sync::Mutex<Option<String>>>;
 
+/// The warm-up fetch (at `initialize`) starts this much later, so its process never competes with
+/// the answer to `initialize`; the slot is locked meanwhile, so a turn that comes first waits.
+const WARM_UP_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 /// The longest a turn waits for a fetch in progress (a good one takes well under this).
 const TAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -48,7 +51,7 @@ impl Refill<'_> {
     /// Start the refill now (once; later calls do nothing).
     pub fn start(&mut self) {
         if let Some((cli, env, workspace)) = self.due.take() {
-            self.cache.prefetch(cli, env, workspace);
+            self.cache.fill(cli, env, workspace, None);
         }
     }
 }
@@ -84,10 +87,16 @@ impl ChatIdCache {
         (id, Refill { cache: self, due: Some((cli.clone(), env, workspace.to_path_buf())) })
     }
 
-    /// Fill the slot for `workspace` in the background, if it is empty and no fetch for it is
-    /// running. The slot is locked before this returns, so a turn that comes right after waits
-    /// for this fetch instead of finding the slot empty.
+    /// Warm `workspace` up: fill its slot in the background, [`WARM_UP_DELAY`] from now. The slot
+    /// is locked before this returns, so a turn that comes right after waits for this fetch
+    /// instead of finding the slot empty.
     pub fn prefetch(&self, cli: CliCommand, env: ChildEnv, workspace: PathBuf) {
+        self.fill(cli, env, workspace, Some(WARM_UP_DELAY));
+    }
+
+    /// Fill the slot for `workspace` in the background (after `delay`), if it is empty and no
+    /// fetch for it is running.
+    fn fill(&self, cli: CliCommand, env: ChildEnv, workspace: PathBuf, delay: Option<std::time::Duration>) {
         // A turn dropped while the runtime goes away has nowhere to run a fetch.
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         if self.stopped.load(Ordering::SeqCst) {
@@ -101,6 +110,9 @@ impl ChatIdCache {
         while refills.try_join_next().is_some() {}
         refills.spawn_on(
             async move {
+                if let Some(delay) = delay {
+                    tokio::time::sleep(delay).await;
+                }
                 *ready = fetch(&cli, &env, &workspace).await;
             },
             &runtime,
