@@ -3,9 +3,9 @@
 //! A turn waits for a fetch in progress only briefly, and never for one that has not started:
 //! without an id the CLI creates the chat.
 //!
-//! The slot a turn emptied is refilled once that turn's CLI has said something (or the turn
-//! ended), not when the id is taken: `create-chat` is a second CLI process, and started next to
-//! the turn's own it competes with that one's start-up and first words.
+//! The slot a turn emptied is refilled once that turn's CLI is done (or the turn was dropped), not
+//! when the id is taken: `create-chat` is a second CLI process, and started next to the turn's own
+//! it competes with that one's start-up and first words.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -39,8 +39,8 @@ pub struct ChatIdCache {
     stopped: AtomicBool,
 }
 
-/// The refill a turn owes the slot it took from (or found empty): started by [`Refill::start`]
-/// once the turn's CLI has output, or when dropped (the turn failed or was cancelled first).
+/// The refill a turn owes the slot it took from (or found empty): started by [`Refill::start`], or
+/// when dropped (the turn's CLI is done, or the turn failed or was cancelled).
 #[must_use = "dropping a Refill starts it at once"]
 pub struct Refill<'a> {
     cache: &'a ChatIdCache,
@@ -71,7 +71,7 @@ impl ChatIdCache {
     /// about to bring, waited for at most [`TAKE_WAIT`] (`create-chat` can hang, and a turn must
     /// not hang with it; without an id the CLI creates the chat itself and says its id). An empty
     /// slot with no fetch running gives `None` at once. The [`Refill`] fills the slot again; start
-    /// it when the turn's CLI has output. Folders that were never warmed up (one per HTTP
+    /// (or drop) it when the turn's CLI is done. Folders that were never warmed up (one per HTTP
     /// conversation, say) have no slot: no wait, no fetches.
     pub async fn take(&self, cli: &CliCommand, env: ChildEnv, workspace: &Path) -> (Option<String>, Refill<'_>) {
         let Some(slot) = lock(&self.slots).get(workspace).cloned() else {
@@ -181,13 +181,13 @@ mod tests {
         assert_eq!(take_at_once(&cache, &cli, &ws).await, None);
         assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 1, "create-chat ran on the turn's path");
 
-        // The turn's first words: the refill runs, and the next new conversation gets its id.
+        // The turn's CLI is done: the refill runs, and the next new conversation gets its id.
         refill.start();
         refill.start(); // once only
         let (id, refill) = cache.take(&cli, child_env(None), &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0002"));
 
-        // A turn that ends without output refills when it is dropped.
+        // A turn refills when its Refill is dropped (its CLI done, or the turn failed or cancelled).
         drop(refill);
         let (id, _refill) = cache.take(&cli, child_env(None), &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0003"));

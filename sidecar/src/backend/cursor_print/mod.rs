@@ -98,8 +98,8 @@ impl CursorPrint {
 
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         let cli = self.cli().await?;
-        // A new chat's id leaves its slot empty; the refill starts once this turn's CLI has said
-        // something (or the turn ends), so `create-chat` never competes with its first words.
+        // A new chat's id leaves its slot empty; it is refilled when this turn's CLI is done (or
+        // the turn is dropped), so `create-chat` never competes with its start-up or first words.
         let mut refill = None;
         let (resume, prestarted) = match &t.chat {
             Chat::Resume(id) => {
@@ -134,12 +134,9 @@ impl CursorPrint {
         };
         tracing::debug!(pid = child.pid(), warm, "CLI started");
         let resuming = matches!(t.chat, Chat::Resume(_)).then_some(resume.as_deref()).flatten();
-        let mut on_output = || {
-            if let Some(refill) = refill.as_mut() {
-                refill.start();
-            }
-        };
-        let mut end = run::drive(child, &t.prompt, resuming, t.idle, sink, &mut on_output).await?;
+        let ended = run::drive(child, &t.prompt, resuming, t.idle, sink).await;
+        drop(refill); // the CLI is done: now `create-chat` competes with nothing of this turn's
+        let mut end = ended?;
         end.chat_id = end.chat_id.or(resume);
         Ok(end)
     }

@@ -34,15 +34,12 @@ const PERMISSION_HINT: &str = "Cursor asked for approval, which the bridge canno
 
 /// `resuming`: the chat the turn must continue; an init event that names another means the CLI
 /// silently started a fresh chat, and the turn stops before any of it reaches the client.
-/// `on_output` runs after each event that reached the client (work that must not compete with
-/// the turn's start-up waits for the first).
 pub async fn drive(
     mut child: ChildProcess,
     prompt: &str,
     resuming: Option<&str>,
     idle: Duration,
     sink: &mut EventSink,
-    on_output: &mut (dyn FnMut() + Send),
 ) -> Result<TurnEnd, TurnFailure> {
     tracing::debug!(pid = child.pid(), "CLI runs the turn");
     let stdin = child.take_stdin();
@@ -109,12 +106,7 @@ pub async fn drive(
                     return Err(TurnFailure { error, spoke: false, chat_lost: true });
                 }
             }
-            let output =
-                !matches!(event, StreamEvent::Init { .. } | StreamEvent::Result(_) | StreamEvent::ErrorEnvelope { .. });
             state.apply(event, sink).await;
-            if output {
-                on_output();
-            }
         }
         if state.result.is_some() {
             // Anything after `result` is noise; don't wait long for a lingering CLI.
