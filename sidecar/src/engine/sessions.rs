@@ -297,14 +297,51 @@ impl SessionStore {
     }
 
     /// Record a turn: insert or update the session, then enforce the cap and persist.
-    pub fn record(&mut self, mut session: Session) {
+    pub fn record(&mut self, session: Session) {
+        if let Some(write) = self.record_in_memory(session) {
+            let written = write.run();
+            self.absorb(written);
+        }
+    }
+
+    /// [`SessionStore::record`] without the disk: the returned write (none for a store kept in
+    /// memory only) puts it there, merged with the file, without this store or its lock:
+    /// [`PendingWrite::run`] it anywhere, then [`SessionStore::absorb`] what it wrote.
+    pub fn record_in_memory(&mut self, mut session: Session) -> Option<PendingWrite> {
         session.last_used_ms = self.clock.now_ms();
         match self.sessions.iter_mut().find(|s| s.id == session.id) {
             Some(existing) => *existing = session,
             None => self.sessions.push(session),
         }
         self.prune();
-        self.persist();
+        self.path.as_ref()?;
+        Some(PendingWrite(SessionStore {
+            sessions: self.sessions.clone(),
+            cleared: self.cleared.clone(),
+            cleared_all_ms: self.cleared_all_ms,
+            clock: self.clock.clone(),
+            ttl_ms: self.ttl_ms,
+            max: self.max,
+            path: self.path.clone(),
+            seen: self.seen,
+        }))
+    }
+
+    /// Take in what a [`PendingWrite`] wrote (other processes' sessions merged on the way). What
+    /// changed here meanwhile stays: the merge keeps the more recent copy and every clear.
+    pub fn absorb(&mut self, written: Written) {
+        let Written(w) = written;
+        let seen = w.seen;
+        self.merge(StoreFile {
+            version: FILE_VERSION,
+            sessions: w.sessions,
+            cleared: w.cleared,
+            cleared_all_ms: w.cleared_all_ms,
+        });
+        self.prune();
+        if seen.is_some() {
+            self.seen = seen;
+        }
     }
 
     /// A turn on this session's chat did not complete: remember what it was given, and count a
@@ -394,6 +431,22 @@ impl SessionStore {
         if let Err(e) = write() {
             tracing::warn!(path = %path.display(), error = %e, "could not save sessions");
         }
+    }
+}
+
+/// A write of the store taken by [`SessionStore::record_in_memory`]: a copy of it, written without
+/// the original's lock (merging with the file and the fsync take milliseconds, tens on a busy disk,
+/// and the next turn plans under that lock).
+pub struct PendingWrite(SessionStore);
+
+/// What a [`PendingWrite`] wrote, for [`SessionStore::absorb`].
+pub struct Written(SessionStore);
+
+impl PendingWrite {
+    /// Merge with the file under its lock and write it, synced to disk (blocking).
+    pub fn run(mut self) -> Written {
+        self.0.persist();
+        Written(self.0)
     }
 }
 
@@ -574,6 +627,44 @@ mod tests {
         ));
         assert_eq!(reopened.clear(None), 1);
         assert_eq!(store(&clock, Some(path)).len(), 0);
+    }
+
+    #[test]
+    fn a_write_done_outside_the_store_reaches_disk_and_keeps_what_changed_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/sessions.json");
+        let clock = Arc::new(ManualClock::new(MIN));
+        let mut s = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        let mut other = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        let write = s.record_in_memory(session("s1", Some("c1"), Mode::Agent, &["a"], 0)).expect("a file to write");
+        assert!(!path.exists(), "nothing is written before the write runs");
+        // Meanwhile: this store records another turn (written at once), another process one more.
+        clock.advance_ms(1);
+        s.record(session("s2", None, Mode::Agent, &["b"], 0));
+        other.record(session("o1", None, Mode::Agent, &["c"], 0));
+        // The deferred write, on a thread of its own, lands on disk with everything merged.
+        let written = std::thread::spawn(move || write.run()).join().unwrap();
+        let on_disk: StoreFile = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let mut ids: Vec<_> = on_disk.sessions.iter().map(|x| x.id.as_str()).collect();
+        ids.sort();
+        assert_eq!(ids, ["o1", "s1", "s2"]);
+        s.absorb(written);
+        let mut ids: Vec<_> = s.list().into_iter().map(|x| (x.session_id, x.last_used_ms)).collect();
+        ids.sort();
+        let expected = [("o1".to_string(), MIN + 1), ("s1".to_string(), MIN), ("s2".to_string(), MIN + 1)];
+        assert_eq!(ids, expected, "absorbing the write loses nothing newer");
+        // A session cleared after the write was taken stays cleared when it is absorbed.
+        let write = s.record_in_memory(session("s3", None, Mode::Agent, &["d"], 0)).unwrap();
+        clock.advance_ms(1);
+        s.clear(Some("s3"));
+        s.absorb(write.run());
+        assert!(s.get("s3").is_none(), "a cleared session came back");
+        assert!(
+            SessionStore::open(None, clock.clone(), 30, 10)
+                .record_in_memory(session("m", None, Mode::Agent, &[], 0))
+                .is_none(),
+            "a store in memory writes nothing"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::config::Placement;
 use super::core::Engine;
 use super::prompt::Conversation;
-use super::sessions::{new_session_id, Lookup, Match, Session};
+use super::sessions::{new_session_id, Lookup, Match, PendingWrite, Session};
 use crate::backend::{Activity, Chat, Event, EventSink, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::error::{BridgeError, Result};
 use crate::protocol::{ChatMessage, ErrorKind, Mode, Usage};
@@ -172,8 +172,18 @@ impl Engine {
             i.disarm();
         }
         let answer = sink.answer_hash();
-        let session_id =
-            plan.session.take().map(|session| self.record(session, &plan, &end, &conversation, &workspace, answer));
+        let (session_id, write) = match plan.session.take() {
+            Some(session) => {
+                let (id, write) = self.record(session, &plan, &end, &conversation, &workspace, answer);
+                (Some(id), write)
+            }
+            None => (None, None),
+        };
+        // On disk before the answer, as before; but written outside the store's lock and off the
+        // runtime's workers, so no other turn waits for this one's fsync.
+        if let Some(write) = write {
+            self.write_sessions(write).await;
+        }
         let duration_ms = started.elapsed().as_millis() as u64;
         tracing::info!(turn = %req.turn_id, duration_ms, "turn done");
         Ok(TurnOutcome { session_id, resumed: plan.resumed, replayed: plan.replayed, usage: end.usage, duration_ms })
@@ -334,7 +344,8 @@ impl Engine {
         }
     }
 
-    /// Remember the chat for the next turn and warm up for it; returns the session id.
+    /// Remember the chat for the next turn and warm up for it; returns the session id and the
+    /// write that puts the record on disk.
     fn record(
         &self,
         mut session: Session,
@@ -343,7 +354,7 @@ impl Engine {
         conversation: &Conversation<'_>,
         workspace: &Path,
         answer: Option<u64>,
-    ) -> String {
+    ) -> (String, Option<PendingWrite>) {
         if let Some(chat) = end.chat_id.clone() {
             session.chat_id = chat;
         }
@@ -369,8 +380,25 @@ impl Engine {
             });
         }
         let id = session.id.clone();
-        lock(&self.sessions).record(session);
-        id
+        let write = lock(&self.sessions).record_in_memory(session);
+        (id, write)
+    }
+
+    /// Run a session write on a thread of its own (it blocks on the disk; a runtime worker must
+    /// not) and take in what it wrote. A turn dropped meanwhile leaves the thread to finish it.
+    async fn write_sessions(&self, write: PendingWrite) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new().name("sessions-write".into()).spawn(move || {
+            let _ = tx.send(write.run());
+        });
+        match spawned {
+            Ok(_) => {
+                if let Ok(written) = rx.await {
+                    lock(&self.sessions).absorb(written);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not start the thread that saves sessions"),
+        }
     }
 }
 

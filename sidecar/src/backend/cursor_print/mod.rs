@@ -104,6 +104,9 @@ impl CursorPrint {
 
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         let cli = self.cli().await?;
+        // A new chat's id leaves its slot empty; it is refilled when this turn's CLI is done (or
+        // the turn is dropped), so `create-chat` never competes with its start-up or first words.
+        let mut refill = None;
         let (resume, prestarted) = match &t.chat {
             Chat::Resume(id) => {
                 if chat_store::is_gone(id, &t.workspace) {
@@ -121,7 +124,11 @@ impl CursorPrint {
             // A fresh spare brings its own chat id; otherwise take a prefetched one.
             Chat::New => match self.spares.take_fresh(|chat| self.command(&cli, &CommandLine::of(&t, Some(chat)))) {
                 Some(spare) => (Some(spare.chat_id), Some(spare.child)),
-                None => (self.chat_ids.take(&cli, self.env(), &t.workspace).await, None),
+                None => {
+                    let (id, owed) = self.chat_ids.take(&cli, self.env(), &t.workspace).await;
+                    refill = Some(owed);
+                    (id, None)
+                }
             },
         };
         let spec = self.command(&cli, &CommandLine::of(&t, resume.as_deref()));
@@ -133,7 +140,9 @@ impl CursorPrint {
         };
         tracing::debug!(pid = child.pid(), warm, "CLI started");
         let resuming = matches!(t.chat, Chat::Resume(_)).then_some(resume.as_deref()).flatten();
-        let mut end = run::drive(child, &t.prompt, resuming, t.idle, sink).await?;
+        let ended = run::drive(child, &t.prompt, resuming, t.idle, sink).await;
+        drop(refill); // the CLI is done: now `create-chat` competes with nothing of this turn's
+        let mut end = ended?;
         end.chat_id = end.chat_id.or(resume);
         Ok(end)
     }
@@ -148,10 +157,13 @@ impl CursorPrint {
         self.spares.start(&self.command(&cli, &line(Some(&chat_id))), None);
         let Some(this) = self.me.upgrade().filter(|_| fresh) else { return };
         tokio::spawn(async move {
-            if let Some(chat) = this.chat_ids.take(&cli, this.env(), &workspace).await {
+            let (chat, mut refill) = this.chat_ids.take(&cli, this.env(), &workspace).await;
+            if let Some(chat) = chat {
                 let line = CommandLine { model: &model, mode, workspace: &workspace, resume: Some(&chat), unattended };
                 this.spares.start(&this.command(&cli, &line), Some(chat.clone()));
             }
+            // After the spare's own start, as after a turn's first words.
+            refill.start();
         });
     }
 }
