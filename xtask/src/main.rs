@@ -29,8 +29,7 @@ mod workflows;
 
 /// Integration tests the ACP pass leaves out for now, each with why (printed when the pass runs).
 /// Every entry is a debt: the test runs on print mode, and the list should shrink to nothing.
-const NOT_YET_ON_ACP: &[(&str, &str)] = &[
-];
+const NOT_YET_ON_ACP: &[(&str, &str)] = &[];
 
 /// The nextest filter of the ACP pass: everything but `NOT_YET_ON_ACP`.
 fn acp_filter() -> String {
