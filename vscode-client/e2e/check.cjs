@@ -247,7 +247,7 @@ for (const [id, sku] of [['variant-default', 'gpt-5.5'], ['variant-high', 'gpt-5
 }
 guarded('check setup: the report renders the sidecar\'s and VS Code\'s checks', () => {
   const t = (chat.checkSetup || {}).text || '';
-  const want = ['Cursor Bridge: Check Setup', 'Cursor CLI: Found at', 'known to work', 'Cursor login: Logged in as test@example.com', 'Models:', 'Backend: Turns run through the `print` backend', 'Utility model', 'GitHub sign-in', 'Not needed'];
+  const want = ['Cursor Bridge: Check Setup', 'Cursor CLI: Found at', 'known to work', 'Cursor login: Logged in as test@example.com', 'Models:', 'Backend: Turns run in print mode (a CLI process per message) (setting: `print`)', 'Utility model', 'GitHub sign-in', 'Not needed'];
   const missing = want.filter((w) => !t.includes(w.replace(/`/g, '')) && !t.includes(w));
   return [t.length > 0 && missing.length === 0, `${missing.length ? `missing ${show(missing)}; ` : ''}${(chat.checkSetup || {}).screenshot}`];
 });

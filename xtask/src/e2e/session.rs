@@ -339,6 +339,8 @@ impl Env {
 /// Chat view's title/progress requests (utility requests) sent to a Cursor model, so they reach
 /// the provider (and can be seen not to disturb sessions): the picker entry Composer 2.5, whose
 /// utility requests the extension runs on the SKU composer-2.5-fast (`cursorBridge.utilityModel`).
+/// Print mode (`cursorBridge.backend`): the checks read the double's print-mode records (argv,
+/// `--resume`, one process per turn); a run on the ACP backend is not written yet.
 const USER_SETTINGS: &str = r#"{
   "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off",
@@ -350,7 +352,8 @@ const USER_SETTINGS: &str = r#"{
   "chat.utilityModel": "cursor/composer-2.5",
   "chat.utilitySmallModel": "cursor/composer-2.5",
   "cursorBridge.utilityModel": "composer-2.5-fast",
-  "cursorBridge.logLevel": "debug"
+  "cursorBridge.logLevel": "debug",
+  "cursorBridge.backend": "print"
 }
 "#;
 

@@ -182,7 +182,7 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
             .note("Stop after the first text of a long answer. ACP answers at once and sends `session/cancel` in the background (the session stays warm when the agent stops within 2 s); print mode kills the process group."),
         Row::new("warm backend", "First delta of the turn after a cancel, ACP", Unit::Ms, &after_cancel)
             .reference("second turn's first delta, ACP", &acp_second)
-            .note("The next message of the cancelled conversation: the same warm session (no start-up paid)."),
+            .note("The next message of the cancelled conversation, answered by the same warm session (no start-up paid). These messages carry no model latency (the double answers at once), so the figure is the bridge's own time plus the re-sent interrupted message."),
     ])
 }
 
