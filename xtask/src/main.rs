@@ -29,7 +29,11 @@ mod workflows;
 
 /// Integration tests the ACP pass leaves out for now, each with why (printed when the pass runs).
 /// Every entry is a debt: the test runs on print mode, and the list should shrink to nothing.
-const NOT_YET_ON_ACP: &[(&str, &str)] = &[];
+const NOT_YET_ON_ACP: &[(&str, &str)] = &[(
+    "http_openai::the_openai_python_client_works_against_serve",
+    "openai_client.py reads print-mode records (`--mode`/`--resume` argv, stdin, one CLI pid per turn) and \
+     expects token counts, which Cursor's ACP prompt answer lacks; its ACP reading is not written yet",
+)];
 
 /// The nextest filter of the ACP pass: everything but `NOT_YET_ON_ACP`.
 fn acp_filter() -> String {
