@@ -72,6 +72,8 @@ pub struct CursorAcp {
     spares: Mutex<Vec<Spare>>,
     /// Workspaces a spare is being opened for.
     opening: Mutex<Vec<PathBuf>>,
+    /// The tasks opening them: stopped at shutdown, so no agent starts after it.
+    openers: Mutex<Vec<tokio::task::AbortHandle>>,
     spare_limit: usize,
     warm_limit: usize,
     warm_idle: Duration,
@@ -92,6 +94,7 @@ impl CursorAcp {
             warm: Mutex::default(),
             spares: Mutex::default(),
             opening: Mutex::default(),
+            openers: Mutex::default(),
             spare_limit: settings.spares,
             warm_limit: settings.warm_sessions.max(1),
             warm_idle: settings.warm_idle.max(Duration::from_secs(1)),
@@ -185,7 +188,7 @@ impl CursorAcp {
             opening.push(workspace.clone());
         }
         let Some(this) = self.me.upgrade() else { return };
-        tokio::spawn(async move {
+        let opener = tokio::spawn(async move {
             let opened = this.open(&cli, &workspace).await;
             let mut opening = lock(&this.opening);
             if let Some(i) = opening.iter().position(|w| *w == workspace) {
@@ -201,6 +204,9 @@ impl CursorAcp {
                 Err(f) => tracing::debug!(error = %f.error.message, "could not open an ACP session ahead"),
             }
         });
+        let mut openers = lock(&self.openers);
+        openers.retain(|o| !o.is_finished());
+        openers.push(opener.abort_handle());
     }
 
     /// The warm session `session` in `workspace`, locked for a turn; empty when it is not warm
@@ -411,6 +417,10 @@ impl Backend for CursorAcp {
 
     fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        // An agent still starting is stopped with its task (dropping it kills its tree).
+        for opener in lock(&self.openers).drain(..) {
+            opener.abort();
+        }
         let mut agents: Vec<Agent> = lock(&self.spares).drain(..).map(|s| s.agent).collect();
         for (_, cell) in lock(&self.warm).drain() {
             if let Ok(mut slot) = cell.try_lock() {
