@@ -7,6 +7,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub const PROTOCOL_VERSION: u32 = 1;
+/// The client-owned tools this sidecar speaks (`capabilities.clientTools`): `tools` on
+/// `chat/send`, `toolCalls`/`toolResults` in messages, the `toolCall` delta, `stopReason: "toolCalls"`.
+pub const CLIENT_TOOLS_VERSION: u32 = 1;
 
 /// Requests a client may send (they get exactly one response each).
 pub mod request {
@@ -74,6 +77,10 @@ pub enum ErrorKind {
     NotInitialized,
     /// The sidecar itself failed (a bug); the request was answered, the sidecar keeps serving.
     Internal,
+    /// Client-tools mode: the model's tool call did not fit the client's tool, even when asked again.
+    BadToolCall,
+    /// Client-tools mode: Cursor ran one of its own tools, and the turn was stopped.
+    ToolPolicy,
 }
 
 impl ErrorKind {
@@ -91,6 +98,8 @@ impl ErrorKind {
         ErrorKind::Cancelled,
         ErrorKind::NotInitialized,
         ErrorKind::Internal,
+        ErrorKind::BadToolCall,
+        ErrorKind::ToolPolicy,
     ];
 
     /// The wire name, as serde writes it.
@@ -109,6 +118,8 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::NotInitialized => "notInitialized",
             ErrorKind::Internal => "internal",
+            ErrorKind::BadToolCall => "badToolCall",
+            ErrorKind::ToolPolicy => "toolPolicy",
         }
     }
 
@@ -291,6 +302,10 @@ pub struct Capabilities {
     pub cancel: bool,
     /// Conversations resume across turns (and sidecar restarts).
     pub sessions: bool,
+    /// The version of client-owned tools this sidecar speaks (`tools` on `chat/send`, the
+    /// `toolCall` delta, `stopReason: "toolCalls"`); 0 or absent: none.
+    #[serde(default)]
+    pub client_tools: u32,
     /// The CLI found at initialize time, if any (found lazily again on each turn).
     pub cli: CliInfo,
     /// The `initialize.options` keys this sidecar understands.
@@ -403,9 +418,114 @@ pub enum Role {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ChatMessage {
     pub role: Role,
+    /// May be empty on a message that only calls tools or only carries their results.
+    #[serde(default)]
     pub text: String,
+    /// An assistant message's calls of the client's tools (as this sidecar reported them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// A user message's results of the client's tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<ToolResult>,
+}
+
+impl ChatMessage {
+    pub fn new(role: Role, text: impl Into<String>) -> Self {
+        ChatMessage { role, text: text.into(), tool_calls: Vec::new(), tool_results: Vec::new() }
+    }
+}
+
+/// A tool the client owns and runs (client-tools mode, docs/client-tools.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDefinition {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// A JSON Schema of the tool's input (an object).
+    #[serde(default = "empty_object_schema")]
+    pub input_schema: serde_json::Value,
+}
+
+fn empty_object_schema() -> serde_json::Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+/// Whether and which tool the model must call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    #[default]
+    Auto,
+    None,
+    Required,
+    /// This tool, and only this one.
+    Named(String),
+}
+
+impl Serialize for ToolChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            ToolChoice::Auto => s.serialize_str("auto"),
+            ToolChoice::None => s.serialize_str("none"),
+            ToolChoice::Required => s.serialize_str("required"),
+            ToolChoice::Named(name) => {
+                use serde::ser::SerializeMap;
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("name", name)?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Word(String),
+            Named { name: String },
+        }
+        match Wire::deserialize(d)? {
+            Wire::Word(w) => match w.as_str() {
+                "auto" => Ok(ToolChoice::Auto),
+                "none" => Ok(ToolChoice::None),
+                "required" => Ok(ToolChoice::Required),
+                other => Err(serde::de::Error::custom(format!(
+                    "unknown toolChoice `{other}`: expected \"auto\", \"none\", \"required\" or {{\"name\": …}}"
+                ))),
+            },
+            Wire::Named { name } => Ok(ToolChoice::Named(name)),
+        }
+    }
+}
+
+/// The model asked the client to run one of its tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// This sidecar's id for the call (`call_…`), never the agent's.
+    pub call_id: String,
+    pub name: String,
+    #[serde(default)]
+    pub input: serde_json::Value,
+}
+
+/// What the client's tool returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    pub call_id: String,
+    /// The tool's name, when the client knows it (OpenAI's `role: "tool"` messages do not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default)]
+    pub is_error: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -427,6 +547,26 @@ pub struct ChatSendParams {
     #[serde(default)]
     pub utility: bool,
     pub messages: Vec<ChatMessage>,
+    /// The client's tools (client-tools mode: the model calls these, the agent's own are off).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+    #[serde(default, skip_serializing_if = "is_auto")]
+    pub tool_choice: ToolChoice,
+    /// The model may ask for several calls at once (default true).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub parallel_tool_calls: bool,
+}
+
+fn is_auto(c: &ToolChoice) -> bool {
+    *c == ToolChoice::Auto
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -434,6 +574,9 @@ pub struct ChatSendParams {
 pub enum StopReason {
     /// The CLI finished the turn.
     End,
+    /// The model called the client's tools (`toolCall` deltas): run them and send the results in
+    /// the next `chat/send`.
+    ToolCalls,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -501,11 +644,22 @@ pub enum DeltaBody {
     },
     /// Token usage reported by the CLI at the end of the turn.
     Usage { usage: Usage },
+    /// The model calls one of the client's tools: the client runs it (client-tools mode).
+    ToolCall { call_id: String, name: String, input: serde_json::Value },
 }
 
 impl DeltaBody {
-    pub const KINDS: &'static [&'static str] =
-        &["text", "thinking", "thinkingDone", "toolStarted", "toolCompleted", "permissionDenied", "session", "usage"];
+    pub const KINDS: &'static [&'static str] = &[
+        "text",
+        "thinking",
+        "thinkingDone",
+        "toolStarted",
+        "toolCompleted",
+        "permissionDenied",
+        "session",
+        "usage",
+        "toolCall",
+    ];
 }
 
 /// `$/cancelRequest` params.

@@ -45,6 +45,60 @@ pub enum Event {
         replayed: bool,
     },
     Usage(Usage),
+    /// The model calls one of the client's tools (client-tools mode): the engine emits these, with
+    /// ids of its own, once the agent's reply is complete.
+    ToolCall {
+        call_id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+}
+
+/// Holds back answer text that may be the start of something the engine reads out of the answer
+/// (client-tools mode: a block of tool calls), so the client never sees it.
+pub trait TextHold: Send {
+    /// Takes new answer text; returns what may be shown now.
+    fn push(&mut self, text: &str) -> String;
+    /// The reply ended: what was held back but is plain text after all.
+    fn flush(&mut self) -> String;
+    /// What was taken out of the answer (from its marker on), if anything.
+    fn block(&self) -> Option<&str>;
+}
+
+/// Client-tools mode: the agent's own tools must not run. A built-in tool that completes with a
+/// result trips this, and the engine stops the turn.
+#[derive(Debug, Default)]
+pub struct ToolPolicy {
+    tripped: std::sync::Mutex<Option<String>>,
+    notify: tokio::sync::Notify,
+}
+
+impl ToolPolicy {
+    pub fn trip(&self, what: String) {
+        let mut t = crate::util::sync::lock(&self.tripped);
+        if t.is_none() {
+            *t = Some(what);
+        }
+        drop(t);
+        self.notify.notify_waiters();
+        self.notify.notify_one();
+    }
+
+    /// What ran, if a built-in tool did.
+    pub fn tripped_now(&self) -> Option<String> {
+        crate::util::sync::lock(&self.tripped).clone()
+    }
+
+    /// Resolves with what ran, once a built-in tool did.
+    pub async fn tripped(&self) -> String {
+        loop {
+            let notified = self.notify.notified();
+            if let Some(what) = crate::util::sync::lock(&self.tripped).clone() {
+                return what;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// When the agent last showed a sign of life, shared between the sink (which a backend owns while
@@ -100,24 +154,80 @@ pub struct EventSink {
     tools_seen: bool,
     /// The streamed answer's identity (its text without whitespace), for the session store.
     answer: Fnv,
+    hold: Option<Box<dyn TextHold>>,
+    /// Client-tools mode: the agent's own tool activity is not the client's business (it sees
+    /// its own tools' calls instead), and a built-in tool that ran trips the policy.
+    policy: Option<Arc<ToolPolicy>>,
 }
 
 impl EventSink {
     pub fn new(tx: mpsc::Sender<Event>, activity: Arc<Activity>) -> Self {
-        EventSink { tx, activity, text_sent: false, tools_seen: false, answer: Fnv::default() }
+        EventSink {
+            tx,
+            activity,
+            text_sent: false,
+            tools_seen: false,
+            answer: Fnv::default(),
+            hold: None,
+            policy: None,
+        }
     }
 
     pub async fn emit(&mut self, event: Event) {
         self.activity.touch();
+        let event = match event {
+            Event::Text(text) => {
+                let text = match &mut self.hold {
+                    Some(hold) => hold.push(&text),
+                    None => text,
+                };
+                if text.is_empty() {
+                    return;
+                }
+                Event::Text(text)
+            }
+            Event::ToolStarted { .. } | Event::ToolCompleted { .. } | Event::PermissionDenied { .. }
+                if self.policy.is_some() =>
+            {
+                if let (Some(policy), Event::ToolCompleted { tool, summary, ok: true, .. }) = (&self.policy, &event) {
+                    policy.trip(format!("{tool} ({summary})"));
+                }
+                tracing::debug!(?event, "the agent's own tool activity, in client-tools mode");
+                return;
+            }
+            event => event,
+        };
         match &event {
             Event::Text(text) => {
                 self.text_sent = true;
                 self.answer.write_non_whitespace(text);
             }
-            Event::ToolStarted { .. } | Event::ToolCompleted { .. } => self.tools_seen = true,
+            Event::ToolStarted { .. } | Event::ToolCompleted { .. } | Event::ToolCall { .. } => self.tools_seen = true,
             _ => {}
         }
         let _ = self.tx.send(event).await;
+    }
+
+    /// Hold back answer text through `hold` from now on (client-tools mode).
+    pub fn hold_text(&mut self, hold: Box<dyn TextHold>) {
+        self.hold = Some(hold);
+    }
+
+    /// The reply ended: show what was held back but is plain text, and hand the hold back (with
+    /// what it took out of the answer).
+    pub async fn end_hold(&mut self) -> Option<Box<dyn TextHold>> {
+        let mut hold = self.hold.take()?;
+        let rest = hold.flush();
+        if !rest.is_empty() {
+            self.emit(Event::Text(rest)).await;
+        }
+        Some(hold)
+    }
+
+    /// Client-tools mode: keep the agent's own tool activity from the client, and trip `policy`
+    /// when a built-in tool completes.
+    pub fn police_tools(&mut self, policy: Arc<ToolPolicy>) {
+        self.policy = Some(policy);
     }
 
     /// The agent printed something that is not an event (a heartbeat, a line we skip): it is

@@ -9,6 +9,7 @@ pub mod cli_version;
 pub mod cursor_acp;
 pub mod cursor_print;
 pub mod events;
+pub mod isolation;
 pub mod process;
 /// A backend that follows a script, for the in-process test tier.
 #[cfg(test)]
@@ -17,5 +18,5 @@ pub mod seam;
 pub mod select;
 pub mod sku;
 
-pub use events::{Activity, Event, EventSink};
+pub use events::{Activity, Event, EventSink, TextHold, ToolPolicy};
 pub use seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};

@@ -29,11 +29,19 @@ pub enum Step {
     Fail(ErrorKind, bool),
     /// End without any answer text.
     Empty,
+    /// Call a client tool the prompt protocol's way (`call:name:{json arguments}`), the block
+    /// streamed in two pieces split inside the marker.
+    Call(String, String),
 }
 
 impl Step {
     /// `[[text:hi|silent:70|fail:cliFailed]]` → steps. Unknown words are a test bug: panic.
     pub fn parse(prompt: &str) -> Option<Vec<Step>> {
+        // Client-tools mode puts the tools' description first.
+        let prompt = match prompt.strip_prefix("<client_tools>") {
+            Some(rest) => rest.split_once("</client_tools>")?.1.trim_start(),
+            None => prompt,
+        };
         let body = prompt.strip_prefix("[[")?.split("]]").next()?;
         Some(
             body.split('|')
@@ -50,6 +58,10 @@ impl Step {
                         "fail" => Step::Fail(serde_json::from_value(arg.into()).expect("error kind"), false),
                         "failAfterText" => Step::Fail(serde_json::from_value(arg.into()).expect("error kind"), true),
                         "empty" => Step::Empty,
+                        "call" => {
+                            let (name, args) = arg.split_once(':').unwrap_or((arg, "{}"));
+                            Step::Call(name.into(), args.into())
+                        }
                         other => panic!("unknown scripted step {other}"),
                     }
                 })
@@ -120,7 +132,7 @@ impl Scripted {
             let error = BridgeError::new(kind, format!("scripted {kind}")).hint("scripted");
             return Err(TurnFailure { error, spoke: false, chat_lost: false });
         }
-        let steps = Step::parse(&t.prompt).unwrap_or_else(|| vec![Step::Text(format!("Echo: {}", t.prompt))]);
+        let steps = Step::parse(&t.prompt).unwrap_or_else(|| vec![Step::Text(format!("Echo: {}", echoed(&t.prompt)))]);
         let mut final_text = String::new();
         for step in steps {
             match step {
@@ -156,10 +168,31 @@ impl Scripted {
                     return Err(TurnFailure { error, spoke, chat_lost: false });
                 }
                 Step::Empty => return Ok(TurnEnd { chat_id, usage: None, final_text: String::new() }),
+                Step::Call(name, args) => {
+                    let block = format!("[TOOL_CALLS: [{{\"name\": \"{name}\", \"arguments\": {args}}}]]");
+                    final_text.push_str(&block);
+                    let (a, b) = block.split_at(4);
+                    sink.emit(Event::Text(a.into())).await;
+                    sink.emit(Event::Text(b.into())).await
+                }
             }
         }
         let usage = Some(Usage { input_tokens: 10, output_tokens: final_text.len() as u64, ..Usage::default() });
         Ok(TurnEnd { chat_id, usage, final_text })
+    }
+}
+
+/// What an echo repeats: in client-tools mode, not the tools' description, and no call block
+/// from a replayed history (a model does not call tools by quoting its prompt).
+fn echoed(prompt: &str) -> std::borrow::Cow<'_, str> {
+    let prompt = match prompt.strip_prefix("<client_tools>").and_then(|r| r.split_once("</client_tools>")) {
+        Some((_, rest)) => rest.trim_start(),
+        None => prompt,
+    };
+    if prompt.contains("[TOOL_CALLS:") {
+        prompt.replace("[TOOL_CALLS:", "[tool calls:").into()
+    } else {
+        prompt.into()
     }
 }
 

@@ -169,6 +169,12 @@ pub trait Backend: Send + Sync {
         super::cli_version::judge(version)
     }
 
+    /// Make `folder` one where the agent can run none of its own tools, only the client's
+    /// (client-tools mode). Every backend so far drives the Cursor CLI.
+    fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()> {
+        super::isolation::lock_down(folder)
+    }
+
     /// Stop everything prepared ahead and every background task (sidecar shutdown).
     fn shutdown(&self);
 }

@@ -92,6 +92,19 @@ impl Config {
         Ok(Placement { folder, mode, unattended, scratch, per_conversation: false })
     }
 
+    /// Client-tools mode: the agent works in a private empty folder (one per user folder, so
+    /// chats stay apart by workspace) in ask mode, never unattended; the client's tools are the
+    /// only ones that touch the user's files (docs/client-tools.md, "Isolation").
+    pub fn tools_placement(&self, requested: Option<&str>) -> Result<Placement> {
+        let asked = requested.filter(|w| !w.is_empty());
+        let key = match (asked, self.workspaces.is_empty()) {
+            (None, true) => "client-tools".to_string(),
+            _ => format!("client-tools:{}", self.workspace_for(asked)?.to_string_lossy()),
+        };
+        let folder = self.scratch_folder(&key)?;
+        Ok(Placement { folder, mode: Mode::Ask, unattended: false, scratch: true, per_conversation: false })
+    }
+
     /// A new private folder for a new conversation below `conversation_folders`.
     pub fn new_conversation_folder(&self) -> Result<PathBuf> {
         let root =

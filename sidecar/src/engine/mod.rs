@@ -12,6 +12,7 @@ pub mod models;
 pub mod pool;
 pub mod prompt;
 pub mod sessions;
+pub mod tools;
 pub mod turn;
 
 pub use self::config::Config;

@@ -6,8 +6,9 @@
 //! workspace. A client that uses no such markers (a plain API client) has every user message count.
 
 use crate::engine::sessions::{answer_hash, request_hash};
+use crate::engine::tools::contract;
 use crate::error::{BridgeError, Result};
-use crate::protocol::{ChatMessage, Role};
+use crate::protocol::{ChatMessage, Role, ToolCall, ToolResult};
 
 const OPEN: &str = "<userRequest>";
 const CLOSE: &str = "</userRequest>";
@@ -31,19 +32,58 @@ pub struct Conversation<'a> {
 impl<'a> Conversation<'a> {
     pub fn parse(messages: &'a [ChatMessage]) -> Result<Self> {
         let uses_markers = messages.iter().any(|m| m.role == Role::User && m.text.contains(OPEN));
+        // A message that carries tool results answers the model, not the user's next request.
         let requests: Vec<usize> = messages
             .iter()
             .enumerate()
-            .filter(|(_, m)| m.role == Role::User && (!uses_markers || m.text.contains(OPEN)))
+            .filter(|(_, m)| m.role == Role::User && m.tool_results.is_empty())
+            .filter(|(_, m)| !uses_markers || m.text.contains(OPEN))
             .map(|(i, _)| i)
             .collect();
         let Some(&last) = requests.last() else {
             return Err(BridgeError::invalid_params("`messages` has no user message"));
         };
-        if messages[last + 1..].iter().any(|m| m.role == Role::Assistant) {
+        let after = &messages[last + 1..];
+        if after.last().is_some_and(|m| m.role == Role::Assistant) {
+            return Err(BridgeError::invalid_params("the last message must be from the user (nothing to answer)"));
+        }
+        if after.iter().any(|m| m.role == Role::Assistant) && !after.iter().any(|m| !m.tool_results.is_empty()) {
             return Err(BridgeError::invalid_params("the last message must be from the user (nothing to answer)"));
         }
         Ok(Conversation { messages, requests, uses_markers })
+    }
+
+    /// The results this turn brings for the model's last tool calls, when the turn continues a
+    /// tool round rather than answering a new request.
+    pub fn pending_results(&self) -> Option<Vec<&'a ToolResult>> {
+        let last_answer = self.messages.iter().rposition(|m| m.role == Role::Assistant)?;
+        if last_answer < self.last_request() {
+            return None;
+        }
+        let results: Vec<&ToolResult> =
+            self.messages[last_answer + 1..].iter().flat_map(|m| m.tool_results.iter()).collect();
+        (!results.is_empty()).then_some(results)
+    }
+
+    /// Every tool call the model made in this conversation.
+    pub fn tool_calls(&self) -> Vec<&'a ToolCall> {
+        self.messages.iter().flat_map(|m| m.tool_calls.iter()).collect()
+    }
+
+    /// The results of a continuation, as the next prompt of the chat that made the calls.
+    pub fn results_prompt(&self) -> String {
+        let results: Vec<ToolResult> = self.pending_results().unwrap_or_default().into_iter().cloned().collect();
+        contract::results_prompt(&results, &self.tool_calls())
+    }
+
+    /// Hashes of every request, the new one included: what the chat of a continuation has seen.
+    pub fn all_request_hashes(&self) -> Vec<u64> {
+        self.requests.iter().map(|&i| request_hash(self.request_text(i))).collect()
+    }
+
+    /// `answer_hash`es of every assistant message that has text (a continuation's lookup).
+    pub fn all_answer_hashes(&self) -> Vec<u64> {
+        self.messages.iter().filter(|m| m.role == Role::Assistant).filter_map(|m| answer_hash(&m.text)).collect()
     }
 
     fn request_text(&self, i: usize) -> &'a str {
@@ -93,7 +133,7 @@ impl<'a> Conversation<'a> {
         let from = self.requests[self.requests.len() - 1 - missing.min(self.requests.len() - 1)];
         self.messages[from..]
             .iter()
-            .filter(|m| m.role == Role::User)
+            .filter(|m| m.role == Role::User && m.tool_results.is_empty())
             .map(|m| m.text.as_str())
             .collect::<Vec<_>>()
             .join("\n\n")
@@ -109,29 +149,52 @@ impl<'a> Conversation<'a> {
         }
         let first_request = self.requests[0];
         // Context messages (no marker) that come before the new request, e.g. <environment_info>.
+        let continuing = self.pending_results().is_some();
         parts.extend(
             self.messages[..self.last_request()]
                 .iter()
                 .enumerate()
-                .filter(|(i, m)| m.role == Role::User && !self.requests.contains(i))
-                .filter(|(i, _)| *i < first_request || !self.has_history())
+                .filter(|(i, m)| m.role == Role::User && m.tool_results.is_empty() && !self.requests.contains(i))
+                .filter(|(i, _)| *i < first_request || !(self.has_history() || continuing))
                 .map(|(_, m)| m.text.clone()),
         );
+        if continuing {
+            // A tool round whose chat is gone: replay up to the calls, then send the results.
+            let last_answer = self.messages.iter().rposition(|m| m.role == Role::Assistant).unwrap_or(0);
+            parts.push(self.replay_block(last_answer + 1, replay_max_chars));
+            parts.push(self.results_prompt());
+            return parts.join("\n\n");
+        }
         if self.has_history() {
-            parts.push(self.replay_block(replay_max_chars));
+            parts.push(self.replay_block(self.last_request(), replay_max_chars));
         }
         parts.push(self.resume_prompt());
         parts.join("\n\n")
     }
 
-    fn replay_block(&self, max_chars: usize) -> String {
-        let last = self.last_request();
-        let turns: Vec<(&str, &str)> = self.messages[..last]
+    /// The messages before `upto`, replayed: requests, answers with the tool calls they made,
+    /// and the tools' results.
+    fn replay_block(&self, upto: usize, max_chars: usize) -> String {
+        let calls = self.tool_calls();
+        let turns: Vec<(&str, String)> = self.messages[..upto]
             .iter()
             .enumerate()
             .filter_map(|(i, m)| match m.role {
-                Role::User if self.requests.contains(&i) => Some(("user", self.request_text(i))),
-                Role::Assistant if !m.text.trim().is_empty() => Some(("assistant", m.text.trim())),
+                Role::User if self.requests.contains(&i) => Some(("user", self.request_text(i).to_string())),
+                Role::User if !m.tool_results.is_empty() => {
+                    let results: Vec<ToolResult> = m.tool_results.clone();
+                    Some(("tool results", contract::results_prompt(&results, &calls)))
+                }
+                Role::Assistant if !m.text.trim().is_empty() || !m.tool_calls.is_empty() => {
+                    let mut text = m.text.trim().to_string();
+                    for call in &m.tool_calls {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(&contract::call_text(call));
+                    }
+                    Some(("assistant", text))
+                }
                 _ => None,
             })
             .collect();
@@ -139,6 +202,7 @@ impl<'a> Conversation<'a> {
         let mut kept: Vec<String> = Vec::new();
         let mut used = 0usize;
         for (role, text) in turns.iter().rev() {
+            let text = text.as_str();
             let room = max_chars.saturating_sub(used);
             if room == 0 {
                 break;
@@ -183,7 +247,7 @@ mod tests {
     use super::*;
 
     fn m(role: Role, text: &str) -> ChatMessage {
-        ChatMessage { role, text: text.into() }
+        ChatMessage::new(role, text)
     }
 
     fn copilot_turn(typed: &str) -> ChatMessage {

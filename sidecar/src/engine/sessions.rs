@@ -91,6 +91,14 @@ pub struct Session {
     pub turns: u32,
     pub created_ms: u64,
     pub last_used_ms: u64,
+    /// Client-tools mode: the fingerprint of the tool set the chat was last told about (0: none),
+    /// so an unchanged set is not sent again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tools: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 pub const MAX_RESUME_FAILURES: u32 = 2;
@@ -476,6 +484,7 @@ mod tests {
             turns: requests.len() as u32,
             created_ms: used,
             last_used_ms: used,
+            tools: 0,
         }
     }
 

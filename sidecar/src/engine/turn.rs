@@ -16,7 +16,8 @@ use super::config::Placement;
 use super::core::Engine;
 use super::prompt::Conversation;
 use super::sessions::{new_session_id, Lookup, Match, PendingWrite, Session};
-use crate::backend::{Activity, Chat, Event, EventSink, TurnEnd, TurnFailure, TurnSpec, Warm};
+use super::tools::{self, calls, contract, hold::Hold, ToolSet};
+use crate::backend::{Activity, Chat, Event, EventSink, ToolPolicy, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::error::{BridgeError, Result};
 use crate::protocol::{ChatMessage, ErrorKind, Mode, Usage};
 use crate::util::sync::{lock, OnDrop};
@@ -43,6 +44,8 @@ pub struct TurnRequest {
     /// A one-shot request (title, progress message): never creates, resumes or changes a session.
     pub utility: bool,
     pub messages: Vec<ChatMessage>,
+    /// The client's tools (client-tools mode, docs/client-tools.md); `None`: the agent's own.
+    pub tools: Option<ToolSet>,
 }
 
 /// How a finished turn went.
@@ -54,9 +57,13 @@ pub struct TurnOutcome {
     pub replayed: bool,
     pub usage: Option<Usage>,
     pub duration_ms: u64,
+    /// The turn ended with calls of the client's tools (`Event::ToolCall`): their results come
+    /// with the next request.
+    pub tool_calls: bool,
 }
 
 /// How the turn meets its agent chat.
+#[derive(Clone)]
 struct Plan {
     session: Option<Session>,
     chat: Chat,
@@ -66,6 +73,8 @@ struct Plan {
     mode: Mode,
     model: String,
     unattended: bool,
+    /// The turn brings the results of the model's tool calls (it continues a tool round).
+    continuing: bool,
 }
 
 impl Engine {
@@ -78,7 +87,18 @@ impl Engine {
         if req.model.trim().is_empty() {
             return Err(BridgeError::invalid_params("`model` must not be empty"));
         }
-        let place = self.config.placement(req.workspace.as_deref(), req.mode)?;
+        // Client-tools mode: the agent runs in a folder where none of its own tools work.
+        let tools = req.tools.as_ref().filter(|_| !req.utility);
+        let place = match tools {
+            Some(_) => {
+                let place = self.config.tools_placement(req.workspace.as_deref())?;
+                self.backend
+                    .lock_down(&place.folder)
+                    .map_err(|e| BridgeError::internal(format!("cannot prepare the private folder: {e}")))?;
+                place
+            }
+            None => self.config.placement(req.workspace.as_deref(), req.mode)?,
+        };
         if place.scratch {
             tracing::info!(turn = %req.turn_id, trusted = self.config.options.workspace_trusted, "the turn runs in a private scratch folder");
         }
@@ -87,6 +107,10 @@ impl Engine {
         self.backend.locate().await?;
         let activity = Activity::new();
         let mut sink = EventSink::new(events, activity.clone());
+        let policy = tools.map(|_| Arc::new(ToolPolicy::default()));
+        if let Some(policy) = &policy {
+            sink.police_tools(policy.clone());
+        }
 
         // One turn at a time per conversation: by its id when the client names it, else by the
         // session the history finds (planned again if the lane was busy).
@@ -105,6 +129,9 @@ impl Engine {
             }
             _ => None,
         };
+        if let Some(set) = tools {
+            plan.prompt = with_tools(set, &plan, plan.prompt.clone());
+        }
         // Per-conversation folders: the session's own (made again if something removed it).
         let workspace = match &plan.session {
             Some(session) if place.per_conversation => crate::util::fs::private_dir(Path::new(&session.workspace))
@@ -121,14 +148,17 @@ impl Engine {
 
         // Until the turn completes, it counts as given to the chat but not completed: a client
         // that keeps it in its history (after a failure or a cancel) still continues this chat.
-        let mut incomplete = plan.session.as_ref().filter(|_| plan.resumed).map(|s| Incomplete {
+        let mut incomplete = plan.session.as_ref().filter(|_| plan.resumed && !plan.continuing).map(|s| Incomplete {
             engine: self,
             session_id: s.id.clone(),
             chat_id: s.chat_id.clone(),
             request: conversation.new_request_hash(),
             resume_failed: false,
         });
-        let mut outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity).await;
+        if tools.is_some() {
+            sink.hold_text(Box::new(Hold::new(tools.is_some_and(ToolSet::must_call))));
+        }
+        let mut outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await;
         // A chat the agent no longer has (garbage-collected, other machine) fails before it says
         // anything; start a new chat with the history replayed rather than lose the conversation.
         if plan.resumed
@@ -138,10 +168,29 @@ impl Engine {
             if let Some(i) = incomplete.as_mut() {
                 i.resume_failed = true;
             }
-            let prompt = self.new_chat_prompt(&conversation);
-            plan = Plan { chat: Chat::New, resumed: false, replayed: conversation.has_history(), prompt, ..plan };
+            let prompt = self.new_chat_prompt(&conversation, tools.is_some());
+            let replayed = conversation.has_history() || plan.continuing;
+            plan = Plan { chat: Chat::New, resumed: false, replayed, prompt, ..plan };
+            if let Some(set) = tools {
+                plan.prompt = with_tools(set, &plan, plan.prompt.clone());
+            }
             self.announce(&plan, &mut sink).await;
-            outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity).await;
+            outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await;
+        }
+        // Client-tools mode: read the model's calls out of its reply (asking once more when the
+        // block was broken, or missing where a call is required).
+        let mut tool_calls = false;
+        if let (Some(set), Ok(end)) = (tools, &mut outcome) {
+            match self.read_calls(&req, set, &plan, end, &workspace, &mut sink, &activity, policy.as_deref()).await {
+                Ok(calls) => {
+                    tool_calls = !calls.is_empty();
+                    for call in calls {
+                        let calls::Parsed { name, arguments } = call;
+                        sink.emit(Event::ToolCall { call_id: tools::new_call_id(), name, input: arguments }).await;
+                    }
+                }
+                Err(failed) => outcome = Err(failed),
+            }
         }
         let end = match outcome {
             Ok(end) => end,
@@ -173,7 +222,8 @@ impl Engine {
         }
         let answer = sink.answer_hash();
         let (session_id, write) = match plan.session.take() {
-            Some(session) => {
+            Some(mut session) => {
+                session.tools = tools.map(ToolSet::fingerprint).unwrap_or(0);
                 let (id, write) = self.record(session, &plan, &end, &conversation, &workspace, answer);
                 (Some(id), write)
             }
@@ -186,7 +236,65 @@ impl Engine {
         }
         let duration_ms = started.elapsed().as_millis() as u64;
         tracing::info!(turn = %req.turn_id, duration_ms, "turn done");
-        Ok(TurnOutcome { session_id, resumed: plan.resumed, replayed: plan.replayed, usage: end.usage, duration_ms })
+        Ok(TurnOutcome {
+            session_id,
+            resumed: plan.resumed,
+            replayed: plan.replayed,
+            usage: end.usage,
+            duration_ms,
+            tool_calls,
+        })
+    }
+
+    /// The calls in the reply that just ended, checked against the tools; one repair prompt in
+    /// the same chat when the block is broken or a required call is missing.
+    #[allow(clippy::too_many_arguments)]
+    async fn read_calls(
+        &self,
+        req: &TurnRequest,
+        set: &ToolSet,
+        plan: &Plan,
+        end: &mut TurnEnd,
+        workspace: &Path,
+        sink: &mut EventSink,
+        activity: &Activity,
+        policy: Option<&ToolPolicy>,
+    ) -> std::result::Result<Vec<calls::Parsed>, TurnFailure> {
+        let mut repaired = false;
+        loop {
+            let block = sink.end_hold().await.and_then(|h| h.block().map(str::to_string));
+            let problem = match block {
+                Some(block) => match calls::parse_block(&block).and_then(|c| calls::validate(&c, set).map(|()| c)) {
+                    Ok(mut found) => {
+                        if !set.parallel {
+                            found.truncate(1);
+                        }
+                        return Ok(found);
+                    }
+                    Err(why) => contract::repair_prompt(&why),
+                },
+                None if set.must_call() => contract::must_call_prompt(set),
+                None => return Ok(Vec::new()),
+            };
+            let chat_id = end.chat_id.clone().filter(|c| !c.is_empty());
+            let (Some(chat_id), false) = (chat_id, repaired) else {
+                if set.must_call() && !problem.starts_with("Your [TOOL_CALLS]") {
+                    // Asked twice for a call and answered in text both times: that answer stands.
+                    return Ok(Vec::new());
+                }
+                return Err(BridgeError::new(
+                    ErrorKind::BadToolCall,
+                    "The model's tool call did not fit the tool's definition, even when asked again",
+                )
+                .hint("Try again, or pick another model.")
+                .into());
+            };
+            repaired = true;
+            tracing::info!(turn = %req.turn_id, "the model's tool calls need a repair; asking again");
+            let repair = Plan { chat: Chat::Resume(chat_id), prompt: problem, session: None, ..plan.clone() };
+            sink.hold_text(Box::new(Hold::new(set.must_call())));
+            *end = self.attempt(req, &repair, workspace, sink, activity, policy).await?;
+        }
     }
 
     /// Tell the client which session the turn runs in and how (again after a fallback, so what
@@ -198,9 +306,10 @@ impl Engine {
         }
     }
 
-    fn new_chat_prompt(&self, conversation: &Conversation<'_>) -> String {
+    /// `client_tools`: the client's system prompt (which explains its tools) always goes in.
+    fn new_chat_prompt(&self, conversation: &Conversation<'_>, client_tools: bool) -> String {
         let o = &self.config.options;
-        conversation.new_chat_prompt(o.replay_max_chars, o.send_system_messages)
+        conversation.new_chat_prompt(o.replay_max_chars, o.send_system_messages || client_tools)
     }
 
     fn plan(&self, req: &TurnRequest, conversation: &Conversation<'_>, place: &Placement) -> Result<Plan> {
@@ -215,11 +324,17 @@ impl Engine {
                 mode: Mode::Ask,
                 model: self.config.options.utility_model.clone().unwrap_or_else(|| req.model.clone()),
                 unattended: false,
+                continuing: false,
             });
         }
         let workspace = place.folder.to_string_lossy().into_owned();
-        let history = conversation.history_hashes();
-        let answers = conversation.answer_hashes();
+        // A tool round continues the chat that made the calls: it has seen every request.
+        let continuing = req.tools.is_some() && conversation.pending_results().is_some();
+        let (history, answers) = if continuing {
+            (conversation.all_request_hashes(), conversation.all_answer_hashes())
+        } else {
+            (conversation.history_hashes(), conversation.answer_hashes())
+        };
         let mut sessions = lock(&self.sessions);
         let found = sessions.find(&Lookup {
             conversation_id: req.conversation_id.as_deref(),
@@ -243,7 +358,8 @@ impl Engine {
                     session.conversation_id = req.conversation_id.clone();
                 }
                 let chat = Chat::Resume(session.chat_id.clone());
-                let prompt = conversation.resume_prompt_with(missing);
+                let prompt =
+                    if continuing { conversation.results_prompt() } else { conversation.resume_prompt_with(missing) };
                 Ok(Plan {
                     session: Some(session),
                     chat,
@@ -253,6 +369,7 @@ impl Engine {
                     mode,
                     model,
                     unattended,
+                    continuing,
                 })
             }
             found => {
@@ -276,10 +393,11 @@ impl Engine {
                         turns: 0,
                         created_ms: now,
                         last_used_ms: now,
+                        tools: 0,
                     },
                 };
-                let replayed = conversation.has_history();
-                let prompt = self.new_chat_prompt(conversation);
+                let replayed = conversation.has_history() || continuing;
+                let prompt = self.new_chat_prompt(conversation, req.tools.is_some());
                 Ok(Plan {
                     session: Some(session),
                     chat: Chat::New,
@@ -289,6 +407,7 @@ impl Engine {
                     mode,
                     model,
                     unattended,
+                    continuing,
                 })
             }
         }
@@ -303,6 +422,7 @@ impl Engine {
         workspace: &Path,
         sink: &mut EventSink,
         activity: &Activity,
+        policy: Option<&ToolPolicy>,
     ) -> std::result::Result<TurnEnd, TurnFailure> {
         let options = &self.config.options;
         // Waiting for a slot is bounded like the turn itself.
@@ -331,7 +451,7 @@ impl Engine {
         };
         activity.touch();
         let deadline = tokio::time::Instant::now() + self.config.turn_limit();
-        tokio::select! {
+        let outcome = tokio::select! {
             outcome = self.backend.run_turn(spec, sink) => outcome,
             () = silent_for(activity, self.config.idle()) => Err(BridgeError::new(
                 ErrorKind::Timeout,
@@ -341,6 +461,12 @@ impl Engine {
                 ErrorKind::Timeout,
                 format!("The turn took longer than {} s", options.request_timeout_seconds),
             ).hint(TIMEOUT_HINT_TURN).into()),
+            what = policy_tripped(policy) => Err(policy_error(&what).into()),
+        };
+        // A tool that ran in the reply's last moments: the turn still fails.
+        match policy.and_then(ToolPolicy::tripped_now) {
+            Some(what) if outcome.is_ok() => Err(policy_error(&what).into()),
+            _ => outcome,
         }
     }
 
@@ -361,7 +487,7 @@ impl Engine {
         let mut requests = conversation.history_hashes();
         requests.push(conversation.new_request_hash());
         session.requests = requests;
-        session.answers = conversation.answer_hashes();
+        session.answers = if plan.continuing { conversation.all_answer_hashes() } else { conversation.answer_hashes() };
         session.answers.extend(answer);
         session.attempted.clear();
         session.resume_failures = 0;
@@ -428,6 +554,34 @@ impl Drop for Incomplete<'_> {
                 self.resume_failed,
             );
         }
+    }
+}
+
+/// The tool set's description goes in when the chat has not been told about this set yet.
+fn with_tools(set: &ToolSet, plan: &Plan, prompt: String) -> String {
+    let known = plan.resumed && plan.session.as_ref().is_some_and(|s| s.tools == set.fingerprint());
+    if known || set.offered().is_empty() {
+        return prompt;
+    }
+    format!("{}\n\n{prompt}", contract::tools_block(set))
+}
+
+fn policy_error(what: &str) -> BridgeError {
+    BridgeError::new(
+        ErrorKind::ToolPolicy,
+        format!("Cursor ran one of its own tools ({what}) although only the client's tools are allowed; the turn was stopped"),
+    )
+    .hint(
+        "Report this with the log: this Cursor CLI build ignores the permissions cursor-bridge sets. \
+         Meanwhile set `cursorBridge.tools` to `cursor` to let Cursor's agent work on its own.",
+    )
+}
+
+/// Resolves with what ran when a built-in tool ran in client-tools mode; never without a policy.
+async fn policy_tripped(policy: Option<&ToolPolicy>) -> String {
+    match policy {
+        Some(policy) => policy.tripped().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -113,12 +113,12 @@ impl From<BridgeError> for ApiError {
             ErrorKind::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", true),
             ErrorKind::UsageLimit => (StatusCode::TOO_MANY_REQUESTS, "insufficient_quota", false),
             ErrorKind::AuthRequired => (StatusCode::BAD_GATEWAY, "api_error", false),
-            ErrorKind::Network | ErrorKind::CliFailed | ErrorKind::EmptyResponse => {
+            ErrorKind::Network | ErrorKind::CliFailed | ErrorKind::EmptyResponse | ErrorKind::BadToolCall => {
                 (StatusCode::BAD_GATEWAY, "api_error", true)
             }
             ErrorKind::CliNotFound => (StatusCode::SERVICE_UNAVAILABLE, "api_error", false),
             ErrorKind::Timeout => (StatusCode::GATEWAY_TIMEOUT, "api_error", false),
-            ErrorKind::Cancelled | ErrorKind::NotInitialized | ErrorKind::Internal => {
+            ErrorKind::Cancelled | ErrorKind::NotInitialized | ErrorKind::Internal | ErrorKind::ToolPolicy => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "api_error", false)
             }
         };

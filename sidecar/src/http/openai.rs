@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::errors::ApiError;
-use crate::protocol::{ChatMessage, Mode, ModelInfo, Role, Usage};
+use crate::engine::tools::ToolSet;
+use crate::protocol::{ChatMessage, Mode, ModelInfo, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage};
 
 #[derive(Debug, Deserialize)]
 pub struct ChatCompletionRequest {
@@ -28,6 +29,8 @@ pub struct ChatCompletionRequest {
     #[serde(default)]
     pub function_call: Option<Value>,
     #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
+    #[serde(default)]
     pub n: Option<u32>,
     /// Not OpenAI's: `agent`, `ask` or `plan` for this request (else the server's `--mode`).
     #[serde(default)]
@@ -47,6 +50,18 @@ pub struct RequestMessage {
     /// A string, an array of parts, or null (an assistant message that only called tools).
     #[serde(default)]
     pub content: Option<Value>,
+    /// An assistant message's calls of the client's tools.
+    #[serde(default)]
+    pub tool_calls: Option<Vec<Value>>,
+    /// The pre-`tools` spelling of one call.
+    #[serde(default)]
+    pub function_call: Option<Value>,
+    /// A `tool` message: the call it answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+    /// A `function` message: the function it answers.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// What the engine needs from a request, checked.
@@ -57,14 +72,13 @@ pub struct Checked {
     pub stream: bool,
     pub include_usage: bool,
     pub mode: Option<Mode>,
+    /// The client's tools: the model calls these, the CLI's own tools are off.
+    pub tools: Option<ToolSet>,
 }
-
-const TOOLS_MESSAGE: &str = "This server cannot call client-side tools: the Cursor CLI runs its own tools \
-(reading and editing files, running commands, searching) inside the server's workspace and cannot call \
-functions defined by the client. Send the request without `tools`, or with `tool_choice: \"none\"`.";
 
 impl ChatCompletionRequest {
     pub fn check(self) -> Result<Checked, ApiError> {
+        let tools = tool_set(&self)?;
         let model = self.model.map(|m| m.trim().to_string()).filter(|m| !m.is_empty());
         let Some(model) = model else {
             return Err(ApiError::bad_request("You must provide a model parameter.").param("model"));
@@ -72,32 +86,116 @@ impl ChatCompletionRequest {
         let Some(messages) = self.messages else {
             return Err(ApiError::bad_request("Missing required parameter: 'messages'.").param("messages"));
         };
-        let declares_tools = self.tools.as_ref().is_some_and(|t| !t.is_empty())
-            || self.functions.as_ref().is_some_and(|f| !f.is_empty());
-        let tools_off = is_none_choice(self.tool_choice.as_ref()) || is_none_choice(self.function_call.as_ref());
-        if declares_tools && !tools_off {
-            return Err(ApiError::bad_request(TOOLS_MESSAGE).param("tools").code("tools_not_supported"));
-        }
         if self.n.is_some_and(|n| n != 1) {
             return Err(ApiError::bad_request("Only `n: 1` is supported.").param("n"));
         }
-        let messages = messages.into_iter().enumerate().map(|(i, m)| m.to_chat(i)).collect::<Result<Vec<_>, _>>()?;
+        let mut chat: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+        for (i, m) in messages.iter().enumerate() {
+            let message = m.to_chat(i)?;
+            // Consecutive `tool` messages answer one reply's calls: one message of results.
+            match chat.last_mut() {
+                Some(last) if !message.tool_results.is_empty() && !last.tool_results.is_empty() => {
+                    last.tool_results.extend(message.tool_results)
+                }
+                _ => chat.push(message),
+            }
+        }
+        if tools.is_none() && chat.iter().any(|m| !m.tool_results.is_empty()) {
+            return Err(ApiError::bad_request(
+                "`tool` messages need the `tools` they answer: send the tool definitions with the request.",
+            )
+            .param("tools"));
+        }
         // Also what names the conversation's private folder: check before anything is created.
-        if !messages.iter().any(|m| m.role == Role::User) {
+        if !chat.iter().any(|m| m.role == Role::User && m.tool_results.is_empty()) {
             return Err(ApiError::bad_request("`messages` must contain a user message.").param("messages"));
         }
         Ok(Checked {
             model,
-            messages,
+            messages: chat,
             stream: self.stream.unwrap_or(false),
             include_usage: self.stream_options.is_some_and(|o| o.include_usage),
             mode: self.mode,
+            tools,
         })
     }
 }
 
-fn is_none_choice(choice: Option<&Value>) -> bool {
-    choice.and_then(Value::as_str) == Some("none")
+/// `tools` (or the older `functions`) with `tool_choice` (`function_call`) and
+/// `parallel_tool_calls`, checked; `None` when the request declares no tools.
+fn tool_set(request: &ChatCompletionRequest) -> Result<Option<ToolSet>, ApiError> {
+    let (defs, legacy) = match (&request.tools, &request.functions) {
+        (Some(tools), _) if !tools.is_empty() => (tools, false),
+        (_, Some(functions)) if !functions.is_empty() => (functions, true),
+        _ => return Ok(None),
+    };
+    let mut tools = Vec::with_capacity(defs.len());
+    for (i, def) in defs.iter().enumerate() {
+        let param = if legacy { format!("functions[{i}]") } else { format!("tools[{i}]") };
+        let function = if legacy {
+            def
+        } else {
+            match def.get("type").and_then(Value::as_str) {
+                Some("function") => {}
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "Tools of type `{}` are not supported: only `function` tools.",
+                        other.unwrap_or("(none)")
+                    ))
+                    .param(format!("{param}.type")))
+                }
+            }
+            def.get("function").ok_or_else(|| ApiError::bad_request("A tool needs a `function`.").param(&param))?
+        };
+        let name = function.get("name").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty());
+        let Some(name) = name else {
+            return Err(ApiError::bad_request("A function needs a `name`.").param(format!("{param}.name")));
+        };
+        if tools.iter().any(|t: &ToolDefinition| t.name == name) {
+            return Err(ApiError::bad_request(format!("The tool `{name}` is declared twice.")).param(param));
+        }
+        tools.push(ToolDefinition {
+            name: name.to_string(),
+            description: function.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+            input_schema: function
+                .get("parameters")
+                .cloned()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+        });
+    }
+    let (choice, param) = match (&request.tool_choice, &request.function_call) {
+        (Some(c), _) => (c, "tool_choice"),
+        (None, Some(c)) => (c, "function_call"),
+        (None, None) => (&Value::Null, "tool_choice"),
+    };
+    let choice = match choice {
+        Value::Null => ToolChoice::Auto,
+        Value::String(word) => match word.as_str() {
+            "auto" => ToolChoice::Auto,
+            "none" => ToolChoice::None,
+            "required" => ToolChoice::Required,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "Unknown `{param}` `{other}`: expected \"auto\", \"none\", \"required\" or a function."
+                ))
+                .param(param))
+            }
+        },
+        Value::Object(named) => {
+            let name = named.get("function").and_then(|f| f.get("name")).or_else(|| named.get("name"));
+            match name.and_then(Value::as_str) {
+                Some(name) if tools.iter().any(|t| t.name == name) => ToolChoice::Named(name.to_string()),
+                Some(name) => {
+                    return Err(ApiError::bad_request(format!("`{param}` names `{name}`, which is not in `tools`."))
+                        .param(param))
+                }
+                None => return Err(ApiError::bad_request(format!("`{param}` needs a function name.")).param(param)),
+            }
+        }
+        _ => return Err(ApiError::bad_request(format!("`{param}` must be a string or an object.")).param(param)),
+    };
+    Ok(Some(ToolSet { tools, choice, parallel: request.parallel_tool_calls.unwrap_or(true) }))
 }
 
 impl RequestMessage {
@@ -106,27 +204,62 @@ impl RequestMessage {
             "system" | "developer" => Role::System,
             "user" => Role::User,
             "assistant" => Role::Assistant,
-            "tool" | "function" => {
-                return Err(ApiError::bad_request(format!(
-                    "`{}` messages are not supported: the Cursor CLI runs its own tools and cannot use \
-                     results of the client's tools.",
-                    self.role
-                ))
-                .param(format!("messages[{i}].role")))
-            }
+            "tool" | "function" => return self.tool_result(i),
             other => {
                 return Err(ApiError::bad_request(format!(
-                    "Unknown role `{other}`: expected system, developer, user or assistant."
+                    "Unknown role `{other}`: expected system, developer, user, assistant or tool."
                 ))
                 .param(format!("messages[{i}].role")))
             }
         };
         let text = content_text(self.content.as_ref(), i)?;
+        let mut message = ChatMessage::new(role, text.clone().unwrap_or_default());
+        if role == Role::Assistant {
+            message.tool_calls = self.calls(i)?;
+        }
         if text.is_none() && role != Role::Assistant {
             return Err(ApiError::bad_request(format!("A `{}` message needs `content`.", self.role))
                 .param(format!("messages[{i}].content")));
         }
-        Ok(ChatMessage { role, text: text.unwrap_or_default() })
+        Ok(message)
+    }
+
+    /// An assistant message's `tool_calls` (or `function_call`).
+    fn calls(&self, i: usize) -> Result<Vec<ToolCall>, ApiError> {
+        let mut calls = Vec::new();
+        let legacy = self.function_call.iter().map(|f| (None, f));
+        let listed = self.tool_calls.iter().flatten().map(|c| (c.get("id").and_then(Value::as_str), c));
+        for (j, (id, call)) in listed.chain(legacy).enumerate() {
+            let param = format!("messages[{i}].tool_calls[{j}]");
+            let function = call.get("function").unwrap_or(call);
+            let Some(name) = function.get("name").and_then(Value::as_str) else {
+                return Err(ApiError::bad_request("A tool call needs a function `name`.").param(param));
+            };
+            // `arguments` is a JSON string in OpenAI's wire; kept as given when it is not JSON.
+            let input = match function.get("arguments") {
+                Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+                Some(other) => other.clone(),
+                None => Value::Object(Default::default()),
+            };
+            calls.push(ToolCall { call_id: id.unwrap_or(name).to_string(), name: name.to_string(), input });
+        }
+        Ok(calls)
+    }
+
+    /// A `tool` (or `function`) message: one result, in a user message of results.
+    fn tool_result(&self, i: usize) -> Result<ChatMessage, ApiError> {
+        let call_id = match (self.role.as_str(), &self.tool_call_id, &self.name) {
+            (_, Some(id), _) => id.clone(),
+            ("function", None, Some(name)) => name.clone(),
+            _ => {
+                return Err(ApiError::bad_request("A `tool` message needs the `tool_call_id` it answers.")
+                    .param(format!("messages[{i}].tool_call_id")))
+            }
+        };
+        let content = content_text(self.content.as_ref(), i)?.unwrap_or_default();
+        let mut message = ChatMessage::new(Role::User, "");
+        message.tool_results.push(ToolResult { call_id, name: self.name.clone(), content, is_error: false });
+        Ok(message)
     }
 }
 
@@ -262,11 +395,39 @@ pub struct Choice {
 #[derive(Debug, Serialize)]
 pub struct AssistantMessage {
     pub role: &'static str,
-    pub content: String,
+    /// Null when the reply is only tool calls, as OpenAI sends it.
+    pub content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallOut>>,
     /// The model's thinking, under the name DeepSeek's API made common (absent without any).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
     pub refusal: Option<()>,
+}
+
+/// One call of the client's tools, in OpenAI's shape (`arguments` is a JSON string).
+#[derive(Debug, Serialize)]
+pub struct ToolCallOut {
+    /// Only in a stream chunk: which call this is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: FunctionOut,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FunctionOut {
+    pub name: String,
+    pub arguments: String,
+}
+
+impl ToolCallOut {
+    pub fn new(index: Option<u32>, call_id: String, name: String, input: &Value) -> Self {
+        let arguments = serde_json::to_string(input).unwrap_or_else(|_| "{}".into());
+        ToolCallOut { index, id: call_id, kind: "function", function: FunctionOut { name, arguments } }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -296,6 +457,8 @@ pub struct Delta {
     pub content: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallOut>>,
 }
 
 #[cfg(test)]
@@ -342,21 +505,71 @@ mod tests {
         assert_eq!(e.param.as_deref(), Some("messages[0].content[0].type"));
         let e = check(json!({"model": "auto", "messages": [{"role": "tool", "content": "42"}]})).unwrap_err();
         assert_eq!(e.status.as_u16(), 400);
+        assert_eq!(e.param.as_deref(), Some("messages[0].tool_call_id"));
         let e = check(json!({"model": "auto", "messages": [{"role": "user", "content": 42}]})).unwrap_err();
         assert_eq!(e.param.as_deref(), Some("messages[0].content"));
     }
 
     #[test]
-    fn client_tools_are_refused_unless_switched_off() {
-        let tool = json!({"type": "function", "function": {"name": "f", "parameters": {}}});
+    fn client_tools_and_their_results_map_to_the_engine() {
+        let tool = json!({"type": "function", "function": {"name": "get_weather", "description": "Weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}});
+        let msgs = json!([
+            {"role": "user", "content": "weather in Paris and Rome?"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+                {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+            {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "rain"}]}
+        ]);
+        let c =
+            check(json!({"model": "auto", "messages": msgs, "tools": [tool], "parallel_tool_calls": false})).unwrap();
+        let set = c.tools.unwrap();
+        assert_eq!(set.tools[0].name, "get_weather");
+        assert_eq!(set.tools[0].input_schema["required"], json!(["city"]));
+        assert_eq!((set.choice, set.parallel), (ToolChoice::Auto, false));
+        assert_eq!(c.messages.len(), 3, "the two results are one message");
+        assert_eq!(c.messages[1].tool_calls[1].input, json!({"city": "Rome"}));
+        let results: Vec<(&str, &str)> =
+            c.messages[2].tool_results.iter().map(|r| (r.call_id.as_str(), r.content.as_str())).collect();
+        assert_eq!(results, [("call_1", "sunny"), ("call_2", "rain")]);
+    }
+
+    #[test]
+    fn tool_choice_variants() {
+        let tool = json!({"type": "function", "function": {"name": "f"}});
         let msgs = json!([{"role": "user", "content": "x"}]);
-        let e = check(json!({"model": "auto", "messages": msgs, "tools": [tool]})).unwrap_err();
-        assert_eq!(e.code.as_deref(), Some("tools_not_supported"));
-        assert!(e.message.contains("cannot call"));
-        let e = check(json!({"model": "auto", "messages": msgs, "tools": [tool], "tool_choice": "auto"})).unwrap_err();
-        assert_eq!(e.status.as_u16(), 400);
-        assert!(check(json!({"model": "auto", "messages": msgs, "tools": [tool], "tool_choice": "none"})).is_ok());
-        assert!(check(json!({"model": "auto", "messages": msgs, "tools": []})).is_ok());
+        let choice = |c: Value| check(json!({"model": "auto", "messages": msgs, "tools": [tool], "tool_choice": c}));
+        assert_eq!(choice(json!("none")).unwrap().tools.unwrap().choice, ToolChoice::None);
+        assert_eq!(choice(json!("required")).unwrap().tools.unwrap().choice, ToolChoice::Required);
+        let named = json!({"type": "function", "function": {"name": "f"}});
+        assert_eq!(choice(named).unwrap().tools.unwrap().choice, ToolChoice::Named("f".into()));
+        let e = choice(json!({"type": "function", "function": {"name": "g"}})).unwrap_err();
+        assert!(e.message.contains("not in `tools`"), "{}", e.message);
+        assert_eq!(choice(json!("sometimes")).unwrap_err().param.as_deref(), Some("tool_choice"));
+        assert!(check(json!({"model": "auto", "messages": msgs, "tools": []})).unwrap().tools.is_none());
+        let legacy = check(json!({"model": "auto", "messages": msgs, "functions": [{"name": "f"}]})).unwrap();
+        assert_eq!(legacy.tools.unwrap().tools[0].input_schema, json!({"type": "object", "properties": {}}));
+    }
+
+    #[test]
+    fn bad_tools_say_what_is_wrong() {
+        let msgs = json!([{"role": "user", "content": "x"}]);
+        let cases = [
+            (json!([{"type": "retrieval"}]), "tools[0].type"),
+            (json!([{"type": "function", "function": {"description": "no name"}}]), "tools[0].name"),
+            (
+                json!([{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}]),
+                "tools[1]",
+            ),
+        ];
+        for (tools, param) in cases {
+            let e = check(json!({"model": "auto", "messages": msgs, "tools": tools})).unwrap_err();
+            assert_eq!(e.param.as_deref(), Some(param), "{}", e.message);
+        }
+        let results = json!([{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c", "content": "1"}]);
+        let e = check(json!({"model": "auto", "messages": results})).unwrap_err();
+        assert!(e.message.contains("need the `tools`"), "{}", e.message);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::util::sync::{lock, AbortOnDrop};
 use super::errors::ApiError;
 use super::openai::{
     AssistantMessage, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Checked, Choice, ChunkChoice,
-    CompletionUsage, Delta, ModelList,
+    CompletionUsage, Delta, ModelList, ToolCallOut,
 };
 use super::{json_body, HttpState, RequestId, MAX_BODY};
 use crate::engine::{Event as TurnEvent, TurnOutcome, TurnRequest};
@@ -157,7 +157,7 @@ async fn chat(
     let checked = request.check()?;
     check_model(&state, &checked.model).await?;
 
-    let Checked { model, messages, stream, include_usage, mode } = checked;
+    let Checked { model, messages, stream, include_usage, mode, tools } = checked;
     let mode = allowed_mode(mode, state.default_mode)?;
     let params = TurnRequest {
         turn_id: format!("http-{request_id}"),
@@ -170,6 +170,7 @@ async fn chat(
         session_id: None,
         utility: false,
         messages,
+        tools,
     };
     let meta = Meta { id: format!("chatcmpl-{:016x}", crate::util::ids::random_u64()), model, created: unix_now() };
     if stream {
@@ -247,18 +248,21 @@ async fn complete(state: Arc<HttpState>, params: TurnRequest, meta: Meta) -> Res
     let (tx, mut rx) = mpsc::channel(DELTA_BUFFER);
     let turn = state.engine.turn(params, tx);
     let collect = async {
-        let (mut text, mut thinking, mut session) = (String::new(), String::new(), None);
+        let (mut text, mut thinking, mut session, mut calls) = (String::new(), String::new(), None, Vec::new());
         while let Some(delta) = rx.recv().await {
             match delta {
                 TurnEvent::Text(t) => text.push_str(&t),
                 TurnEvent::Thinking(t) => thinking.push_str(&t),
                 TurnEvent::Session { session_id, resumed, .. } => session = Some((session_id, resumed)),
+                TurnEvent::ToolCall { call_id, name, input } => {
+                    calls.push(ToolCallOut::new(None, call_id, name, &input))
+                }
                 _ => {}
             }
         }
-        (text, thinking, session)
+        (text, thinking, session, calls)
     };
-    let (result, (text, thinking, session)) = tokio::join!(turn, collect);
+    let (result, (text, thinking, session, calls)) = tokio::join!(turn, collect);
     hangup.armed = false;
     let result = result?;
     let completion = ChatCompletion {
@@ -268,13 +272,14 @@ async fn complete(state: Arc<HttpState>, params: TurnRequest, meta: Meta) -> Res
         model: meta.model,
         choices: [Choice {
             index: 0,
+            finish_reason: if result.tool_calls { "tool_calls" } else { "stop" },
             message: AssistantMessage {
                 role: "assistant",
-                content: text,
+                content: (!text.is_empty() || calls.is_empty()).then_some(text),
+                tool_calls: (!calls.is_empty()).then_some(calls),
                 reasoning_content: (!thinking.is_empty()).then_some(thinking),
                 refusal: None,
             },
-            finish_reason: "stop",
             logprobs: None,
         }],
         usage: CompletionUsage::from_usage(result.usage),
@@ -350,6 +355,7 @@ async fn stream_completion(
         include_usage,
         queue: VecDeque::new(),
         done: false,
+        calls: 0,
     };
     chunks.queue.push_back(
         chunks.chunk(Delta { role: Some("assistant"), content: Some(String::new()), ..Delta::default() }, None),
@@ -388,6 +394,8 @@ struct Chunks {
     include_usage: bool,
     queue: VecDeque<Event>,
     done: bool,
+    /// Tool calls streamed so far (each chunk names its index).
+    calls: u32,
 }
 
 impl Chunks {
@@ -421,13 +429,18 @@ impl Chunks {
         Event::default().data(serde_json::to_string(value).unwrap_or_default())
     }
 
-    /// Text and thinking become chunks. Tool activity has no place in OpenAI's stream (the
-    /// client did not ask for those tools and could not run them); the CLI's answer describes
-    /// what it did.
+    /// Text, thinking and calls of the client's tools become chunks. The CLI's own tool activity
+    /// has no place in OpenAI's stream (the client could not run those tools); the CLI's answer
+    /// describes what it did.
     fn push_delta(&mut self, delta: TurnEvent) {
         let delta = match delta {
             TurnEvent::Text(text) => Delta { content: Some(text), ..Delta::default() },
             TurnEvent::Thinking(text) => Delta { reasoning_content: Some(text), ..Delta::default() },
+            TurnEvent::ToolCall { call_id, name, input } => {
+                let call = ToolCallOut::new(Some(self.calls), call_id, name, &input);
+                self.calls += 1;
+                Delta { tool_calls: Some(vec![call]), ..Delta::default() }
+            }
             _ => return,
         };
         let event = self.chunk(delta, None);
@@ -444,7 +457,7 @@ impl Chunks {
         self.hangup.armed = false;
         match outcome {
             Ok(result) => {
-                let last = self.chunk(Delta::default(), Some("stop"));
+                let last = self.chunk(Delta::default(), Some(if result.tool_calls { "tool_calls" } else { "stop" }));
                 self.queue.push_back(last);
                 if self.include_usage {
                     let usage = self.event(&ChatCompletionChunk {

@@ -23,6 +23,7 @@ impl From<Event> for DeltaBody {
             Event::PermissionDenied { tool, summary, hint } => DeltaBody::PermissionDenied { tool, summary, hint },
             Event::Session { session_id, resumed, replayed } => DeltaBody::Session { session_id, resumed, replayed },
             Event::Usage(usage) => DeltaBody::Usage { usage },
+            Event::ToolCall { call_id, name, input } => DeltaBody::ToolCall { call_id, name, input },
         }
     }
 }

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::deltas;
 use super::state::Connection;
 use crate::backend::select;
+use crate::engine::tools::ToolSet;
 use crate::engine::{Config, Engine, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
 use crate::protocol::*;
@@ -149,6 +150,7 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
             delta_kinds: DeltaBody::KINDS.iter().map(|k| k.to_string()).collect(),
             cancel: true,
             sessions: true,
+            client_tools: CLIENT_TOOLS_VERSION,
             cli: CliInfo { found: cli.is_some(), path: cli.map(|c| c.path) },
             options: Options::known_names(),
             ignored_options: ignored,
@@ -177,10 +179,16 @@ async fn chat_send(conn: &Connection, turns: &Turns, p: Params<'static>) -> RpcR
         session_id: params.session_id,
         utility: params.utility,
         messages: params.messages,
+        tools: (!params.tools.is_empty()).then(|| ToolSet {
+            tools: params.tools,
+            choice: params.tool_choice,
+            parallel: params.parallel_tool_calls,
+        }),
     };
     let (outcome, ()) = tokio::join!(engine.turn(request, tx), deltas::forward(&turn_id, rx, &conn.outbox));
-    let TurnOutcome { session_id, resumed, usage, duration_ms, .. } = outcome?;
-    Ok(ChatSendResult { turn_id, session_id, resumed, stop_reason: StopReason::End, usage, duration_ms })
+    let TurnOutcome { session_id, resumed, usage, duration_ms, tool_calls, .. } = outcome?;
+    let stop_reason = if tool_calls { StopReason::ToolCalls } else { StopReason::End };
+    Ok(ChatSendResult { turn_id, session_id, resumed, stop_reason, usage, duration_ms })
 }
 
 fn sessions_list(conn: &Connection) -> RpcResult<SessionsListResult> {

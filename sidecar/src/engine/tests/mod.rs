@@ -7,6 +7,7 @@ mod models;
 mod queue_and_cancel;
 mod sessions;
 mod timeouts;
+mod tools;
 mod trust;
 
 use std::sync::Arc;
@@ -67,11 +68,11 @@ pub async fn send_to(engine: &Arc<Engine>, req: TurnRequest) -> (Vec<Event>, Res
 }
 
 pub fn user(text: &str) -> ChatMessage {
-    ChatMessage { role: Role::User, text: text.into() }
+    ChatMessage::new(Role::User, text)
 }
 
 pub fn assistant(text: &str) -> ChatMessage {
-    ChatMessage { role: Role::Assistant, text: text.into() }
+    ChatMessage::new(Role::Assistant, text)
 }
 
 pub fn request(messages: Vec<ChatMessage>) -> TurnRequest {
@@ -84,6 +85,7 @@ pub fn request(messages: Vec<ChatMessage>) -> TurnRequest {
         session_id: None,
         utility: false,
         messages,
+        tools: None,
     }
 }
 
