@@ -179,7 +179,7 @@ async fn chat_send(conn: &Connection, turns: &Turns, p: Params<'static>) -> RpcR
         session_id: params.session_id,
         utility: params.utility,
         messages: params.messages,
-        tools: (!params.tools.is_empty()).then(|| ToolSet {
+        tools: (!params.tools.is_empty()).then_some(ToolSet {
             tools: params.tools,
             choice: params.tool_choice,
             parallel: params.parallel_tool_calls,

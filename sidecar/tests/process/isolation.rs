@@ -120,7 +120,7 @@ fn lost_chat_is_replayed(dir: &TestDir, mut s: Sidecar, lose: impl FnOnce(&TestD
     let history = json!([user("Remember 42."), assistant("Noted."), user("Which number?")]);
     let (deltas, r2) = s.chat(chat("t2", "ask", history, json!({"conversationId": "c"})));
     assert_eq!(r2["result"]["resumed"], false, "{r2}");
-    let last_session = deltas.iter().filter(|d| d["kind"] == "session").last().unwrap();
+    let last_session = deltas.iter().rfind(|d| d["kind"] == "session").unwrap();
     assert_eq!(last_session["replayed"], true, "the client is told the history was replayed: {deltas:?}");
     let turns = dir.turn_records();
     let answered = turns.last().unwrap();
@@ -160,7 +160,7 @@ fn a_cli_that_silently_starts_a_fresh_chat_is_caught_before_it_answers() {
         let dir = TestDir::new();
         let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_LOAD", "not-found").start();
         s.initialize(&dir, json!({}));
-        lost_chat_is_replayed(&dir, s, |dir, session| kill_acp_session(dir, session));
+        lost_chat_is_replayed(&dir, s, kill_acp_session);
         return;
     }
     // Without a chat store to look at, the init event is the evidence: it names another chat.

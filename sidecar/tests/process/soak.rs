@@ -35,7 +35,7 @@ fn prompt(i: usize, kind: Kind) -> String {
         Kind::Answer => directed("go", json!({"answer": format!("answer {i} ✓"), "chunkChars": 4})),
         Kind::Cancel => directed(
             "go",
-            json!({"answer": "z".repeat(100), "chunkChars": 1, "deltaDelayMs": 20, "grandchild": i % 2 == 0}),
+            json!({"answer": "z".repeat(100), "chunkChars": 1, "deltaDelayMs": 20, "grandchild": i.is_multiple_of(2)}),
         ),
         Kind::Crash => directed("go", json!({"answer": "crash soon", "chunkChars": 2, "crashAfterDeltas": 2})),
         Kind::Timeout => directed("go", json!({"hang": "midStream", "answer": "then silence"})),
