@@ -10,6 +10,7 @@
 mod support;
 
 mod acp_backend;
+mod client_tools;
 mod doctor;
 mod failures;
 mod fault_matrix;
