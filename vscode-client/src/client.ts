@@ -71,6 +71,8 @@ export class SidecarClient {
   readonly exited: Promise<ExitInfo>;
   /** `initialize` succeeded. */
   ready = false;
+  /** Its answer, once it succeeded. */
+  initialized: InitializeResult | undefined;
   /** We asked it to stop: its exit is not a crash. */
   stopping = false;
   private readonly child: ChildProcessWithoutNullStreams;
@@ -163,6 +165,7 @@ export class SidecarClient {
     if (result.protocolVersion !== PROTOCOL_VERSION) {
       throw new BridgeError('sidecarNotFound', `the sidecar speaks protocol ${result.protocolVersion}, not ${PROTOCOL_VERSION}`);
     }
+    this.initialized = result;
     this.ready = true;
     return result;
   }

@@ -1,19 +1,21 @@
 // VS Code request messages → protocol messages. The sidecar needs text: each message's text parts
-// joined, tool calls and results (from turns another model answered with VS Code's tools) as short
-// lines so the history stays readable, and our `stateful_marker` for the session id. Other data
-// parts (images, cache hints) and thinking parts carry nothing the CLI can use; images are counted,
-// so the answer can say that they were not sent.
+// joined, and our `stateful_marker` for the session id. Tool calls and results become either the
+// structured `toolCalls`/`toolResults` (client-owned tools, docs/client-tools.md: the model called
+// VS Code's tools through us) or, when Cursor runs its own tools, short lines so the history of
+// turns another model answered with VS Code's tools stays readable. Other data parts (images,
+// cache hints) and thinking parts carry nothing the CLI can use; images are counted, so the answer
+// can say that they were not sent.
 
 import * as vscode from 'vscode';
 import { MARKER_MIME, parseMarker } from './marker';
-import type { ChatMessage, Role } from './protocol';
-import { dataPartCtor, thinkingPartCtor } from './newer-api';
+import type { ChatMessage, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult } from './protocol';
+import { dataPartCtor, thinkingPartCtor, toolResultPart2Ctor } from './newer-api';
 
 /** One content part, by what it is. */
 export type Part =
   | { type: 'text'; value: string }
   | { type: 'toolCall'; callId: string; name: string; input: unknown }
-  | { type: 'toolResult'; callId: string; content: readonly unknown[] }
+  | { type: 'toolResult'; callId: string; content: readonly unknown[]; isError: boolean }
   | { type: 'data'; mimeType: string; data: Uint8Array }
   | { type: 'other' };
 
@@ -26,8 +28,11 @@ export function classifyPart(part: unknown): Part {
   if (part instanceof vscode.LanguageModelToolCallPart) {
     return { type: 'toolCall', callId: part.callId, name: part.name, input: part.input };
   }
-  if (part instanceof vscode.LanguageModelToolResultPart) {
-    return { type: 'toolResult', callId: part.callId, content: part.content };
+  // `isError` is not in the 1.104 types, but VS Code 1.139's result parts carry it.
+  const ToolResult2 = toolResultPart2Ctor();
+  if (part instanceof vscode.LanguageModelToolResultPart || (ToolResult2 && part instanceof ToolResult2)) {
+    const p = part as vscode.LanguageModelToolResultPart & { isError?: unknown };
+    return { type: 'toolResult', callId: p.callId, content: p.content, isError: p.isError === true };
   }
   const DataPart = dataPartCtor();
   if (DataPart && part instanceof DataPart) return { type: 'data', mimeType: part.mimeType, data: part.data };
@@ -40,7 +45,9 @@ export function classifyPart(part: unknown): Part {
     return { type: 'data', mimeType: part.mimeType, data: part.data };
   }
   if (typeof part.callId === 'string') {
-    if (Array.isArray(part.content)) return { type: 'toolResult', callId: part.callId, content: part.content };
+    if (Array.isArray(part.content)) {
+      return { type: 'toolResult', callId: part.callId, content: part.content, isError: part.isError === true };
+    }
     if (typeof part.name === 'string') return { type: 'toolCall', callId: part.callId, name: part.name, input: part.input };
   }
   // Thinking parts also have a `value`, but carry an `id`/`metadata` and are never plain text.
@@ -106,8 +113,61 @@ export function renderToolResult(name: string | undefined, content: readonly unk
   return `(tool result${name ? ` of ${name}` : ''}: ${body || 'no text'})`;
 }
 
+/** Data parts that are bookkeeping, not content: Copilot's cache hints and our session marker. */
+const BOOKKEEPING_MIMES: ReadonlySet<string> = new Set(['cache_control', MARKER_MIME]);
+const TEXT_MIME = /^text\/|^application\/(?:[\w.+-]*\+)?json\b/i;
+const PROMPT_TSX_STRINGS = 1000;
+
+/** The `text` strings of a prompt-tsx tree (`LanguageModelPromptTsxPart.value`), in order. */
+function promptTsxText(value: unknown): string {
+  const out: string[] = [];
+  const walk = (v: unknown, depth: number) => {
+    if (out.length >= PROMPT_TSX_STRINGS || depth > 50 || !isRecord(v)) return;
+    if (Array.isArray(v)) {
+      for (const x of v) walk(x, depth + 1);
+      return;
+    }
+    if (typeof v.text === 'string') out.push(v.text);
+    for (const [k, x] of Object.entries(v)) if (k !== 'text') walk(x, depth + 1);
+  };
+  walk(value, 0);
+  return out.join('');
+}
+
+/**
+ * A tool result's content as the model reads it: its text parts concatenated, text-like data
+ * decoded, anything else described in a few words (the model should know something was there).
+ */
+export function toolResultText(content: readonly unknown[]): string {
+  const pieces: string[] = [];
+  for (const raw of content) {
+    const part = classifyPart(raw);
+    if (part.type === 'text') pieces.push(part.value);
+    else if (part.type === 'data') {
+      if (BOOKKEEPING_MIMES.has(part.mimeType)) continue;
+      if (TEXT_MIME.test(part.mimeType)) pieces.push(new TextDecoder().decode(part.data));
+      else pieces.push(`[${/^image\//i.test(part.mimeType) ? 'image' : 'data'} ${part.mimeType}, ${part.data.byteLength} bytes, not shown]`);
+    } else if (part.type === 'other' && isRecord(raw) && 'value' in raw) {
+      // LanguageModelPromptTsxPart: a rendered prompt tree; its text is what matters.
+      const text = promptTsxText(raw.value);
+      pieces.push(text || '[a prompt-tsx part without text]');
+    } else if (part.type !== 'other') {
+      pieces.push(`[a ${part.type} part, not shown]`);
+    }
+  }
+  return pieces.join('');
+}
+
+export interface ConvertOptions {
+  /**
+   * Client-owned tools: assistant tool calls become `toolCalls` and user tool results
+   * `toolResults`, so the sidecar can match them to the calls it made. Otherwise both are lines.
+   */
+  clientTools?: boolean;
+}
+
 export interface Conversation {
-  /** Protocol messages in order; messages without any text are left out. */
+  /** Protocol messages in order; messages without any text (or tool calls or results) are left out. */
   messages: ChatMessage[];
   /** The system messages' text joined: where Copilot Chat names the mode. */
   systemText: string;
@@ -120,7 +180,7 @@ export interface Conversation {
   newImages: number;
 }
 
-export function convertMessages(messages: readonly vscode.LanguageModelChatRequestMessage[]): Conversation {
+export function convertMessages(messages: readonly vscode.LanguageModelChatRequestMessage[], o: ConvertOptions = {}): Conversation {
   const out: ChatMessage[] = [];
   const toolNames = new Map<string, string>();
   let sessionId: string | undefined;
@@ -130,6 +190,8 @@ export function convertMessages(messages: readonly vscode.LanguageModelChatReque
     if (role === 'assistant') newImages = 0;
     else if (role === 'user') newImages += message.content.filter((p) => imageMimeOf(p) !== undefined).length;
     const pieces: string[] = [];
+    const toolCalls: ToolCall[] = [];
+    const toolResults: ToolResult[] = [];
     // Text parts of one message are fragments of one text; tool lines stand on their own.
     let text = '';
     const flushText = () => {
@@ -143,11 +205,20 @@ export function convertMessages(messages: readonly vscode.LanguageModelChatReque
           text += part.value;
           break;
         case 'toolCall':
-          flushText();
           toolNames.set(part.callId, part.name);
+          // Calls belong to the assistant; one anywhere else (never seen) stays a readable line.
+          if (o.clientTools && role === 'assistant') {
+            toolCalls.push({ callId: part.callId, name: part.name, input: isRecord(part.input) ? part.input : {} });
+            break;
+          }
+          flushText();
           pieces.push(renderToolCall(part.name, part.input));
           break;
         case 'toolResult':
+          if (o.clientTools && role === 'user') {
+            toolResults.push({ callId: part.callId, content: toolResultText(part.content), isError: part.isError });
+            break;
+          }
           flushText();
           pieces.push(renderToolResult(toolNames.get(part.callId), part.content));
           break;
@@ -160,7 +231,11 @@ export function convertMessages(messages: readonly vscode.LanguageModelChatReque
     }
     flushText();
     const joined = pieces.join('\n');
-    if (joined) out.push({ role, text: joined });
+    if (!joined && toolCalls.length === 0 && toolResults.length === 0) continue;
+    const converted: ChatMessage = { role, text: joined };
+    if (toolCalls.length > 0) converted.toolCalls = toolCalls;
+    if (toolResults.length > 0) converted.toolResults = toolResults;
+    out.push(converted);
   }
   const systemText = out
     .filter((m) => m.role === 'system')
@@ -173,9 +248,10 @@ export function convertMessages(messages: readonly vscode.LanguageModelChatReque
  * The options read here. `requestInitiator` (the id of the extension that made the request) is
  * there at run time in VS Code 1.139 but not in the stable types.
  */
-export type RequestOptions = Pick<vscode.ProvideLanguageModelChatResponseOptions, 'modelOptions' | 'tools'> & {
-  readonly requestInitiator?: unknown;
-};
+export type RequestOptions = Pick<vscode.ProvideLanguageModelChatResponseOptions, 'modelOptions' | 'tools'> &
+  Partial<Pick<vscode.ProvideLanguageModelChatResponseOptions, 'toolMode'>> & {
+    readonly requestInitiator?: unknown;
+  };
 
 /** The extension behind the Chat view: the only one that sends title and progress requests. */
 export const CHAT_VIEW_INITIATOR = 'github.copilot-chat';
@@ -201,4 +277,18 @@ export function isUtilityRequest(options: RequestOptions): boolean {
 
 export function toolNamesOf(options: RequestOptions): string[] {
   return (options.tools ?? []).map((t) => t.name);
+}
+
+/** The Chat view's tools as `chat/send.tools`; a tool without a schema takes no input. */
+export function toolDefinitionsOf(options: RequestOptions): ToolDefinition[] {
+  return (options.tools ?? []).map((t) => ({
+    name: t.name,
+    description: t.description,
+    inputSchema: isRecord(t.inputSchema) ? t.inputSchema : { type: 'object', properties: {} },
+  }));
+}
+
+/** `toolMode` Required: the model must call a tool; otherwise it may. */
+export function toolChoiceOf(options: RequestOptions): ToolChoice {
+  return options.toolMode === vscode.LanguageModelChatToolMode.Required ? 'required' : 'auto';
 }

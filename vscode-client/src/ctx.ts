@@ -33,6 +33,11 @@ export function detached(log: Pick<Logger, 'error'>, what: string, run: () => un
 /** What the provider and commands need from the sidecar; tests substitute a fake. */
 export interface Bridge {
   request<M extends Method>(method: M, params: Requests[M]['params'], token?: CancellationLike): Promise<Requests[M]['result']>;
+  /**
+   * What the running sidecar said it can do (`initialize`), starting it if needed; rejects as a
+   * request would when it cannot start.
+   */
+  capabilities(): Promise<InitializeResult['capabilities']>;
   /** Receive this turn's `chat/delta` notifications until disposed. */
   onDelta(turnId: string, handler: (delta: ChatDelta) => void): DisposableLike;
 }
@@ -141,6 +146,13 @@ export class SidecarManager implements Bridge {
   onDelta(turnId: string, handler: (delta: ChatDelta) => void): DisposableLike {
     this.handlers.set(turnId, handler);
     return { dispose: () => this.handlers.delete(turnId) };
+  }
+
+  async capabilities(): Promise<InitializeResult['capabilities']> {
+    const proc = await this.ensure();
+    // Set by a successful initialize, which ensure() waited for.
+    if (!proc.initialized) throw new BridgeError('sidecarCrashed', 'the sidecar is not initialized');
+    return proc.initialized.capabilities;
   }
 
   /** The running sidecar, started (and initialized) if needed. */

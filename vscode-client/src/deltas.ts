@@ -1,7 +1,8 @@
 // `chat/delta` notifications → response parts for the Chat view. Text streams as text parts,
 // thinking as the (proposed) thinking part when this VS Code has it, and what the CLI does with its
 // own tools as short Markdown lines, since the Chat view has no other place for them: the CLI runs
-// its tools itself, so they are not VS Code tool calls.
+// those itself, so they are not VS Code tool calls. A `toolCall` delta (client-owned tools) is one:
+// it becomes a `LanguageModelToolCallPart`, which VS Code runs, then calls us again with the result.
 
 import * as vscode from 'vscode';
 import type { ChatDelta, Usage } from './protocol';
@@ -32,6 +33,10 @@ export function inlineCode(text: string): string {
   return `${fence}${pad}${text}${pad}${fence}`;
 }
 
+function isObject(v: unknown): v is object {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 function toolLabel(tool: string, summary: string): string {
   const s = oneLine(summary, SUMMARY_CHARS);
   return s ? `${tool}: ${inlineCode(s)}` : tool;
@@ -41,6 +46,8 @@ export class TurnRenderer {
   /** The sidecar session this turn runs in (from the `session` delta). */
   sessionId?: string;
   usage?: Usage;
+  /** Tool calls reported to VS Code in this turn. */
+  toolCalls = 0;
 
   private tail = '';
   private openTool?: string;
@@ -98,6 +105,14 @@ export class TurnRenderer {
         this.closeToolLine();
         this.paragraph();
         this.emit(`> ⚠️ Not allowed to run ${toolLabel(delta.tool, delta.summary)}. ${oneLine(delta.hint, 400)}\n\n`);
+        return;
+      case 'toolCall':
+        // A title cannot call tools (utility turns are sent none; this would be a sidecar bug).
+        if (this.options.utility) return;
+        this.closeThinking();
+        this.closeToolLine();
+        this.toolCalls++;
+        this.report(new vscode.LanguageModelToolCallPart(delta.callId, delta.name, isObject(delta.input) ? delta.input : {}));
         return;
       case 'session':
         this.sessionId = delta.sessionId;

@@ -123,8 +123,9 @@ export function toChatInformation(group: ModelGroup | ModelInfo): CursorChatInfo
     maxOutputTokens: model.maxOutputTokens,
     tooltip: `${g.name} via the Cursor CLI (${window}).${variants}${limitNote}`,
     detail: g.members.some((m) => m.capabilities.thinking) ? 'Cursor · thinking' : 'Cursor',
-    // Tools the Chat view offers are not called by us (the CLI runs its own), but without
-    // toolCalling the view does not offer the model in agent mode at all.
+    // Declared whatever `cursorBridge.tools` says: with `copilot` the model really calls the
+    // Chat view's tools; with `cursor` it calls none (the CLI runs its own), but without
+    // toolCalling the view (and the Agents window) would not offer the model in agent mode at all.
     capabilities: { toolCalling: true, imageInput: false },
     // The user's own models (their Cursor plan): the Agents window lists only these.
     isUserSelectable: true,

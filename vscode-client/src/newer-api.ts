@@ -4,6 +4,8 @@
 //   1.139 exports it without a proposal flag and the Chat view renders it as a collapsible block.
 // - LanguageModelDataPart: stable since 1.106. Without it there is no session marker and no usage
 //   part; sessions then resume by the conversation id alone.
+// - LanguageModelToolResultPart2: what VS Code 1.139 builds tool results with (it also passes
+//   `instanceof LanguageModelToolResultPart` there, but need not in every version).
 
 import * as vscode from 'vscode';
 
@@ -30,6 +32,10 @@ export function thinkingPartCtor(): ThinkingPartCtor | undefined {
 
 export function dataPartCtor(): DataPartCtor | undefined {
   return lookup('LanguageModelDataPart') as DataPartCtor | undefined;
+}
+
+export function toolResultPart2Ctor(): (abstract new (...args: never[]) => object) | undefined {
+  return lookup('LanguageModelToolResultPart2') as (abstract new (...args: never[]) => object) | undefined;
 }
 
 /** Parts the host accepts although the 1.104 response-part type does not name them. */

@@ -119,6 +119,12 @@ export interface InitializeResult {
     options?: string[];
     /** Keys it was sent and ignored (an older sidecar than this extension). */
     ignoredOptions?: string[];
+    /**
+     * Client-owned tools (docs/client-tools.md): `chat/send` takes `tools`, messages carry
+     * `toolCalls`/`toolResults`, and the `toolCall` delta asks the client to run one. `1` is the
+     * first version; absent (an older sidecar): none of this, the CLI runs its own tools.
+     */
+    clientTools?: number;
   };
 }
 
@@ -175,8 +181,37 @@ export type Role = 'user' | 'assistant' | 'system';
 
 export interface ChatMessage {
   role: Role;
+  /** May be empty when the message carries tool calls or results. */
   text: string;
+  /** Assistant messages: the calls the model made (client-owned tools). */
+  toolCalls?: ToolCall[];
+  /** User messages: what the client's tools answered. */
+  toolResults?: ToolResult[];
 }
+
+/** A tool the client runs for the model (VS Code's `LanguageModelChatTool`). */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** A JSON schema of the input object. */
+  inputSchema: object;
+}
+
+export interface ToolCall {
+  /** The sidecar's id (`call_` + 24 hex), echoed by the result. */
+  callId: string;
+  name: string;
+  input: object;
+}
+
+export interface ToolResult {
+  callId: string;
+  content: string;
+  isError: boolean;
+}
+
+/** `"auto"` (default), `"none"`, `"required"`, or one tool by name. */
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
 export interface ChatSendParams {
   turnId: string;
@@ -188,6 +223,10 @@ export interface ChatSendParams {
   sessionId?: string;
   utility?: boolean;
   messages: ChatMessage[];
+  /** Client-owned tools (capability `clientTools` ≥ 1): the model may call only these, never Cursor's own. */
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
 }
 
 export interface Usage {
@@ -202,7 +241,8 @@ export interface ChatSendResult {
   /** `null` for utility turns. */
   sessionId: string | null;
   resumed: boolean;
-  stopReason: 'end';
+  /** `"end"`: the CLI finished the turn; `"toolCalls"`: it waits for the results of the `toolCall` deltas. */
+  stopReason: 'end' | 'toolCalls';
   usage?: Usage;
   durationMs: number;
 }
@@ -218,7 +258,9 @@ export const DELTA_KINDS = [
   'session',
   'usage',
 ] as const;
-export type DeltaKind = (typeof DELTA_KINDS)[number];
+// `toolCall` (client-owned tools) is not in protocol.rs's KINDS yet: it joins DELTA_KINDS, in
+// protocol.rs's order, when the sidecar side lands (test/protocol.test.ts checks the two agree).
+export type DeltaKind = (typeof DELTA_KINDS)[number] | 'toolCall';
 
 /** What one `chat/delta` carries, tagged by `kind`. */
 export type DeltaBody =
@@ -229,7 +271,9 @@ export type DeltaBody =
   | { kind: 'toolCompleted'; callId: string; tool: string; summary: string; ok: boolean; detail?: string }
   | { kind: 'permissionDenied'; tool: string; summary: string; hint: string }
   | { kind: 'session'; sessionId: string; resumed: boolean; replayed: boolean }
-  | { kind: 'usage'; usage: Usage };
+  | { kind: 'usage'; usage: Usage }
+  /** Run this client-owned tool; the turn then ends with `stopReason: "toolCalls"`. */
+  | { kind: 'toolCall'; callId: string; name: string; input: object };
 
 export type ChatDelta = { turnId: string; seq: number } & DeltaBody;
 

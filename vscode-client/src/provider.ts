@@ -1,11 +1,19 @@
 // The Language Model Chat Provider for vendor `cursor`: the Chat view's calls, translated into
 // sidecar requests. What the Chat view really sends is in docs/vscode-provider.md §4 and §5
-// (utility requests: §6).
+// (utility requests: §6); client-owned tools (`cursorBridge.tools`) in §10.
 
 import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Logger } from './client';
-import { conversationIdOf, convertMessages, isUtilityRequest, toolNamesOf, type RequestOptions } from './convert';
+import {
+  conversationIdOf,
+  convertMessages,
+  isUtilityRequest,
+  toolChoiceOf,
+  toolDefinitionsOf,
+  toolNamesOf,
+  type RequestOptions,
+} from './convert';
 import type { Bridge } from './ctx';
 import { TurnRenderer } from './deltas';
 import { NOTICES, renderFailure, toBridgeError } from './errors';
@@ -13,8 +21,8 @@ import { encodeMarker, MARKER_MIME } from './marker';
 import { inferMode, type ModeDecision } from './mode';
 import { groupModels, resolveSku, toChatInformation, type ModelCatalog } from './models';
 import type { ModelInfo } from './protocol';
-import { Request, type ChatSendParams, type ChatSendResult, type Usage } from './protocol';
-import type { Settings } from './settings';
+import { Request, type ChatSendParams, type ChatSendResult, type InitializeResult, type Usage } from './protocol';
+import type { Settings, ToolsSetting } from './settings';
 import { asResponsePart, type DataPartCtor, type ThinkingPartCtor } from './newer-api';
 import type { TokenCounter } from './tokens';
 
@@ -55,8 +63,24 @@ export interface TurnPlan {
   utility: boolean;
   /** Image parts of the new request that cannot be sent (0 for utility requests: a note would become the chat's title). */
   imagesNotSent: number;
+  /** The model calls the request's tools, which VS Code runs (client-owned tools). */
+  clientTools: boolean;
 }
 
+/**
+ * Whether a request is one for client-owned tools, before asking the sidecar whether it has them:
+ * the setting says Copilot's tools and the request offers some.
+ */
+export function wantsClientTools(options: RequestOptions, setting: ToolsSetting): boolean {
+  return setting === 'copilot' && (options.tools?.length ?? 0) > 0;
+}
+
+/**
+ * `clientTools`: the setting wants them and the sidecar has them (`capabilities.clientTools` ≥ 1).
+ * Then the request's tools go along, tool calls and results go as such (not as lines), and the
+ * system message stays in the messages: Copilot's own, which explains those tools (the sidecar
+ * leaves `system` messages out of other turns' prompts).
+ */
 export function planTurn(
   model: Pick<vscode.LanguageModelChatInformation, 'id'>,
   messages: readonly vscode.LanguageModelChatRequestMessage[],
@@ -65,9 +89,11 @@ export function planTurn(
   trusted: boolean,
   turnId: string,
   workspace?: string,
+  clientToolsAvailable = false,
 ): TurnPlan {
-  const conversation = convertMessages(messages);
   const utility = isUtilityRequest(options);
+  const clientTools = clientToolsAvailable && !utility && (options.tools?.length ?? 0) > 0;
+  const conversation = convertMessages(messages, { clientTools });
   // Utility requests (titles, progress messages) never touch a session and only need to talk.
   const mode: ModeDecision = utility
     ? { mode: 'ask', reason: 'utility request' }
@@ -85,7 +111,13 @@ export function planTurn(
     if (conversationId) params.conversationId = conversationId;
     if (conversation.sessionId) params.sessionId = conversation.sessionId;
   }
-  return { params, mode, utility, imagesNotSent: utility ? 0 : conversation.newImages };
+  if (clientTools) {
+    params.tools = toolDefinitionsOf(options);
+    params.toolChoice = toolChoiceOf(options);
+    // VS Code runs several calls of one response, in order.
+    params.parallelToolCalls = true;
+  }
+  return { params, mode, utility, imagesNotSent: utility ? 0 : conversation.newImages, clientTools };
 }
 
 /** `usage` data parts are read by Copilot Chat in OpenAI's shape (context window display). */
@@ -147,7 +179,27 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     const configuration = (options as { modelConfiguration?: unknown }).modelConfiguration;
     const group = groupModels(this.deps.catalog.cached ?? []).find((g) => g.id === model.id);
     const sku = group ? resolveSku(group, configuration) : model.id;
-    const { params, mode, utility, imagesNotSent } = planTurn(
+    // Nothing is reported after a cancel: the Chat view has moved on.
+    const report = (part: vscode.LanguageModelResponsePart) => {
+      if (!token.isCancellationRequested) progress.report(part);
+    };
+    // Copilot's tools need a sidecar that has client-owned tools; an older one runs Cursor's own,
+    // as before (said in the log). This waits for the sidecar's start, which chat/send would too.
+    let clientToolsAvailable = false;
+    let toolsNote = '';
+    if (wantsClientTools(options, settings.tools)) {
+      let capabilities: InitializeResult['capabilities'] | undefined;
+      try {
+        capabilities = await untilCancelled(this.deps.bridge.capabilities(), token);
+      } catch (e) {
+        if (token.isCancellationRequested) return;
+        return this.failed(e, turnId, false, model, report, this.renderer(report, settings, false));
+      }
+      if (capabilities === undefined) return;
+      clientToolsAvailable = (capabilities.clientTools ?? 0) >= 1;
+      if (!clientToolsAvailable) toolsNote = ", Cursor's own tools (this sidecar has no client tools)";
+    }
+    const { params, mode, utility, imagesNotSent, clientTools } = planTurn(
       { id: sku },
       messages,
       options,
@@ -155,7 +207,9 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
       this.deps.trusted(),
       turnId,
       this.deps.workspace(),
+      clientToolsAvailable,
     );
+    if (clientTools) toolsNote = `, ${params.tools?.length ?? 0} client tools (${params.toolChoice})`;
     // A conversation stays in the folder it began in: Cursor's chats belong to a folder, so
     // following the active editor to another one would start over (with a replay) each time.
     if (params.conversationId) {
@@ -169,18 +223,10 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
         `${params.workspace ? `, in ${params.workspace}` : ''}` +
         `${params.conversationId ? `, conversation ${params.conversationId}` : ''}` +
         `${params.sessionId ? `, session ${params.sessionId}` : ''}${utility ? ', utility' : ''}, ${params.messages.length} messages` +
-        `${imagesNotSent ? `, ${imagesNotSent} image(s) not sent` : ''}`,
+        `${imagesNotSent ? `, ${imagesNotSent} image(s) not sent` : ''}${toolsNote}`,
     );
 
-    // Nothing is reported after a cancel: the Chat view has moved on.
-    const report = (part: vscode.LanguageModelResponsePart) => {
-      if (!token.isCancellationRequested) progress.report(part);
-    };
-    const renderer = new TurnRenderer(report, {
-      showToolActivity: settings.showToolActivity,
-      thinkingPart: this.deps.thinkingPart(),
-      utility,
-    });
+    const renderer = this.renderer(report, settings, utility);
     // Said before the answer, so it is seen while waiting; the text goes to the sidecar regardless.
     if (imagesNotSent > 0) renderer.note(NOTICES.imagesNotSent(imagesNotSent));
     const subscription = this.deps.bridge.onDelta(turnId, (d) => renderer.handle(d));
@@ -191,18 +237,7 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
       result = await untilCancelled(this.deps.bridge.request(Request.chatSend, params, token), token);
     } catch (e) {
       if (token.isCancellationRequested) return;
-      const err = toBridgeError(e);
-      this.deps.log.warn(
-        `turn ${turnId} failed: ${err.kind}: ${err.message}${err.hint ? ` | hint: ${err.hint}` : ''}${err.detail ? ` | detail: ${err.detail}` : ''}`,
-      );
-      const rendering = renderFailure(err, { utility });
-      if (rendering.render === 'throw') throw rendering.error;
-      if (rendering.render === 'markdown') {
-        renderer.markdown(rendering.markdown);
-        // The turn counts as answered; keep its session so the next turn resumes it.
-        if (!utility && renderer.sessionId) this.reportMarker(report, model, renderer.sessionId);
-      }
-      return;
+      return this.failed(e, turnId, utility, model, report, renderer);
     } finally {
       subscription.dispose();
     }
@@ -211,7 +246,10 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
       return;
     }
     renderer.finish();
-    if (!utility) this.deps.onTurn?.('answered');
+    // A tool-call stop is not the answer yet: VS Code runs the tools and calls us again.
+    const waitsForTools = result.stopReason === 'toolCalls';
+    if (waitsForTools && renderer.toolCalls === 0) this.deps.log.warn(`turn ${turnId} stopped for tool calls but none came`);
+    if (!utility && !waitsForTools) this.deps.onTurn?.('answered');
     const usage = result.usage ?? renderer.usage;
     const DataPart = this.deps.dataPart();
     if (usage && DataPart) {
@@ -220,8 +258,35 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     const sessionId = result.sessionId ?? renderer.sessionId;
     if (!utility && sessionId) this.reportMarker(report, model, sessionId);
     this.deps.log.info(
-      `turn ${turnId} done in ${result.durationMs} ms${result.resumed ? ' (resumed)' : ''}${sessionId ? `, session ${sessionId}` : ''}`,
+      `turn ${turnId} done in ${result.durationMs} ms${result.resumed ? ' (resumed)' : ''}${sessionId ? `, session ${sessionId}` : ''}` +
+        `${waitsForTools ? `, waiting for ${renderer.toolCalls} tool result(s)` : ''}`,
     );
+  }
+
+  private renderer(report: (part: vscode.LanguageModelResponsePart) => void, settings: Settings, utility: boolean): TurnRenderer {
+    return new TurnRenderer(report, { showToolActivity: settings.showToolActivity, thinkingPart: this.deps.thinkingPart(), utility });
+  }
+
+  /** A failed turn: logged, then thrown or explained as the answer (errors.ts decides which). */
+  private failed(
+    e: unknown,
+    turnId: string,
+    utility: boolean,
+    model: vscode.LanguageModelChatInformation,
+    report: (part: vscode.LanguageModelResponsePart) => void,
+    renderer: TurnRenderer,
+  ): void {
+    const err = toBridgeError(e);
+    this.deps.log.warn(
+      `turn ${turnId} failed: ${err.kind}: ${err.message}${err.hint ? ` | hint: ${err.hint}` : ''}${err.detail ? ` | detail: ${err.detail}` : ''}`,
+    );
+    const rendering = renderFailure(err, { utility });
+    if (rendering.render === 'throw') throw rendering.error;
+    if (rendering.render === 'markdown') {
+      renderer.markdown(rendering.markdown);
+      // The turn counts as answered; keep its session so the next turn resumes it.
+      if (!utility && renderer.sessionId) this.reportMarker(report, model, renderer.sessionId);
+    }
   }
 
   provideTokenCount(

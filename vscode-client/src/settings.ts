@@ -14,6 +14,13 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const BACKENDS = ['auto', 'acp', 'print'] as const;
 export type BackendSetting = (typeof BACKENDS)[number];
 
+/**
+ * Whose tools run a turn's actions: `copilot` (VS Code's tools, which the model calls through the
+ * sidecar; Cursor's own are switched off) or `cursor` (the CLI runs its own tools in the workspace).
+ */
+export const TOOL_OWNERS = ['copilot', 'cursor'] as const;
+export type ToolsSetting = (typeof TOOL_OWNERS)[number];
+
 export interface Settings {
   cliPath: string;
   sidecarPath: string;
@@ -25,6 +32,7 @@ export interface Settings {
   maxConcurrent: number;
   warmSpares: number;
   backend: BackendSetting;
+  tools: ToolsSetting;
   allowUnattended: boolean;
   showToolActivity: boolean;
   utilityModel: string;
@@ -42,6 +50,7 @@ export const DEFAULTS: Readonly<Settings> = {
   maxConcurrent: 4,
   warmSpares: 1,
   backend: 'auto',
+  tools: 'copilot',
   allowUnattended: false,
   showToolActivity: true,
   utilityModel: '',
@@ -83,6 +92,17 @@ function userValue(config: ConfigReader, key: (typeof USER_ONLY_KEYS)[number]): 
   return i?.globalValue ?? i?.defaultValue;
 }
 
+/**
+ * `cursorBridge.tools`. `cursor` gives up VS Code's review of edits and confirmation of commands,
+ * so only the user's (or the remote machine's) settings can choose it; a workspace may only choose
+ * the reviewed `copilot`.
+ */
+function toolsSetting(config: ConfigReader): ToolsSetting {
+  const i = config.inspect<unknown>('tools');
+  if ((i?.workspaceFolderValue ?? i?.workspaceValue) === 'copilot') return 'copilot';
+  return oneOf(i?.globalValue ?? i?.defaultValue, TOOL_OWNERS, DEFAULTS.tools);
+}
+
 function str(v: unknown, fallback: string): string {
   return typeof v === 'string' ? v.trim() : fallback;
 }
@@ -109,6 +129,7 @@ export function readSettings(config: ConfigReader): Settings {
     maxConcurrent: int(config.get('maxConcurrent'), d.maxConcurrent, 1, 64),
     warmSpares: int(config.get('warmSpares'), d.warmSpares, 0, 4),
     backend: oneOf(config.get('backend'), BACKENDS, d.backend),
+    tools: toolsSetting(config),
     allowUnattended: userValue(config, 'allowUnattended') === true,
     showToolActivity: config.get('showToolActivity') !== false,
     utilityModel: str(config.get('utilityModel'), d.utilityModel),

@@ -60,7 +60,11 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
     );
   });
 
-  it('answers a Chat view request, then resumes the session in the next turn', async () => {
+  it('answers a Chat view request, then resumes the session in the next turn (Cursor’s own tools: cursorBridge.tools = cursor)', async (t) => {
+    // The CLI's own tool shows as a line only when Cursor runs its tools; with `copilot` and a
+    // sidecar that has client tools, Cursor's tools are off.
+    stub.stubState.config['cursorBridge.tools'] = 'cursor';
+    t.after(() => delete stub.stubState.config['cursorBridge.tools']);
     const first = loadRequest('agent-first-turn');
     first.model = model('sonnet-5-thinking');
     const answer = 'The discount is applied after rounding.';

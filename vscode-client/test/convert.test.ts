@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classifyPart, convertMessages, imageMimeOf, isUtilityRequest, renderToolCall, renderToolResult } from '../src/convert';
+import {
+  classifyPart,
+  convertMessages,
+  imageMimeOf,
+  isUtilityRequest,
+  renderToolCall,
+  renderToolResult,
+  toolChoiceOf,
+  toolDefinitionsOf,
+  toolResultText,
+} from '../src/convert';
 import { planTurn } from '../src/provider';
 import { loadRequest, requestFixtures } from './helpers';
 import * as stub from './vscode-stub';
@@ -21,6 +31,152 @@ describe('requests shaped like the Chat view (fixtures/requests)', () => {
       assert.deepEqual(plan.params.messages, r.expect.messages);
     });
   }
+});
+
+describe('the same requests with client-owned tools (planTurn with the sidecar’s clientTools)', () => {
+  const names = requestFixtures();
+  const withClientTools = names.filter((n) => loadRequest(n).expectClientTools);
+  it('has a client-tools fixture', () => assert.ok(withClientTools.length >= 1));
+  for (const name of names) {
+    it(name, () => {
+      const r = loadRequest(name);
+      const plain = planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't-1');
+      const plan = planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't-1', undefined, true);
+      const offered = (r.options.tools?.length ?? 0) > 0 && !r.expect.utility;
+      assert.equal(plan.clientTools, offered, 'client tools exactly when the request offers tools');
+      // What does not depend on tools stays as it is.
+      assert.equal(plan.params.mode, r.expect.mode);
+      assert.equal(plan.params.sessionId, r.expect.sessionId ?? undefined);
+      assert.equal(plan.params.conversationId, r.expect.conversationId ?? undefined);
+      if (!offered) {
+        assert.deepEqual(plan.params, plain.params, 'no tools offered: the request is sent as without client tools');
+        return;
+      }
+      assert.deepEqual(
+        plan.params.tools?.map((t) => t.name),
+        r.options.tools?.map((t) => t.name),
+      );
+      assert.equal(plan.params.parallelToolCalls, true);
+      assert.equal(plan.params.toolChoice, r.expectClientTools?.toolChoice ?? 'auto');
+      // Copilot's system prompt explains its tools: it stays, first, as sent.
+      if (r.messages.some((m) => (m.role as number) === 3)) {
+        assert.equal(plan.params.messages[0].role, 'system');
+        assert.deepEqual(plan.params.messages[0], plain.params.messages[0]);
+      }
+      if (r.expectClientTools) assert.deepEqual(plan.params.messages, r.expectClientTools.messages);
+      else assert.ok(plan.params.messages.every((m) => !m.toolCalls && !m.toolResults));
+    });
+  }
+  it('keeps the system prompt in tools mode (the sidecar’s prompt explains nothing of Copilot’s tools)', () => {
+    const r = loadRequest('client-tools-round');
+    const plan = planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't', undefined, true);
+    assert.equal(plan.params.messages[0].role, 'system');
+    assert.match(plan.params.messages[0].text, /<toolUseInstructions>/);
+  });
+  it('sends no tools when the sidecar has none, even though the request offers them', () => {
+    const r = loadRequest('client-tools-round');
+    const plan = planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't');
+    assert.equal(plan.clientTools, false);
+    for (const key of ['tools', 'toolChoice', 'parallelToolCalls'] as const) assert.ok(!(key in plan.params), key);
+    assert.ok(plan.params.messages.every((m) => !('toolCalls' in m) && !('toolResults' in m)));
+  });
+});
+
+describe('tool definitions and choice', () => {
+  it('sends name, description and schema; a tool without a schema takes an empty object', () => {
+    const schema = { type: 'object', properties: { filePath: { type: 'string' } }, required: ['filePath'] };
+    assert.deepEqual(
+      toolDefinitionsOf({
+        tools: [
+          { name: 'create_file', description: 'Create a file', inputSchema: schema },
+          { name: 'get_changed_files', description: 'Changed files' },
+        ],
+      }),
+      [
+        { name: 'create_file', description: 'Create a file', inputSchema: schema },
+        { name: 'get_changed_files', description: 'Changed files', inputSchema: { type: 'object', properties: {} } },
+      ],
+    );
+  });
+  it('maps toolMode Required to "required", Auto and none to "auto"', () => {
+    assert.equal(toolChoiceOf({ toolMode: stub.LanguageModelChatToolMode.Required }), 'required');
+    assert.equal(toolChoiceOf({ toolMode: stub.LanguageModelChatToolMode.Auto }), 'auto');
+    assert.equal(toolChoiceOf({}), 'auto');
+    const r = loadRequest('client-tools-round');
+    const options = { ...r.options, toolMode: stub.LanguageModelChatToolMode.Required as number as typeof r.options.toolMode };
+    assert.equal(planTurn(r.model, r.messages, options, { mode: 'auto', utilityModel: '' }, true, 't', undefined, true).params.toolChoice, 'required');
+  });
+});
+
+describe('tool results with client-owned tools', () => {
+  const user = (...content: unknown[]) => ({ role: 1, name: '', content }) as never;
+  const assistant = (...content: unknown[]) => ({ role: 2, name: undefined, content }) as never;
+  const convert = (...messages: never[]) => convertMessages(messages, { clientTools: true }).messages;
+
+  it('reads all three result shapes alike, isError included', () => {
+    const text = [new stub.LanguageModelTextPart('boom')];
+    const shapes = [
+      new stub.LanguageModelToolResultPart('c', text),
+      Object.assign(new stub.LanguageModelToolResultPart('c', text), { isError: true }),
+      new stub.LanguageModelToolResultPart2('c', text, true),
+      { callId: 'c', content: text, isError: true },
+      { callId: 'c', content: text },
+    ];
+    assert.deepEqual(
+      shapes.map((s) => convert(user(s))[0].toolResults),
+      [false, true, true, true, false].map((isError) => [{ callId: 'c', content: 'boom', isError }]),
+    );
+  });
+  it('concatenates text parts and describes the rest briefly, skipping bookkeeping parts', () => {
+    const enc = (t: string) => new TextEncoder().encode(t);
+    const content = [
+      new stub.LanguageModelTextPart('line 1\n'),
+      { value: 'line 2\n' },
+      new stub.LanguageModelDataPart(new Uint8Array(1234), 'image/png'),
+      stub.LanguageModelDataPart.json({ ok: true }, 'application/json'),
+      new stub.LanguageModelDataPart(enc('ephemeral'), 'cache_control'),
+      new stub.LanguageModelDataPart(enc('\n'), 'text/plain'),
+      new stub.LanguageModelDataPart(new Uint8Array(3), 'application/octet-stream'),
+      // LanguageModelPromptTsxPart: a rendered prompt-tsx tree.
+      { value: { node: { type: 1, children: [{ type: 2, text: 'from ' }, { type: 1, children: [{ type: 2, text: 'tsx' }] }] } } },
+      { value: { node: { type: 1, children: [] } } },
+    ];
+    assert.equal(
+      toolResultText(content),
+      'line 1\nline 2\n[image image/png, 1234 bytes, not shown]{"ok":true}\n[data application/octet-stream, 3 bytes, not shown]from tsx[a prompt-tsx part without text]',
+    );
+    assert.equal(toolResultText([]), '');
+  });
+  it('keeps a message that has only tool calls or results, with empty text; drops thinking', () => {
+    const out = convert(
+      assistant(new stub.LanguageModelThinkingPart('hmm', 't1'), new stub.LanguageModelToolCallPart('call_a', 'list_dir', { path: '/w' })),
+      user(new stub.LanguageModelToolResultPart('call_a', [new stub.LanguageModelTextPart('a.ts')])),
+    );
+    assert.deepEqual(out, [
+      { role: 'assistant', text: '', toolCalls: [{ callId: 'call_a', name: 'list_dir', input: { path: '/w' } }] },
+      { role: 'user', text: '', toolResults: [{ callId: 'call_a', content: 'a.ts', isError: false }] },
+    ]);
+  });
+  it('keeps text and tool calls of one message apart, text parts joined', () => {
+    const out = convert(
+      assistant(
+        new stub.LanguageModelTextPart('Creating '),
+        new stub.LanguageModelToolCallPart('call_a', 'create_file', { filePath: '/w/a' }),
+        new stub.LanguageModelTextPart('it.'),
+      ),
+    );
+    assert.deepEqual(out, [{ role: 'assistant', text: 'Creating it.', toolCalls: [{ callId: 'call_a', name: 'create_file', input: { filePath: '/w/a' } }] }]);
+  });
+  it('leaves calls and results in the wrong role as lines (never seen; nothing is lost)', () => {
+    const out = convert(
+      user(new stub.LanguageModelToolCallPart('call_a', 'list_dir', {})),
+      assistant(new stub.LanguageModelToolResultPart('call_a', [new stub.LanguageModelTextPart('x')])),
+    );
+    assert.deepEqual(out, [
+      { role: 'user', text: '(tool call: list_dir)' },
+      { role: 'assistant', text: '(tool result of list_dir: x)' },
+    ]);
+  });
 });
 
 describe('planTurn', () => {

@@ -158,6 +158,43 @@ describe('TurnRenderer', () => {
     assert.deepEqual(parts, [{ text: 'Cart discount bug' }]);
   });
 
+  it('reports a toolCall delta as a LanguageModelToolCallPart, with the sidecar’s call id and input unchanged', () => {
+    const input = { filePath: '/w/a.txt', content: 'hi' };
+    const { parts, renderer } = run([
+      { kind: 'thinking', text: 'I will create it' },
+      { kind: 'text', text: 'Creating it.' },
+      { kind: 'toolCall', callId: 'call_5f0c9a1b2c3d4e5f60718293', name: 'create_file', input },
+      { kind: 'toolCall', callId: 'call_0123456789abcdef01234567', name: 'run_in_terminal', input: { command: 'ls' } },
+    ]);
+    const calls = parts.flatMap((p) => ('other' in p && p.other instanceof stub.LanguageModelToolCallPart ? [p.other] : []));
+    assert.deepEqual(
+      calls.map((c) => [c.callId, c.name, c.input]),
+      [
+        ['call_5f0c9a1b2c3d4e5f60718293', 'create_file', input],
+        ['call_0123456789abcdef01234567', 'run_in_terminal', { command: 'ls' }],
+      ],
+    );
+    assert.deepEqual(parts.slice(0, 3), [
+      { thinking: 'I will create it', id: 'cursor-thinking-1' },
+      { thinking: '', id: 'cursor-thinking-1', done: true },
+      { text: 'Creating it.' },
+    ]);
+    assert.equal(parts.length, 5, 'the calls, and no tool lines or other text');
+    assert.equal(renderer.toolCalls, 2);
+  });
+
+  it('closes an open tool line before a tool call, and reports no call in utility answers', () => {
+    const { parts } = run([
+      { kind: 'toolStarted', callId: 'c1', tool: 'read', summary: 'a.ts' },
+      { kind: 'toolCall', callId: 'call_1', name: 'list_dir', input: { path: '/w' } },
+    ]);
+    assert.deepEqual(parts.slice(0, 2), [{ text: '> 🔧 read: `a.ts`' }, { text: '\n\n' }]);
+    assert.ok('other' in parts[2] && parts[2].other instanceof stub.LanguageModelToolCallPart);
+    const utility = run([{ kind: 'toolCall', callId: 'call_1', name: 'list_dir', input: {} }], { utility: true });
+    assert.deepEqual(utility.parts, []);
+    assert.equal(utility.renderer.toolCalls, 0);
+  });
+
   it('remembers the session and usage without reporting them', () => {
     const usage = { inputTokens: 1, outputTokens: 2, cacheReadTokens: 3, cacheWriteTokens: 4 };
     const { parts, renderer } = run([

@@ -30,7 +30,7 @@ type FixturePart =
   | { text: string }
   | { data: { mimeType: string; text: string } }
   | { toolCall: { callId: string; name: string; input: object } }
-  | { toolResult: { callId: string; content: string[] } }
+  | { toolResult: { callId: string; content: string[]; isError?: boolean; class?: 'LanguageModelToolResultPart2' | 'plain' } }
   | { thinking: { value: string; id?: string } };
 
 interface FixtureMessage {
@@ -51,6 +51,8 @@ interface RequestFixture {
     sessionId: string | null;
     messages: ChatMessage[];
   };
+  /** What `planTurn` sends when the sidecar has client-owned tools (the rest of `expect` holds too). */
+  expectClientTools?: { toolChoice: string; messages: ChatMessage[] };
 }
 
 export function buildPart(p: FixturePart): unknown {
@@ -58,10 +60,12 @@ export function buildPart(p: FixturePart): unknown {
   if ('data' in p) return new stub.LanguageModelDataPart(new TextEncoder().encode(p.data.text), p.data.mimeType);
   if ('toolCall' in p) return new stub.LanguageModelToolCallPart(p.toolCall.callId, p.toolCall.name, p.toolCall.input);
   if ('toolResult' in p) {
-    return new stub.LanguageModelToolResultPart(
-      p.toolResult.callId,
-      p.toolResult.content.map((t) => new stub.LanguageModelTextPart(t)),
-    );
+    const { callId, isError } = p.toolResult;
+    const content = p.toolResult.content.map((t) => new stub.LanguageModelTextPart(t));
+    // `plain`: a part from another copy of the API classes, recognisable only by its shape.
+    if (p.toolResult.class === 'plain') return { callId, content, isError };
+    if (p.toolResult.class === 'LanguageModelToolResultPart2') return new stub.LanguageModelToolResultPart2(callId, content, isError);
+    return new stub.LanguageModelToolResultPart(callId, content);
   }
   return new stub.LanguageModelThinkingPart(p.thinking.value, p.thinking.id);
 }
@@ -74,6 +78,7 @@ export interface LoadedRequest {
   /** With `requestInitiator`, which VS Code 1.139 passes at run time (not in the stable types). */
   options: vscode.ProvideLanguageModelChatResponseOptions & { requestInitiator?: string };
   expect: RequestFixture['expect'];
+  expectClientTools?: RequestFixture['expectClientTools'];
 }
 
 export function model(id: string): vscode.LanguageModelChatInformation {
@@ -102,7 +107,10 @@ export function loadRequest(name: string): LoadedRequest {
       ...(tools ? { tools } : {}),
       ...(f.options.requestInitiator ? { requestInitiator: f.options.requestInitiator } : {}),
     },
-    expect: { ...f.expect, messages: f.expect.messages.map((m) => ({ role: m.role, text: resolveText(m.text) })) },
+    expect: { ...f.expect, messages: f.expect.messages.map((m) => ({ ...m, text: resolveText(m.text) })) },
+    ...(f.expectClientTools
+      ? { expectClientTools: { ...f.expectClientTools, messages: f.expectClientTools.messages.map((m) => ({ ...m, text: resolveText(m.text) })) } }
+      : {}),
   };
 }
 

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { Command } from '../src/commands';
 import { VENDOR } from '../src/extension';
-import { DEFAULTS, LOG_LEVELS, RESTART_KEYS, SECTION, USER_ONLY_KEYS } from '../src/settings';
+import { DEFAULTS, LOG_LEVELS, RESTART_KEYS, SECTION, TOOL_OWNERS, USER_ONLY_KEYS } from '../src/settings';
 import { PACKAGE_ROOT } from './helpers';
 
 interface Manifest {
@@ -57,6 +57,7 @@ describe('package.json', () => {
     }
     assert.deepEqual(props['cursorBridge.mode'].enum, ['auto', 'agent', 'ask', 'plan']);
     assert.deepEqual(props['cursorBridge.logLevel'].enum, [...LOG_LEVELS]);
+    assert.deepEqual(props['cursorBridge.tools'].enum, [...TOOL_OWNERS]);
     for (const k of RESTART_KEYS) assert.ok(`${SECTION}.${k}` in props, k);
   });
   it('lets no workspace choose the programs run or turn on unattended mode (setting scopes)', () => {

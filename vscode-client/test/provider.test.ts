@@ -5,7 +5,7 @@ import type { CancellationLike } from '../src/client';
 import type { Bridge } from '../src/ctx';
 import { BridgeError, NOTICES } from '../src/errors';
 import { ModelCatalog } from '../src/models';
-import type { ChatDelta, ChatSendParams, ChatSendResult, DeltaBody, Method, ModelInfo, Requests } from '../src/protocol';
+import type { ChatDelta, ChatSendParams, ChatSendResult, DeltaBody, InitializeResult, Method, ModelInfo, Requests } from '../src/protocol';
 import { CursorChatProvider, usagePayload, type ProviderDeps } from '../src/provider';
 import { DEFAULTS, type Settings } from '../src/settings';
 import { TokenCounter } from '../src/tokens';
@@ -24,6 +24,14 @@ class FakeBridge implements Bridge {
   private handlers = new Map<string, (d: ChatDelta) => void>();
   turn: (params: ChatSendParams, emit: (b: DeltaBody) => void, token?: CancellationLike) => Promise<Partial<ChatSendResult>> = async () => ({});
   models: () => Promise<ModelInfo[]> = async () => [];
+  /** What `initialize` said; the default is a sidecar from before client-owned tools. */
+  caps: () => Promise<InitializeResult['capabilities']> = async () => ({ deltaKinds: [], cancel: true, sessions: true, cli: { found: true } });
+  capabilityCalls = 0;
+
+  capabilities(): Promise<InitializeResult['capabilities']> {
+    this.capabilityCalls++;
+    return this.caps();
+  }
 
   async request<M extends Method>(method: M, params: Requests[M]['params'], token?: CancellationLike): Promise<Requests[M]['result']> {
     this.calls.push({ method, params, token });
@@ -252,6 +260,112 @@ describe('provideLanguageModelChatResponse', () => {
       throw new BridgeError('authRequired', 'not logged in');
     };
     await assert.rejects(respond(provider, 'utility-title'));
+  });
+});
+
+describe('client-owned tools (cursorBridge.tools)', () => {
+  const withClientTools = async (): Promise<InitializeResult['capabilities']> => ({
+    deltaKinds: [],
+    cancel: true,
+    sessions: true,
+    cli: { found: true },
+    clientTools: 1,
+  });
+  const sent = (bridge: FakeBridge) => bridge.calls.filter((c) => c.method === 'chat/send').map((c) => c.params as ChatSendParams);
+
+  it('copilot + a sidecar with clientTools: sends the tools, reports the toolCall as a ToolCallPart, and ends the response', async () => {
+    const phases: string[] = [];
+    const { bridge, provider, log } = setup({ onTurn: (p) => phases.push(p) });
+    bridge.caps = withClientTools;
+    const input = { filePath: '/home/dev/shop/NOTES.md', content: 'hi\n' };
+    bridge.turn = async (_p, emit) => {
+      emit({ kind: 'session', sessionId: 'cb-9', resumed: false, replayed: false });
+      emit({ kind: 'text', text: 'Creating it.' });
+      emit({ kind: 'toolCall', callId: 'call_5f0c9a1b2c3d4e5f60718293', name: 'create_file', input });
+      return { sessionId: 'cb-9', stopReason: 'toolCalls' };
+    };
+    const out = await respond(provider, 'agent-first-turn');
+    const [params] = sent(bridge);
+    assert.deepEqual(
+      params.tools?.map((t) => t.name),
+      out.request.options.tools?.map((t) => t.name),
+    );
+    assert.ok(params.tools?.some((t) => t.name === 'create_file'));
+    assert.deepEqual(params.tools?.[0], { name: 'create_directory', description: 'the create_directory tool', inputSchema: {} });
+    assert.equal(params.toolChoice, 'auto');
+    assert.equal(params.parallelToolCalls, true);
+    assert.equal(params.messages[0].role, 'system', 'Copilot’s system prompt goes along');
+    const calls = out.parts.filter((p): p is stub.LanguageModelToolCallPart => p instanceof stub.LanguageModelToolCallPart);
+    assert.deepEqual(
+      calls.map((c) => [c.callId, c.name, c.input]),
+      [['call_5f0c9a1b2c3d4e5f60718293', 'create_file', input]],
+    );
+    assert.equal(out.text(), 'Creating it.');
+    assert.equal(decode(out.data('stateful_marker')[0].data), 'sonnet-5\\cursor-bridge:v1:cb-9', 'the session survives the tool round');
+    assert.deepEqual(phases, ['started'], 'not answered yet: VS Code runs the tool and calls again');
+    assert.ok(log.lines.some((l) => /client tools \(auto\)/.test(l)));
+    assert.ok(log.lines.some((l) => /waiting for 1 tool result/.test(l)));
+  });
+
+  it('sends the results of the round back as toolResults on the next call', async () => {
+    const { bridge, provider } = setup();
+    bridge.caps = withClientTools;
+    const out = await respond(provider, 'client-tools-round');
+    const [params] = sent(bridge);
+    assert.deepEqual(params.messages, out.request.expectClientTools?.messages);
+    assert.equal(params.sessionId, 'cb-4f1e0c2a9b7d3e15');
+  });
+
+  it('cursor: sends no tools and does not even ask the sidecar', async () => {
+    const { bridge, provider } = setup({ settings: { tools: 'cursor' } });
+    bridge.caps = withClientTools;
+    const out = await respond(provider, 'client-tools-round');
+    const [params] = sent(bridge);
+    for (const key of ['tools', 'toolChoice', 'parallelToolCalls'] as const) assert.ok(!(key in params), key);
+    assert.deepEqual(params.messages, out.request.expect.messages, 'calls and results as lines, as before');
+    assert.equal(bridge.capabilityCalls, 0);
+  });
+
+  it('copilot without the capability (an older sidecar): as before, and the log says why', async () => {
+    const { bridge, provider, log } = setup();
+    const out = await respond(provider, 'client-tools-round');
+    const [params] = sent(bridge);
+    assert.ok(!('tools' in params) && !('toolChoice' in params) && !('parallelToolCalls' in params));
+    assert.deepEqual(params.messages, out.request.expect.messages);
+    assert.equal(bridge.capabilityCalls, 1);
+    assert.ok(log.lines.some((l) => l.includes("Cursor's own tools (this sidecar has no client tools)")));
+  });
+
+  it('asks nothing for requests without tools (utility, vscode.lm consumers)', async () => {
+    const { bridge, provider } = setup();
+    bridge.caps = withClientTools;
+    await respond(provider, 'utility-title');
+    await respond(provider, 'consumer-plain-request');
+    assert.equal(bridge.capabilityCalls, 0);
+    assert.ok(sent(bridge).every((p) => !('tools' in p)));
+  });
+
+  it('a sidecar that cannot start fails the turn as chat/send would, without sending it', async () => {
+    const { bridge, provider } = setup();
+    bridge.caps = async () => {
+      throw new BridgeError('cliNotFound', 'The Cursor CLI was not found');
+    };
+    const out = await respond(provider, 'agent-first-turn');
+    assert.match(out.text(), /^\*\*Cursor Bridge could not find the Cursor CLI/, 'explained as the answer');
+    assert.equal(sent(bridge).length, 0);
+    bridge.caps = async () => {
+      throw new BridgeError('rateLimited', 'HTTP 429');
+    };
+    await assert.rejects(respond(provider, 'agent-first-turn'), /rate-limiting/);
+  });
+
+  it('returns at once, sending nothing, when cancelled while the sidecar starts', async () => {
+    const { bridge, provider } = setup();
+    const source = new stub.CancellationTokenSource();
+    bridge.caps = () => new Promise(() => setTimeout(() => source.cancel(), 5));
+    const out = await respond(provider, 'agent-first-turn', source.token);
+    assert.equal(out.parts.length, 0);
+    assert.equal(sent(bridge).length, 0);
   });
 });
 

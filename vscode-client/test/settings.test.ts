@@ -81,6 +81,16 @@ describe('settings', () => {
     assert.equal(s.allowUnattended, false);
     assert.equal(readSettings(reader({ allowUnattended: true }, { allowUnattended: false })).allowUnattended, true);
   });
+  it('tools: copilot by default; cursor only from the user’s settings, a workspace may only pick copilot', () => {
+    assert.equal(readSettings(reader({})).tools, 'copilot');
+    assert.equal(readSettings(reader({ tools: 'cursor' })).tools, 'cursor');
+    assert.equal(readSettings(reader({ tools: 'mcp' })).tools, 'copilot', 'unknown values fall back');
+    assert.equal(readSettings(reader({}, { tools: 'cursor' })).tools, 'copilot', 'a repository cannot switch the review off');
+    assert.equal(readSettings(reader({}, {}, { tools: 'cursor' })).tools, 'copilot', 'nor can a folder');
+    assert.equal(readSettings(reader({ tools: 'cursor' }, { tools: 'copilot' })).tools, 'copilot', 'but it may switch it on');
+    assert.equal(readSettings(reader({ tools: 'cursor' }, {}, { tools: 'copilot' })).tools, 'copilot');
+    assert.ok(!('tools' in sidecarOptions(readSettings(reader({ tools: 'cursor' })), true)), 'per turn: not a sidecar option');
+  });
   it('still takes workspace values of the other settings', () => {
     const s = readSettings(reader({ maxConcurrent: 2 }, { maxConcurrent: 8, mode: 'ask' }));
     assert.equal(s.maxConcurrent, 8);

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { parseStderrLine } from '../src/client';
 import { CrashTracker, restartOnChanges, SidecarManager, type SidecarManagerOptions } from '../src/ctx';
 import { BridgeError, toBridgeError } from '../src/errors';
-import type { ChatDelta, ChatSendParams } from '../src/protocol';
+import { DELTA_KINDS, type ChatDelta, type ChatSendParams, type InitializeResult } from '../src/protocol';
 import { alive, binariesOrSkip, directed, DOUBLE_BIN, memoryLog, SIDECAR_BIN, until } from './helpers';
 import * as stub from './vscode-stub';
 
@@ -165,6 +165,19 @@ describe('SidecarManager with the real sidecar and the CLI double', { skip }, ()
     );
     assert.equal(r2.sessionId, r1.sessionId);
     assert.equal(r2.resumed, true);
+  });
+
+  it('capabilities(): starts the sidecar and gives what its initialize answered', async () => {
+    let ready: InitializeResult | undefined;
+    const { m } = manager({ onReady: (r) => (ready = r) });
+    assert.equal(m.running, false);
+    const caps = await m.capabilities();
+    assert.ok(m.running, 'started for the question');
+    assert.deepEqual(caps, ready?.capabilities);
+    for (const kind of DELTA_KINDS) assert.ok(caps.deltaKinds.includes(kind), kind);
+    const pid = m.pid;
+    assert.deepEqual(await m.capabilities(), caps);
+    assert.equal(m.pid, pid, 'asked again: the same process, not another start');
   });
 
   it('maps turn errors to their kind', async () => {

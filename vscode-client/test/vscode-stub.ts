@@ -34,6 +34,18 @@ export class LanguageModelToolResultPart {
   ) {}
 }
 
+/**
+ * What VS Code 1.139 builds tool results with (its instances also pass `instanceof
+ * LanguageModelToolResultPart` there; here they do not, so the check for this class is tested).
+ */
+export class LanguageModelToolResultPart2 {
+  constructor(
+    public callId: string,
+    public content: unknown[],
+    public isError?: boolean,
+  ) {}
+}
+
 /** Proposed API; present in VS Code 1.139 at run time. */
 export class LanguageModelThinkingPart {
   constructor(
