@@ -148,6 +148,17 @@ export const FAILURES: Readonly<Record<FailureKind, Entry>> = {
     what: 'The Cursor Bridge helper program hit an internal error (a bug).',
     action: 'Press Try Again; if it persists, please report it with the log.',
   },
+  badToolCall: {
+    render: 'throw',
+    what: "Cursor's model called one of Copilot's tools in a way the tool does not accept, even when asked again.",
+    action: 'Press Try Again, or pick another model.',
+  },
+  toolPolicy: {
+    render: 'throw',
+    what: 'Cursor ran one of its own tools although only Copilot\'s tools are allowed, so the turn was stopped.',
+    action:
+      'Please report it with the log. Meanwhile you can set `cursorBridge.tools` to `cursor` to let Cursor\'s agent work on its own.',
+  },
   unknown: {
     render: 'throw',
     what: 'Cursor Bridge failed unexpectedly.',

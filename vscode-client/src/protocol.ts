@@ -55,6 +55,8 @@ export const ERROR_KINDS = [
   'cancelled',
   'notInitialized',
   'internal',
+  'badToolCall',
+  'toolPolicy',
 ] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
 
@@ -257,10 +259,9 @@ export const DELTA_KINDS = [
   'permissionDenied',
   'session',
   'usage',
+  'toolCall',
 ] as const;
-// `toolCall` (client-owned tools) is not in protocol.rs's KINDS yet: it joins DELTA_KINDS, in
-// protocol.rs's order, when the sidecar side lands (test/protocol.test.ts checks the two agree).
-export type DeltaKind = (typeof DELTA_KINDS)[number] | 'toolCall';
+export type DeltaKind = (typeof DELTA_KINDS)[number];
 
 /** What one `chat/delta` carries, tagged by `kind`. */
 export type DeltaBody =

@@ -22,6 +22,8 @@ const EXPECTED: Record<FailureKind, 'markdown' | 'throw' | 'silent'> = {
   invalidParams: 'throw',
   notInitialized: 'throw',
   internal: 'throw',
+  badToolCall: 'throw',
+  toolPolicy: 'throw',
   unknown: 'throw',
   cancelled: 'silent',
 };

@@ -340,7 +340,10 @@ impl Env {
 /// the provider (and can be seen not to disturb sessions): the picker entry Composer 2.5, whose
 /// utility requests the extension runs on the SKU composer-2.5-fast (`cursorBridge.utilityModel`).
 /// Print mode (`cursorBridge.backend`): the checks read the double's print-mode records (argv,
-/// `--resume`, one process per turn); a run on the ACP backend is not written yet.
+/// `--resume`, one process per turn); a run on the ACP backend is not written yet. Cursor's own
+/// tools (`cursorBridge.tools`): the checks drive Cursor's agent mode (its tool deltas, `--force`
+/// absent); the Chat view driving Copilot's tools through the bridge is a run of its own, not
+/// written yet (docs/client-tools.md).
 const USER_SETTINGS: &str = r#"{
   "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off",
@@ -353,7 +356,8 @@ const USER_SETTINGS: &str = r#"{
   "chat.utilitySmallModel": "cursor/composer-2.5",
   "cursorBridge.utilityModel": "composer-2.5-fast",
   "cursorBridge.logLevel": "debug",
-  "cursorBridge.backend": "print"
+  "cursorBridge.backend": "print",
+  "cursorBridge.tools": "cursor"
 }
 "#;
 
