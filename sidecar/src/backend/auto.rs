@@ -39,7 +39,7 @@ impl Auto {
                 self.served("print", reason);
                 let error = BridgeError::new(ErrorKind::CliFailed, "This conversation's session belongs to ACP mode")
                     .hint("The conversation continues in a new chat with its history.");
-                return Err(TurnFailure { error, spoke: false, chat_lost: true });
+                return Err(TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false });
             }
         }
         self.served("print", reason);

@@ -125,6 +125,12 @@ impl Activity {
         self.base + std::time::Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
     }
 
+    /// Until the guard drops, the agent's silence is not counted (see [`EventSink::opening`]).
+    pub fn open(self: &Arc<Self>) -> Opening {
+        self.opening.fetch_add(1, Ordering::SeqCst);
+        Opening { activity: self.clone() }
+    }
+
     /// Is the backend still opening (an agent process, a session) rather than waiting for the
     /// model?
     pub fn opening(&self) -> bool {
@@ -240,8 +246,7 @@ impl EventSink {
     /// timeouts): until the guard drops, that is not the agent being silent, so a first turn on a
     /// cold start is not failed by an idle limit meant for a stuck model.
     pub fn opening(&self) -> Opening {
-        self.activity.opening.fetch_add(1, Ordering::SeqCst);
-        Opening { activity: self.activity.clone() }
+        self.activity.open()
     }
 
     pub fn text_sent(&self) -> bool {

@@ -19,4 +19,6 @@ pub mod select;
 pub mod sku;
 
 pub use events::{Activity, Event, EventSink, TextHold, ToolPolicy};
-pub use seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
+pub use seam::{
+    Backend, BoxFuture, Chat, ClientCall, HostedTools, Located, ToolReply, TurnEnd, TurnFailure, TurnSpec, Warm,
+};

@@ -32,6 +32,9 @@ pub enum Step {
     /// Call a client tool the prompt protocol's way (`call:name:{json arguments}`), the block
     /// streamed in two pieces split inside the marker.
     Call(String, String),
+    /// Call a hosted client tool (`host:name:{json}`; `host2:` makes two such calls at once),
+    /// wait for the replies, and say `Got: <reply>` for each.
+    Host(String, String, usize),
 }
 
 impl Step {
@@ -62,6 +65,10 @@ impl Step {
                             let (name, args) = arg.split_once(':').unwrap_or((arg, "{}"));
                             Step::Call(name.into(), args.into())
                         }
+                        "host" | "host2" => {
+                            let (name, args) = arg.split_once(':').unwrap_or((arg, "{}"));
+                            Step::Host(name.into(), args.into(), if word == "host" { 1 } else { 2 })
+                        }
                         other => panic!("unknown scripted step {other}"),
                     }
                 })
@@ -86,6 +93,10 @@ pub struct Scripted {
     pub missing: std::sync::atomic::AtomicBool,
     /// The next runs fail this way before any output, one entry per run.
     pub fail_next: Mutex<Vec<ErrorKind>>,
+    /// It can host the client's tools (`Backend::hosts_tools`).
+    pub hosts: std::sync::atomic::AtomicBool,
+    /// Its next hosted turn finds the agent cannot take the tools (a build ignoring session MCP).
+    pub refuse_hosting: std::sync::atomic::AtomicBool,
     chats: AtomicUsize,
 }
 
@@ -117,7 +128,7 @@ impl Scripted {
             Chat::Resume(id) => {
                 if lock(&self.lost_chats).contains(id) {
                     let e = BridgeError::new(ErrorKind::CliFailed, "chat not found").hint("scripted");
-                    return Err(TurnFailure { error: e, spoke: false, chat_lost: false });
+                    return Err(TurnFailure { error: e, spoke: false, chat_lost: false, tools_not_hosted: false });
                 }
                 Some(id.clone())
             }
@@ -128,9 +139,13 @@ impl Scripted {
             let mut next = lock(&self.fail_next);
             (!next.is_empty()).then(|| next.remove(0))
         };
+        if t.hosted_tools.is_some() && self.refuse_hosting.swap(false, Ordering::SeqCst) {
+            let error = BridgeError::new(ErrorKind::CliFailed, "session MCP servers ignored").hint("scripted");
+            return Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true });
+        }
         if let Some(kind) = scripted_failure {
             let error = BridgeError::new(kind, format!("scripted {kind}")).hint("scripted");
-            return Err(TurnFailure { error, spoke: false, chat_lost: false });
+            return Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: false });
         }
         let steps = Step::parse(&t.prompt).unwrap_or_else(|| vec![Step::Text(format!("Echo: {}", echoed(&t.prompt)))]);
         let mut final_text = String::new();
@@ -165,9 +180,28 @@ impl Scripted {
                 }
                 Step::Fail(kind, spoke) => {
                     let error = BridgeError::new(kind, format!("scripted {kind}")).hint("scripted");
-                    return Err(TurnFailure { error, spoke, chat_lost: false });
+                    return Err(TurnFailure { error, spoke, chat_lost: false, tools_not_hosted: false });
                 }
                 Step::Empty => return Ok(TurnEnd { chat_id, usage: None, final_text: String::new() }),
+                Step::Host(name, args, n) => {
+                    let hosted = t.hosted_tools.as_ref().expect("a host step in a turn without hosted tools");
+                    let input: serde_json::Value = serde_json::from_str(&args).expect("host arguments");
+                    let mut replies = Vec::new();
+                    for _ in 0..n {
+                        let (reply, rx) = tokio::sync::oneshot::channel();
+                        let call = crate::backend::ClientCall { name: name.clone(), input: input.clone(), reply };
+                        hosted.calls.send(call).await.expect("the engine takes calls");
+                        replies.push(rx);
+                    }
+                    for rx in replies {
+                        let text = match rx.await {
+                            Ok(reply) => format!("Got: {}", reply.text),
+                            Err(_) => "Got nothing".to_string(),
+                        };
+                        final_text.push_str(&text);
+                        sink.emit(Event::Text(text)).await;
+                    }
+                }
                 Step::Call(name, args) => {
                     let block = format!("[TOOL_CALLS: [{{\"name\": \"{name}\", \"arguments\": {args}}}]]");
                     final_text.push_str(&block);
@@ -227,6 +261,10 @@ pub fn model(id: &str) -> ModelInfo {
 impl Backend for Scripted {
     fn name(&self) -> &'static str {
         "scripted"
+    }
+
+    fn hosts_tools(&self) -> bool {
+        self.hosts.load(Ordering::SeqCst)
     }
 
     fn locate(&self) -> BoxFuture<'_, Result<Located, BridgeError>> {

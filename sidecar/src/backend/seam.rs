@@ -39,6 +39,43 @@ pub struct TurnSpec {
     /// The engine's idle limit; a backend uses it to bound its own waits (an agent that
     /// lingers after answering).
     pub idle: Duration,
+    /// Client-tools mode on a backend that [`Backend::hosts_tools`]: the client's tools, to offer
+    /// the agent as its own (an MCP server of ours), and where their calls go.
+    pub hosted_tools: Option<HostedTools>,
+}
+
+/// The client's tools, hosted by the backend for one turn (docs/client-tools.md, "The MCP path").
+#[derive(Clone)]
+pub struct HostedTools {
+    /// Ranked by the engine: the first are the ones to keep when the agent shows only so many.
+    pub tools: Vec<crate::protocol::ToolDefinition>,
+    /// Each call the agent makes goes here; the reply comes when the client has run the tool.
+    pub calls: tokio::sync::mpsc::Sender<ClientCall>,
+}
+
+impl std::fmt::Debug for HostedTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        f.debug_struct("HostedTools").field("tools", &names).finish_non_exhaustive()
+    }
+}
+
+/// The agent calls one of the client's tools.
+#[derive(Debug)]
+pub struct ClientCall {
+    /// The client's own name of the tool.
+    pub name: String,
+    pub input: serde_json::Value,
+    /// Answered with the client's result (or a stand-in: pending, cancelled); dropped unanswered
+    /// when the turn is stopped.
+    pub reply: tokio::sync::oneshot::Sender<ToolReply>,
+}
+
+/// What goes back to the agent for a [`ClientCall`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+    pub text: String,
+    pub is_error: bool,
 }
 
 /// A finished turn.
@@ -61,11 +98,15 @@ pub struct TurnFailure {
     /// The agent showed that the chat to resume is gone (its store has no such chat, or it
     /// started another): the engine replays the conversation into a new chat.
     pub chat_lost: bool,
+    /// The backend could not offer the client's tools to this agent (a build that ignores the
+    /// MCP servers of a session), before any output: the engine runs the turn on the prompt
+    /// protocol instead.
+    pub tools_not_hosted: bool,
 }
 
 impl From<BridgeError> for TurnFailure {
     fn from(error: BridgeError) -> Self {
-        TurnFailure { error, spoke: false, chat_lost: false }
+        TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: false }
     }
 }
 
@@ -167,6 +208,13 @@ pub trait Backend: Send + Sync {
     /// work with, for `doctor`. Every backend so far drives the same Cursor CLI.
     fn judge_version(&self, version: &str) -> super::cli_version::VersionVerdict {
         super::cli_version::judge(version)
+    }
+
+    /// Whether this backend can host the client's tools itself ([`TurnSpec::hosted_tools`]) for
+    /// its next turn; otherwise the engine describes them in the prompt. A cheap check (what
+    /// the backend knows of the agent's build), no I/O.
+    fn hosts_tools(&self) -> bool {
+        false
     }
 
     /// Make `folder` one where the agent can run none of its own tools, only the client's

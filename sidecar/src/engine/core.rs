@@ -31,6 +31,8 @@ pub struct Engine {
     /// Work that outlives the call that started it; aborted at shutdown so it cannot hold the
     /// sidecar's exit.
     background: Mutex<tokio::task::JoinSet<()>>,
+    /// Turns waiting inside calls of the client's tools (client-tools mode, hosted tools).
+    pub(super) parking: super::tools::parked::Parking<super::plan::ParkedState>,
 }
 
 impl Engine {
@@ -56,6 +58,7 @@ impl Engine {
             lanes: Lanes::default(),
             model_changes: broadcast::channel(4).0,
             background: Mutex::new(tokio::task::JoinSet::new()),
+            parking: Default::default(),
             backend,
             config,
         })
@@ -147,6 +150,7 @@ impl Engine {
     /// caller's: dropping them stops them).
     pub fn shutdown(&self) {
         lock(&self.background).abort_all();
+        self.parking.clear();
         self.backend.shutdown();
     }
 }

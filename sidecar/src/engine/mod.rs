@@ -9,6 +9,7 @@ pub mod core;
 pub mod doctor;
 pub mod lanes;
 pub mod models;
+pub mod plan;
 pub mod pool;
 pub mod prompt;
 pub mod sessions;

@@ -14,13 +14,18 @@ use tokio::sync::mpsc;
 
 use super::config::Placement;
 use super::core::Engine;
+use super::plan::{ParkedState, Plan};
 use super::prompt::Conversation;
 use super::sessions::{new_session_id, Lookup, Match, PendingWrite, Session};
+use super::tools::parked::{self, Drive, Parked, Running};
 use super::tools::{self, calls, contract, hold::Hold, ToolSet};
-use crate::backend::{Activity, Chat, Event, EventSink, ToolPolicy, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::backend::{
+    Activity, Chat, Event, EventSink, HostedTools, ToolPolicy, ToolReply, TurnEnd, TurnFailure, TurnSpec, Warm,
+};
 use crate::error::{BridgeError, Result};
 use crate::protocol::{ChatMessage, ErrorKind, Mode, Usage};
 use crate::util::sync::{lock, OnDrop};
+use tracing::Instrument;
 
 const TIMEOUT_HINT_IDLE: &str = "The model or the network may be stuck. Try again, or raise the idle timeout \
      (VS Code: `cursorBridge.idleTimeoutSeconds`; `serve --idle-timeout`; `idleTimeoutSeconds`).";
@@ -46,6 +51,9 @@ pub struct TurnRequest {
     pub messages: Vec<ChatMessage>,
     /// The client's tools (client-tools mode, docs/client-tools.md); `None`: the agent's own.
     pub tools: Option<ToolSet>,
+    /// Who is asking (the HTTP client's key, hashed; `None`: the stdio client): results of tool
+    /// calls continue only a turn this owner was given.
+    pub owner: Option<String>,
 }
 
 /// How a finished turn went.
@@ -60,21 +68,6 @@ pub struct TurnOutcome {
     /// The turn ended with calls of the client's tools (`Event::ToolCall`): their results come
     /// with the next request.
     pub tool_calls: bool,
-}
-
-/// How the turn meets its agent chat.
-#[derive(Clone)]
-struct Plan {
-    session: Option<Session>,
-    chat: Chat,
-    resumed: bool,
-    replayed: bool,
-    prompt: String,
-    mode: Mode,
-    model: String,
-    unattended: bool,
-    /// The turn brings the results of the model's tool calls (it continues a tool round).
-    continuing: bool,
 }
 
 impl Engine {
@@ -129,15 +122,27 @@ impl Engine {
             }
             _ => None,
         };
-        if let Some(set) = tools {
-            plan.prompt = with_tools(set, &plan, plan.prompt.clone());
-        }
         // Per-conversation folders: the session's own (made again if something removed it).
-        let workspace = match &plan.session {
+        let mut workspace = match &plan.session {
             Some(session) if place.per_conversation => crate::util::fs::private_dir(Path::new(&session.workspace))
                 .map_err(|e| BridgeError::internal(format!("cannot create the conversation's folder: {e}")))?,
             _ => place.folder.clone(),
         };
+        // A tool round whose agent turn is parked here waiting for these results: continue it.
+        let owner = req.owner.clone().unwrap_or_else(|| "local".into());
+        let mut resumed_parked = None;
+        if let (Some(_), Some(results)) = (tools, conversation.pending_results()) {
+            let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
+            if let Some(p) = self.parking.take(&owner, &ids) {
+                plan = Plan { continuing: true, resumed: true, replayed: false, ..p.state.plan.clone() };
+                workspace = p.state.workspace.clone();
+                resumed_parked = Some((p, results));
+            }
+        }
+        let mut hosted = tools.is_some() && (resumed_parked.is_some() || self.backend.hosts_tools());
+        if let (Some(set), false) = (tools, hosted) {
+            plan.prompt = with_tools(set, &plan, plan.prompt.clone());
+        }
         tracing::info!(
             turn = %req.turn_id, backend = self.backend.name(), model = %plan.model, mode = plan.mode.as_str(),
             utility = req.utility, resumed = plan.resumed, replayed = plan.replayed,
@@ -155,14 +160,35 @@ impl Engine {
             request: conversation.new_request_hash(),
             resume_failed: false,
         });
-        if tools.is_some() {
+        if tools.is_some() && !hosted {
             sink.hold_text(Box::new(Hold::new(tools.is_some_and(ToolSet::must_call))));
         }
-        let mut outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await;
+        let mut drive = match (resumed_parked, tools) {
+            (Some((p, results)), Some(set)) => {
+                parked::answer(p.pending, &results);
+                drop(p.waiting);
+                parked::drive(p.running, &mut sink, set.parallel).await
+            }
+            (_, Some(set)) if hosted => {
+                self.attempt_hosted(&req, &plan, set, &workspace, &mut sink, policy.clone()).await
+            }
+            _ => Drive::Ended(self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await),
+        };
+        // A build that cannot take the client's tools as its own: describe them in the prompt.
+        if let (Some(set), Drive::Ended(Err(f))) = (tools, &drive) {
+            if f.tools_not_hosted && !f.spoke {
+                tracing::info!(turn = %req.turn_id, "the agent cannot host the client's tools; using the prompt protocol");
+                hosted = false;
+                plan.prompt = with_tools(set, &plan, plan.prompt.clone());
+                sink.hold_text(Box::new(Hold::new(set.must_call())));
+                drive =
+                    Drive::Ended(self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await);
+            }
+        }
         // A chat the agent no longer has (garbage-collected, other machine) fails before it says
         // anything; start a new chat with the history replayed rather than lose the conversation.
         if plan.resumed
-            && matches!(&outcome, Err(f) if !f.spoke && (f.chat_lost || f.error.kind == ErrorKind::CliFailed))
+            && matches!(&drive, Drive::Ended(Err(f)) if !f.spoke && (f.chat_lost || f.error.kind == ErrorKind::CliFailed))
         {
             tracing::warn!(turn = %req.turn_id, "resume failed before any output; replaying into a new chat");
             if let Some(i) = incomplete.as_mut() {
@@ -171,16 +197,46 @@ impl Engine {
             let prompt = self.new_chat_prompt(&conversation, tools.is_some());
             let replayed = conversation.has_history() || plan.continuing;
             plan = Plan { chat: Chat::New, resumed: false, replayed, prompt, ..plan };
-            if let Some(set) = tools {
+            if let (Some(set), false) = (tools, hosted) {
                 plan.prompt = with_tools(set, &plan, plan.prompt.clone());
             }
             self.announce(&plan, &mut sink).await;
-            outcome = self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await;
+            drive = match tools {
+                Some(set) if hosted => {
+                    self.attempt_hosted(&req, &plan, set, &workspace, &mut sink, policy.clone()).await
+                }
+                _ => Drive::Ended(self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await),
+            };
         }
-        // Client-tools mode: read the model's calls out of its reply (asking once more when the
-        // block was broken, or missing where a call is required).
+        let mut outcome = match (drive, tools) {
+            (Drive::Ended(outcome), _) => outcome,
+            (Drive::Parked(running, pending), Some(set)) => {
+                // The client runs the tools now; the agent's turn waits here for the results.
+                if let Some(i) = incomplete.as_mut() {
+                    i.disarm();
+                }
+                let (requests, mut answers) = if plan.continuing {
+                    (conversation.all_request_hashes(), conversation.all_answer_hashes())
+                } else {
+                    let mut requests = conversation.history_hashes();
+                    requests.push(conversation.new_request_hash());
+                    (requests, conversation.answer_hashes())
+                };
+                answers.extend(sink.answer_hash());
+                let session_id = plan.session.as_ref().map(|s| s.id.clone());
+                let (resumed, replayed) = (plan.resumed, plan.replayed);
+                let state = ParkedState { plan, workspace, set: set.clone(), requests, answers };
+                self.park(owner, running, pending, state);
+                let duration_ms = started.elapsed().as_millis() as u64;
+                tracing::info!(turn = %req.turn_id, duration_ms, "turn waits for the client's tools");
+                return Ok(TurnOutcome { session_id, resumed, replayed, usage: None, duration_ms, tool_calls: true });
+            }
+            (Drive::Parked(..), None) => unreachable!("only hosted tools park a turn"),
+        };
+        // Client-tools mode on the prompt protocol: read the model's calls out of its reply
+        // (asking once more when the block was broken, or missing where a call is required).
         let mut tool_calls = false;
-        if let (Some(set), Ok(end)) = (tools, &mut outcome) {
+        if let (Some(set), Ok(end), false) = (tools, &mut outcome, hosted) {
             match self.read_calls(&req, set, &plan, end, &workspace, &mut sink, &activity, policy.as_deref()).await {
                 Ok(calls) => {
                     tool_calls = !calls.is_empty();
@@ -244,6 +300,90 @@ impl Engine {
             duration_ms,
             tool_calls,
         })
+    }
+
+    /// Run the turn in a task of its own with the client's tools hosted by the backend, so it
+    /// can outlive this request while the client runs them ([`parked`]).
+    async fn attempt_hosted(
+        self: &Arc<Self>,
+        req: &TurnRequest,
+        plan: &Plan,
+        set: &ToolSet,
+        workspace: &Path,
+        sink: &mut EventSink,
+        policy: Option<Arc<ToolPolicy>>,
+    ) -> Drive {
+        let (calls_tx, calls_rx) = mpsc::channel(64);
+        let (events_tx, events_rx) = mpsc::channel(256);
+        let activity = Activity::new();
+        let mut plan = plan.clone();
+        plan.hosted = Some(HostedTools { tools: set.offered().into_iter().cloned().collect(), calls: calls_tx });
+        let (engine, req, workspace, act) = (self.clone(), req.clone(), workspace.to_path_buf(), activity.clone());
+        let task = tokio::spawn(
+            async move {
+                let mut sink = EventSink::new(events_tx, act.clone());
+                if let Some(policy) = &policy {
+                    sink.police_tools(policy.clone());
+                }
+                engine.attempt(&req, &plan, &workspace, &mut sink, &act, policy.as_deref()).await
+            }
+            .in_current_span(),
+        );
+        parked::drive(Running { task, events: events_rx, calls: calls_rx, activity }, sink, set.parallel).await
+    }
+
+    /// Keep a turn that waits for the client's tools; after [`parked::DETACH_AFTER`] its calls
+    /// are answered "pending" and it ends on its own (its results then come as a new prompt).
+    fn park(
+        self: &Arc<Self>,
+        owner: String,
+        running: Running,
+        pending: Vec<(String, tokio::sync::oneshot::Sender<ToolReply>)>,
+        state: ParkedState,
+    ) {
+        let waiting = running.activity.open();
+        let call_ids = pending.iter().map(|(id, _)| id.clone()).collect();
+        let key = self.parking.park(Parked { owner, call_ids, running, pending, state, waiting });
+        let engine = Arc::downgrade(self);
+        self.spawn_background(
+            async move {
+                tokio::time::sleep(parked::DETACH_AFTER).await;
+                if let Some(engine) = engine.upgrade() {
+                    engine.detach(key).await;
+                }
+            }
+            .in_current_span(),
+        );
+    }
+
+    /// The client has not sent the results in time: answer the calls "pending", let the agent
+    /// end its turn (nobody sees what it says), and record the chat so the results, when they
+    /// come, continue it.
+    async fn detach(&self, key: u64) {
+        let Some(p) = self.parking.take_key(key) else { return };
+        tracing::info!("the client's tools are taking long; the agent is told their results come later");
+        let pending_reply = |pending: Vec<(String, tokio::sync::oneshot::Sender<ToolReply>)>| {
+            for (_, reply) in pending {
+                let _ = reply.send(ToolReply { text: parked::PENDING_TEXT.into(), is_error: false });
+            }
+        };
+        pending_reply(p.pending);
+        drop(p.waiting);
+        let (tx, rx) = mpsc::channel(1);
+        drop(rx);
+        let mut nowhere = EventSink::new(tx, p.running.activity.clone());
+        let mut drive = parked::drive(p.running, &mut nowhere, true).await;
+        while let Drive::Parked(running, pending) = drive {
+            pending_reply(pending);
+            drive = parked::drive(running, &mut nowhere, true).await;
+        }
+        let ParkedState { mut plan, workspace, set, requests, answers } = p.state;
+        let (Drive::Ended(Ok(end)), Some(mut session)) = (drive, plan.session.take()) else { return };
+        session.tools = set.fingerprint();
+        let (_, write) = self.record_with(session, &plan, &end, requests, answers, &workspace);
+        if let Some(write) = write {
+            self.write_sessions(write).await;
+        }
     }
 
     /// The calls in the reply that just ended, checked against the tools; one repair prompt in
@@ -325,6 +465,7 @@ impl Engine {
                 model: self.config.options.utility_model.clone().unwrap_or_else(|| req.model.clone()),
                 unattended: false,
                 continuing: false,
+                hosted: None,
             });
         }
         let workspace = place.folder.to_string_lossy().into_owned();
@@ -370,6 +511,7 @@ impl Engine {
                     model,
                     unattended,
                     continuing,
+                    hosted: None,
                 })
             }
             found => {
@@ -408,6 +550,7 @@ impl Engine {
                     model,
                     unattended,
                     continuing,
+                    hosted: None,
                 })
             }
         }
@@ -448,6 +591,7 @@ impl Engine {
             prompt: plan.prompt.clone(),
             unattended: plan.unattended,
             idle: self.config.idle(),
+            hosted_tools: plan.hosted.clone(),
         };
         activity.touch();
         let deadline = tokio::time::Instant::now() + self.config.turn_limit();
@@ -474,21 +618,35 @@ impl Engine {
     /// write that puts the record on disk.
     fn record(
         &self,
-        mut session: Session,
+        session: Session,
         plan: &Plan,
         end: &TurnEnd,
         conversation: &Conversation<'_>,
         workspace: &Path,
         answer: Option<u64>,
     ) -> (String, Option<PendingWrite>) {
+        let mut requests = conversation.history_hashes();
+        requests.push(conversation.new_request_hash());
+        let mut answers = if plan.continuing { conversation.all_answer_hashes() } else { conversation.answer_hashes() };
+        answers.extend(answer);
+        self.record_with(session, plan, end, requests, answers, workspace)
+    }
+
+    /// [`Engine::record`] with the requests and answers the chat has seen, worked out already.
+    fn record_with(
+        &self,
+        mut session: Session,
+        plan: &Plan,
+        end: &TurnEnd,
+        requests: Vec<u64>,
+        answers: Vec<u64>,
+        workspace: &Path,
+    ) -> (String, Option<PendingWrite>) {
         if let Some(chat) = end.chat_id.clone() {
             session.chat_id = chat;
         }
-        let mut requests = conversation.history_hashes();
-        requests.push(conversation.new_request_hash());
         session.requests = requests;
-        session.answers = if plan.continuing { conversation.all_answer_hashes() } else { conversation.answer_hashes() };
-        session.answers.extend(answer);
+        session.answers = answers;
         session.attempted.clear();
         session.resume_failures = 0;
         session.turns += 1;

@@ -123,7 +123,8 @@ pub async fn chat_completions(
         .code("unsupported_media_type")
         .into_response();
     }
-    match chat(state, request_id, body).await {
+    let owner = owner_of(&headers);
+    match chat(state, request_id, owner, body).await {
         Ok(response) => response,
         Err(e) => {
             tracing::info!(status = e.status.as_u16(), error = %e.message, "chat completion refused");
@@ -138,9 +139,19 @@ fn is_json(headers: &HeaderMap) -> bool {
     media == "application/json" || (media.starts_with("application/") && media.ends_with("+json"))
 }
 
+/// Who is asking, for tool calls: a hash of the key the client presented (a turn parked for
+/// one key's calls is never continued by another), or `anonymous` without one.
+fn owner_of(headers: &HeaderMap) -> String {
+    match headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        Some(value) => format!("key-{:016x}", crate::util::text::fnv1a(value)),
+        None => "anonymous".into(),
+    }
+}
+
 async fn chat(
     state: Arc<HttpState>,
     request_id: String,
+    owner: String,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = body.map_err(|rejection| match rejection.status() {
@@ -171,6 +182,7 @@ async fn chat(
         utility: false,
         messages,
         tools,
+        owner: Some(owner),
     };
     let meta = Meta { id: format!("chatcmpl-{:016x}", crate::util::ids::random_u64()), model, created: unix_now() };
     if stream {

@@ -360,7 +360,7 @@ fn retire(mut agent: Agent) {
 fn chat_lost(why: &str) -> TurnFailure {
     let error = BridgeError::new(ErrorKind::CliFailed, why.to_owned())
         .hint("The conversation continues in a new session with its history.");
-    TurnFailure { error, spoke: false, chat_lost: true }
+    TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false }
 }
 
 /// A CLI build's identity without running it: its path, size and modification time.

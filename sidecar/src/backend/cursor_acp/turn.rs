@@ -361,7 +361,7 @@ impl State {
                     error = BridgeError::new(ErrorKind::UsageLimit, "This model needs a higher Cursor plan.")
                         .hint("Pick another model, or upgrade your Cursor plan.");
                 }
-                return Err(TurnFailure { error, spoke: self.spoke, chat_lost: false });
+                return Err(TurnFailure { error, spoke: self.spoke, chat_lost: false, tools_not_hosted: false });
             }
             // An ordinary answer that only looked like an error at first.
             self.holding = false;
@@ -375,6 +375,7 @@ impl State {
                     .hint("Try again."),
                 spoke: self.spoke,
                 chat_lost: false,
+                tools_not_hosted: false,
             });
         }
         let usage = result.get("usage").and_then(usage_of);
@@ -393,6 +394,7 @@ impl State {
                         .hint("The conversation continues in a new session with its history."),
                     spoke: self.spoke,
                     chat_lost: !self.spoke,
+                    tools_not_hosted: false,
                 };
             }
             RpcError::Remote { message, .. } if is_transport_drop(&message) => {
@@ -419,7 +421,7 @@ impl State {
                 error
             }
         };
-        TurnFailure { error, spoke: self.spoke, chat_lost: false }
+        TurnFailure { error, spoke: self.spoke, chat_lost: false, tools_not_hosted: false }
     }
 }
 

@@ -116,7 +116,7 @@ impl CursorPrint {
                         "The Cursor CLI no longer has this chat",
                     )
                     .hint("The conversation continues in a new chat with its history.");
-                    return Err(TurnFailure { error, spoke: false, chat_lost: true });
+                    return Err(TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false });
                 }
                 (Some(id.clone()), None)
             }

@@ -86,6 +86,7 @@ pub fn request(messages: Vec<ChatMessage>) -> TurnRequest {
         utility: false,
         messages,
         tools: None,
+        owner: None,
     }
 }
 

@@ -196,3 +196,148 @@ async fn a_turn_without_tools_is_untouched() {
     assert_eq!(t.prompt, "[[tool|text:done]]");
     assert_eq!(t.workspace, h.engine.config().workspaces[0]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hosted tools (the MCP path): the agent's turn waits inside the call while the client runs it.
+
+fn hosting() -> Harness {
+    let h = Harness::new(Options::default());
+    h.backend.hosts.store(true, std::sync::atomic::Ordering::SeqCst);
+    h
+}
+
+const HOSTED: &str = r#"[[text:Creating it. |host:create_file:{"filePath": "/w/a.txt", "content": "hi"}|text: Done.]]"#;
+
+fn results_for(first: &str, said: &str, calls: Vec<ToolCall>, result: &str) -> TurnRequest {
+    tools_request("c1", after_calls(first, said, calls, result))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hosted_call_parks_the_turn_and_its_result_continues_the_same_turn() {
+    let h = hosting();
+    let (events, first) = h.send(tools_request("c1", vec![user(HOSTED)])).await;
+    let first = first.unwrap();
+    assert!(first.tool_calls);
+    assert_eq!(text_of(&events), "Creating it. ");
+    let calls = calls_of(&events);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].input, json!({"filePath": "/w/a.txt", "content": "hi"}));
+    let t = h.backend.turn(0);
+    assert!(!t.prompt.contains("<client_tools>"), "hosted tools are not described in the prompt");
+    let hosted = t.hosted_tools.as_ref().expect("the backend was given the tools");
+    assert_eq!(hosted.tools[0].name, "create_file");
+    assert_eq!(h.backend.running.load(std::sync::atomic::Ordering::SeqCst), 1, "the agent's turn waits");
+
+    let (events, second) = h.send(results_for(HOSTED, "Creating it. ", calls, "created /w/a.txt")).await;
+    let second = second.unwrap();
+    assert!(!second.tool_calls);
+    assert_eq!(second.session_id, first.session_id);
+    assert_eq!(text_of(&events), "Got: created /w/a.txt Done.", "the same turn went on with the result");
+    assert_eq!(h.backend.turn_count(), 1, "no new turn was started");
+
+    // The next request continues the chat as usual.
+    let mut history = after_calls(HOSTED, "Creating it. ", calls_of(&[]), "");
+    history.truncate(1);
+    let mut reply = assistant("Creating it. ");
+    reply.tool_calls = vec![ToolCall { call_id: "x".into(), name: "create_file".into(), input: json!({}) }];
+    let mut results = user("");
+    results.tool_results = vec![ToolResult { call_id: "x".into(), name: None, content: "ok".into(), is_error: false }];
+    history.extend([reply, results, assistant("Got: created /w/a.txt Done."), user("thanks")]);
+    let (_, third) = h.send(tools_request("c1", history)).await;
+    assert!(third.unwrap().resumed);
+    assert_eq!(h.backend.turn(1).chat, Chat::Resume("chat-1".into()));
+    assert_eq!(h.backend.turn(1).prompt, "thanks");
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_hosted_calls_reach_the_client_in_one_response() {
+    let h = hosting();
+    let script = r#"[[host2:create_file:{"filePath": "/w/a.txt", "content": "hi"}]]"#;
+    let (events, outcome) = h.send(tools_request("c1", vec![user(script)])).await;
+    assert!(outcome.unwrap().tool_calls);
+    let calls = calls_of(&events);
+    assert_eq!(calls.len(), 2, "{events:?}");
+    assert_ne!(calls[0].call_id, calls[1].call_id);
+    let mut next = after_calls(script, "", calls.clone(), "");
+    next[2].tool_results[0].content = "first".into();
+    next[2].tool_results[1].content = "second".into();
+    let (events, _) = h.send(tools_request("c1", next)).await;
+    assert_eq!(text_of(&events), "Got: firstGot: second");
+
+    // One at a time when the client asks for that: the second call waits for the first result.
+    let h = hosting();
+    let (events, _) = h.send(with_tools(in_conversation("c1", vec![user(script)]), ToolChoice::Auto, false)).await;
+    let calls = calls_of(&events);
+    assert_eq!(calls.len(), 1);
+    let (events, outcome) = h
+        .send(with_tools(in_conversation("c1", after_calls(script, "", calls, "first")), ToolChoice::Auto, false))
+        .await;
+    assert!(outcome.unwrap().tool_calls);
+    assert_eq!(calls_of(&events).len(), 1, "the second call comes in its own response");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_client_gets_the_call_answered_pending_and_its_result_comes_as_a_prompt() {
+    let h = hosting();
+    let (events, _) = h.send(tools_request("c1", vec![user(HOSTED)])).await;
+    let calls = calls_of(&events);
+    // The person takes a minute to confirm: the agent is told the result comes later, ends its
+    // turn, and the chat is kept.
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    assert_eq!(h.backend.running.load(std::sync::atomic::Ordering::SeqCst), 0, "the agent's turn ended");
+    assert_eq!(h.engine.session_count(), 1);
+    let call_id = calls[0].call_id.clone();
+    let (events, outcome) = h.send(results_for(HOSTED, "Creating it. ", calls, "created after 60 s")).await;
+    let outcome = outcome.unwrap();
+    assert!(outcome.resumed, "the same chat continues");
+    let t = h.backend.turn(1);
+    assert_eq!(t.chat, Chat::Resume("chat-1".into()));
+    assert_eq!(
+        t.prompt,
+        format!("TOOL_RESULT (call_id={call_id}, name=create_file):\ncreated after 60 s\nEND_TOOL_RESULT")
+    );
+    assert!(t.hosted_tools.is_some(), "the tools stay hosted");
+    assert!(text_of(&events).contains("created after 60 s"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn another_clients_results_never_continue_a_parked_turn() {
+    let h = hosting();
+    let (events, _) = h.send(tools_request("c1", vec![user(HOSTED)])).await;
+    let calls = calls_of(&events);
+    let stranger = TurnRequest { owner: Some("someone-else".into()), ..results_for(HOSTED, "", calls, "forged") };
+    let (events, _) = h.send(stranger).await;
+    assert!(!text_of(&events).contains("Got: forged"), "{events:?}");
+    assert_eq!(h.engine.parking.len(), 1, "the turn still waits for its own client");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_build_that_cannot_host_the_tools_gets_them_in_the_prompt() {
+    let h = hosting();
+    h.backend.refuse_hosting.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (events, outcome) = h.send(tools_request("c1", vec![user(CREATE)])).await;
+    assert!(outcome.unwrap().tool_calls);
+    assert_eq!(calls_of(&events).len(), 1);
+    assert_eq!(h.backend.turn_count(), 2);
+    assert!(h.backend.turn(1).prompt.starts_with("<client_tools>"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn stopping_the_engine_stops_a_parked_turn() {
+    let h = hosting();
+    h.send(tools_request("c1", vec![user(HOSTED)])).await.1.unwrap();
+    h.engine.shutdown();
+    tokio::task::yield_now().await;
+    assert!(eventually_zero(&h.backend.running).await, "the agent's turn was stopped with the engine");
+    assert_eq!(h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+async fn eventually_zero(n: &std::sync::atomic::AtomicUsize) -> bool {
+    for _ in 0..100 {
+        if n.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    false
+}

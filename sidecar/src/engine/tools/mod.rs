@@ -7,6 +7,7 @@
 pub mod calls;
 pub mod contract;
 pub mod hold;
+pub mod parked;
 
 use crate::protocol::{ToolChoice, ToolDefinition};
 
