@@ -9,6 +9,8 @@ pub mod cli_version;
 pub mod cursor_acp;
 pub mod cursor_print;
 pub mod events;
+/// The loopback MCP server that offers the client's tools to an ACP agent.
+pub mod mcp;
 pub mod process;
 /// A backend that follows a script, for the in-process test tier.
 #[cfg(test)]
