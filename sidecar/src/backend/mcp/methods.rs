@@ -6,6 +6,11 @@
 //! `tools/list`, `resources/list`, `prompts/list`, `resources/subscribe`, then `tools/call`s. The
 //! lists we do not serve are answered empty rather than refused, so a client that calls them
 //! without checking our capabilities does not give up on the server.
+//!
+//! This is the handshake era of MCP (up to 2025-11-25). The stateless 2026-07-28 revision drops
+//! `initialize` and sessions; its clients that also speak the older revisions probe
+//! `server/discover` first and fall back to `initialize` on any error that is not one of the new
+//! revision's own (-32020 to -32022), so the plain -32601 below keeps them working.
 
 use serde_json::{json, Value};
 
