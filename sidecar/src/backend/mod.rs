@@ -10,6 +10,8 @@ pub mod cursor_acp;
 pub mod cursor_print;
 pub mod events;
 pub mod isolation;
+/// The loopback MCP server that offers the client's tools to an ACP agent.
+pub mod mcp;
 pub mod process;
 /// A backend that follows a script, for the in-process test tier.
 #[cfg(test)]

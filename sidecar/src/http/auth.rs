@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use super::errors::ApiError;
 use super::HttpState;
 use crate::protocol::Secret;
+use crate::util::redact::{bearer, constant_time_eq};
 
 pub const ENV_API_KEY: &str = "CURSOR_BRIDGE_API_KEY";
 
@@ -31,24 +32,6 @@ pub fn load_key(file: Option<&Path>, env_value: Option<String>) -> Result<Option
         return Ok(Some(Secret::new(key)));
     }
     Ok(env_value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).map(Secret::new))
-}
-
-/// Compares without an early exit, so the time taken does not tell an attacker how many leading
-/// bytes of a guess were right. (The length may show; a key's length is not the secret.)
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u64;
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= u64::from(x ^ y);
-    }
-    std::hint::black_box(diff) == 0
-}
-
-/// The bearer token of an `Authorization` header value (scheme case-insensitive).
-fn bearer(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Is a `Host` header's name this machine (`localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`)?
@@ -101,23 +84,6 @@ pub async fn require_key(State(state): State<Arc<HttpState>>, request: Request, 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn compares_whole_keys() {
-        assert!(constant_time_eq(b"secret-key", b"secret-key"));
-        assert!(!constant_time_eq(b"secret-key", b"secret-kez"));
-        assert!(!constant_time_eq(b"secret-key", b"secret-key-longer"));
-        assert!(!constant_time_eq(b"secret", b""));
-        assert!(constant_time_eq(b"", b""));
-    }
-
-    #[test]
-    fn bearer_tokens() {
-        assert_eq!(bearer("Bearer abc"), Some("abc"));
-        assert_eq!(bearer("bearer  abc "), Some("abc"));
-        assert_eq!(bearer("Basic abc"), None);
-        assert_eq!(bearer("abc"), None);
-    }
 
     #[test]
     fn loopback_host_names() {

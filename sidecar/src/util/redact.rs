@@ -1,5 +1,5 @@
 //! Credential-looking words replaced by `[redacted]` before text reaches a log or an error's
-//! detail (the CLI's stderr can echo a key).
+//! detail (the CLI's stderr can echo a key), and secrets compared without a timing leak.
 
 use std::borrow::Cow;
 
@@ -64,4 +64,44 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
     }
     out.push_str(&text[copied..]);
     Cow::Owned(out)
+}
+
+/// Compares without an early exit, so the time taken does not tell an attacker how many leading
+/// bytes of a guess were right. (The length may show; a key's length is not the secret.)
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = (a.len() ^ b.len()) as u64;
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= u64::from(x ^ y);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// The bearer token of an `Authorization` header value (scheme case-insensitive).
+pub fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compares_whole_keys() {
+        assert!(constant_time_eq(b"secret-key", b"secret-key"));
+        assert!(!constant_time_eq(b"secret-key", b"secret-kez"));
+        assert!(!constant_time_eq(b"secret-key", b"secret-key-longer"));
+        assert!(!constant_time_eq(b"secret", b""));
+        assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("abc"), None);
+    }
 }
