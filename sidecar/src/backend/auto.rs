@@ -87,6 +87,12 @@ impl Backend for Auto {
         self.acp.list_models()
     }
 
+    /// ACP hosts them while it serves; a turn it hands to print mode then fails `tools_not_hosted`
+    /// and the engine describes the tools in the prompt.
+    fn hosts_tools(&self) -> bool {
+        self.acp.hosts_tools()
+    }
+
     fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {
         Box::pin(self.turn(turn, sink))
     }

@@ -99,6 +99,8 @@ pub struct Agent {
     pub workspace: PathBuf,
     /// Last used (taken by a turn or created), for idle expiry and eviction.
     pub used: Instant,
+    /// The client's tools, hosted for this agent's session (client-tools mode).
+    pub tools: Option<super::tools::ToolHost>,
 }
 
 impl Agent {
@@ -138,6 +140,7 @@ impl Agent {
             load_session: false,
             workspace: launch.workspace.to_path_buf(),
             used: Instant::now(),
+            tools: None,
         };
         agent.child.set_standby(true);
         agent.handshake(launch).await?;
@@ -216,7 +219,7 @@ impl Agent {
         let cwd = self.workspace.to_string_lossy().into_owned();
         let mut attempt = 0;
         loop {
-            let request = self.conn.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+            let request = self.conn.request("session/new", json!({"cwd": cwd, "mcpServers": self.mcp_servers()}));
             match tokio::time::timeout(SESSION_TIMEOUT, request).await {
                 Ok(Ok(result)) => {
                     let Some(id) = result.get("sessionId").and_then(Value::as_str) else {
@@ -256,7 +259,8 @@ impl Agent {
             return Ok(false);
         }
         let cwd = self.workspace.to_string_lossy().into_owned();
-        let request = self.conn.request("session/load", json!({"sessionId": id, "cwd": cwd, "mcpServers": []}));
+        let request =
+            self.conn.request("session/load", json!({"sessionId": id, "cwd": cwd, "mcpServers": self.mcp_servers()}));
         // The replay arrives before the answer, while our session is not set: the router drops
         // it, so none of it can show as a new answer.
         match tokio::time::timeout(SESSION_TIMEOUT, request).await {
@@ -268,6 +272,22 @@ impl Agent {
             Ok(Err(e)) => Err(self.session_failure("session/load", e).await),
             Err(_) => Ok(false),
         }
+    }
+
+    /// Host the client's tools for the session this agent opens next (before `new_session` or
+    /// `load`).
+    pub async fn attach_tools(&mut self, tools: &[crate::protocol::ToolDefinition]) -> Result<(), BridgeError> {
+        match super::tools::ToolHost::start(tools).await {
+            Ok(host) => {
+                self.tools = Some(host);
+                Ok(())
+            }
+            Err(e) => Err(BridgeError::internal(format!("cannot start the server for the client's tools: {e}"))),
+        }
+    }
+
+    fn mcp_servers(&self) -> Value {
+        self.tools.as_ref().map(super::tools::ToolHost::servers).unwrap_or_else(|| json!([]))
     }
 
     fn adopt(&mut self, id: &str, result: &Value) {

@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod catalog;
+pub mod tools;
 pub mod turn;
 
 use std::collections::HashMap;
@@ -82,6 +83,9 @@ pub struct CursorAcp {
     names: Mutex<HashMap<String, String>>,
     /// A CLI build ACP did not start with, since when, and why.
     broken: Mutex<Option<(String, Instant, String)>>,
+    /// A CLI build whose sessions did not list our tools (it ignores or gates the MCP servers
+    /// of a session), since when: the client's tools go in the prompt meanwhile.
+    no_session_mcp: Mutex<Option<(String, Instant)>>,
     closed: AtomicBool,
 }
 
@@ -101,6 +105,7 @@ impl CursorAcp {
             spare_idle: settings.spare_idle.max(Duration::from_secs(1)),
             names: Mutex::default(),
             broken: Mutex::default(),
+            no_session_mcp: Mutex::default(),
             closed: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&backend);
@@ -126,6 +131,49 @@ impl CursorAcp {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Whether sessions of the current CLI build can be given the client's tools.
+    pub fn hosts_tools(&self) -> bool {
+        let Some(cli) = self.print.known_cli() else { return self.usable().is_ok() };
+        let known_not = matches!(&*lock(&self.no_session_mcp),
+            Some((build, since)) if *build == build_of(&cli) && since.elapsed() < REPROBE_AFTER);
+        self.usable().is_ok() && !known_not
+    }
+
+    /// Give `agent` the client's tools and open (or load) its session with them; `Ok(false)`
+    /// from a load: the agent does not have the session. A session that does not list our tools
+    /// in time fails with `tools_not_hosted`, and the build is remembered.
+    async fn open_with_tools(
+        &self,
+        cli: &CliCommand,
+        agent: &mut Agent,
+        tools: &[crate::protocol::ToolDefinition],
+        load: Option<&str>,
+    ) -> Result<bool, TurnFailure> {
+        agent.attach_tools(tools).await?;
+        let opened = match load {
+            Some(session) => agent.load(session).await,
+            None => agent.new_session().await.map(|()| true),
+        };
+        match opened {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(failure) => {
+                self.note_start(cli, &failure);
+                return Err(failure.error.into());
+            }
+        }
+        let host = agent.tools.as_ref().expect("attached above");
+        if host.listed_within(tools::LISTED_WITHIN).await {
+            return Ok(true);
+        }
+        tracing::warn!(
+            "this Cursor CLI build did not list the client's tools given to its session; describing them in the prompt instead"
+        );
+        *lock(&self.no_session_mcp) = Some((build_of(cli), Instant::now()));
+        let error = BridgeError::new(ErrorKind::CliFailed, "Cursor's session did not take the client's tools");
+        Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true })
     }
 
     fn note_start(&self, cli: &CliCommand, failure: &StartFailure) {
@@ -233,6 +281,7 @@ impl CursorAcp {
         // Starting an agent and opening a session have their own bounds (agent.rs): that is not
         // the model being silent.
         let opening = sink.opening();
+        let hosted = t.hosted_tools.as_ref().map(|h| h.tools.as_slice());
         let mut slot = match &t.chat {
             Chat::Resume(chat) => {
                 let Some(session) = session_of(chat) else {
@@ -240,10 +289,30 @@ impl CursorAcp {
                     return Err(chat_lost("This conversation's chat belongs to print mode"));
                 };
                 let mut slot = self.lock_session(session, &t.workspace).await?;
+                // Client-tools mode needs the session's agent to host exactly these tools: else
+                // the session is loaded into an agent that does.
+                if let (Some(tools), Some(agent)) = (hosted, slot.as_ref()) {
+                    if !agent.tools.as_ref().is_some_and(|h| h.offers(tools)) {
+                        if let Some(agent) = slot.take() {
+                            retire(agent);
+                        }
+                    }
+                }
                 if slot.is_none() {
                     // Lost with its process (a crash, a restart, expiry): load it into a new one.
                     let mut agent = self.start(&cli, &t.workspace).await?;
-                    match agent.load(session).await {
+                    let loaded = match hosted {
+                        Some(tools) => self.open_with_tools(&cli, &mut agent, tools, Some(session)).await.map(Ok),
+                        None => Ok(agent.load(session).await),
+                    };
+                    let loaded = match loaded {
+                        Ok(loaded) => loaded,
+                        Err(f) => {
+                            retire(agent);
+                            return Err(f);
+                        }
+                    };
+                    match loaded {
                         Ok(true) => {
                             tracing::info!(pid = agent.pid(), "ACP session loaded into a new process");
                             *slot = Some(agent);
@@ -258,11 +327,25 @@ impl CursorAcp {
                 slot
             }
             Chat::New => {
-                let agent = match self.take_spare(&t.workspace) {
-                    Some(agent) => agent,
-                    None => self.open(&cli, &t.workspace).await?,
+                let agent = match hosted {
+                    // Sessions opened ahead have no tools: this one gets the client's.
+                    Some(tools) => {
+                        let mut agent = self.start(&cli, &t.workspace).await?;
+                        if let Err(f) = self.open_with_tools(&cli, &mut agent, tools, None).await {
+                            retire(agent);
+                            return Err(f);
+                        }
+                        agent
+                    }
+                    None => {
+                        let agent = match self.take_spare(&t.workspace) {
+                            Some(agent) => agent,
+                            None => self.open(&cli, &t.workspace).await?,
+                        };
+                        self.refill(t.workspace.clone());
+                        agent
+                    }
                 };
-                self.refill(t.workspace.clone());
                 let cell: SlotCell = Arc::new(AsyncMutex::new(Some(agent)));
                 let slot = cell.clone().lock_owned().await;
                 let session = slot.as_ref().map(|a| a.session_id.clone()).unwrap_or_default();
@@ -289,7 +372,13 @@ impl CursorAcp {
             return Err(error.into());
         };
         let session = agent.session_id.clone();
-        let (slot, outcome) = turn::run(slot, &t, &choice, sink).await;
+        if let Some(host) = &agent.tools {
+            host.serve(t.hosted_tools.as_ref().map(|h| h.calls.clone()));
+        }
+        let (mut slot, outcome) = turn::run(slot, &t, &choice, sink).await;
+        if let Some(host) = slot.as_mut().and_then(|s| s.as_mut()).and_then(|a| a.tools.as_ref()) {
+            host.serve(None);
+        }
         match slot {
             // Nobody continues a one-shot session: its agent finishes and exits.
             Some(mut slot) if one_shot => {
@@ -386,6 +475,10 @@ impl Backend for CursorAcp {
             *lock(&self.names) = models.iter().map(|m| (m.id.clone(), m.name.clone())).collect();
             Ok(models)
         })
+    }
+
+    fn hosts_tools(&self) -> bool {
+        CursorAcp::hosts_tools(self)
     }
 
     fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {

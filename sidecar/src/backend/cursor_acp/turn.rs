@@ -70,6 +70,7 @@ impl Running {
         let mut inbox = self.agent().begin_turn();
         let session = self.agent().session_id.clone();
         let mut state = State::new(spec.unattended);
+        state.hosted = spec.hosted_tools.is_some();
         let mut attempt = 0;
         loop {
             let conn = self.agent().conn.clone();
@@ -237,6 +238,10 @@ struct State {
     held: String,
     holding: bool,
     permission_told: bool,
+    /// The client's tools are hosted for this turn: calls of our server are the client's, not
+    /// the agent's own tool activity, and only they are allowed.
+    hosted: bool,
+    ours: std::collections::HashSet<String>,
 }
 
 impl State {
@@ -249,10 +254,18 @@ impl State {
             held: String::new(),
             holding: true,
             permission_told: false,
+            hosted: false,
+            ours: Default::default(),
         }
     }
 
     async fn emit(&mut self, event: Event, sink: &mut EventSink) {
+        if let Event::ToolStarted { call_id, .. } | Event::ToolCompleted { call_id, .. } = &event {
+            if self.ours.contains(call_id) {
+                // The client sees these as its own tool calls (the engine's `ToolCall`).
+                return;
+            }
+        }
         if let Event::Text(t) = &event {
             self.text.push_str(t);
             if self.holding {
@@ -279,6 +292,11 @@ impl State {
             Incoming::Notification { method, params } => {
                 if method == "session/update" {
                     if let Some(update) = params.get("update") {
+                        if self.hosted && super::tools::is_ours(update) {
+                            if let Some(id) = update.get("toolCallId").and_then(Value::as_str) {
+                                self.ours.insert(id.to_string());
+                            }
+                        }
                         for event in self.updates.events(update) {
                             self.emit(event, sink).await;
                         }
@@ -322,7 +340,21 @@ impl State {
                     .and_then(|o| o.get("optionId").cloned())
             })
         };
-        let chosen = if self.unattended {
+        let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
+        // Client-tools mode: our server's tools are the client's, which it asks about itself;
+        // nothing else is ever allowed.
+        if self.hosted && super::tools::is_ours(&call) {
+            if let Some(call_id) = call.get("toolCallId").and_then(Value::as_str) {
+                self.ours.insert(call_id.to_string());
+            }
+            let result = match pick(&["allow_once", "allow_always"]) {
+                Some(option) => json!({"outcome": {"outcome": "selected", "optionId": option}}),
+                None => cancelled_outcome(),
+            };
+            agent.answer(id, result).await;
+            return;
+        }
+        let chosen = if self.unattended && !self.hosted {
             pick(&["allow_once", "allow_always"])
         } else {
             pick(&["reject_once", "reject_always"])
@@ -334,7 +366,6 @@ impl State {
         agent.answer(id, result).await;
         if !self.unattended && !self.permission_told {
             self.permission_told = true;
-            let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
             let kind = call.get("kind").and_then(Value::as_str).unwrap_or("tool");
             let tool = if kind == "execute" { "shell" } else { kind }.to_owned();
             let title = call.get("title").and_then(Value::as_str).unwrap_or("").trim_matches('`');

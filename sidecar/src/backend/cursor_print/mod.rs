@@ -200,6 +200,15 @@ impl Backend for CursorPrint {
     }
 
     fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {
+        if turn.hosted_tools.is_some() {
+            // Print mode has no way to give the agent the client's tools as its own: the engine
+            // describes them in the prompt instead.
+            let error =
+                BridgeError::new(crate::protocol::ErrorKind::CliFailed, "print mode cannot host the client's tools");
+            return Box::pin(async move {
+                Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true })
+            });
+        }
         Box::pin(self.turn(turn, sink))
     }
 

@@ -1,0 +1,131 @@
+//! Hosting the client's tools for one agent (docs/client-tools.md, "The MCP path"): our loopback
+//! MCP host, attached to the agent's session with `mcpServers`, and a forwarder that hands each
+//! of the agent's `tools/call`s to the turn running at the time (the engine parks it until the
+//! client has run the tool). Lives as long as the agent, so a warm session keeps its tools.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::backend::mcp::{McpCall, McpHost, McpReply, OfferedTool};
+use crate::backend::{ClientCall, ToolReply};
+use crate::protocol::ToolDefinition;
+use crate::util::sync::{lock, AbortOnDrop};
+
+/// How long a new session may take to list our tools before the build is taken to ignore the
+/// MCP servers of a session (2026.06.04 did; later builds gate them silently).
+pub const LISTED_WITHIN: Duration = Duration::from_secs(5);
+
+type Current = Arc<Mutex<Option<mpsc::Sender<ClientCall>>>>;
+
+pub struct ToolHost {
+    host: McpHost,
+    /// Where the agent's calls go: the running turn's broker; `None` between turns.
+    current: Current,
+    _forward: AbortOnDrop,
+    /// The tools it offers, by name (a turn with other tools needs another host).
+    pub names: Vec<String>,
+}
+
+impl ToolHost {
+    pub async fn start(tools: &[ToolDefinition]) -> std::io::Result<ToolHost> {
+        let offered = tools
+            .iter()
+            .map(|t| OfferedTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect();
+        let (host, calls) = McpHost::start(offered).await?;
+        let current: Current = Arc::default();
+        let forward = tokio::spawn(forward(calls, current.clone()));
+        Ok(ToolHost {
+            host,
+            current,
+            _forward: AbortOnDrop(forward.abort_handle()),
+            names: tools.iter().map(|t| t.name.clone()).collect(),
+        })
+    }
+
+    /// The `mcpServers` of `session/new` and `session/load`.
+    pub fn servers(&self) -> Value {
+        Value::Array(vec![self.host.mcp_server_json()])
+    }
+
+    /// Has the agent listed our tools by now, or within `wait`?
+    pub async fn listed_within(&self, wait: Duration) -> bool {
+        let mut listed = self.host.listed();
+        let seen = tokio::time::timeout(wait, listed.wait_for(|l| *l)).await;
+        matches!(seen, Ok(Ok(_)))
+    }
+
+    /// The running turn's broker takes the calls from now on (`None`: no turn runs).
+    pub fn serve(&self, calls: Option<mpsc::Sender<ClientCall>>) {
+        *lock(&self.current) = calls;
+    }
+
+    /// Offers exactly these tools.
+    pub fn offers(&self, tools: &[ToolDefinition]) -> bool {
+        self.names.len() == tools.len() && tools.iter().all(|t| self.names.contains(&t.name))
+    }
+}
+
+/// Each call of the agent's to the running turn, its answer back to the agent.
+async fn forward(mut calls: mpsc::Receiver<McpCall>, current: Current) {
+    while let Some(call) = calls.recv().await {
+        let Some(turn) = lock(&current).clone() else {
+            let _ = call.reply.send(McpReply::error("No request of the user is running; the tool was not run."));
+            continue;
+        };
+        let (reply, answer) = oneshot::channel::<ToolReply>();
+        let McpCall { tool, arguments, reply: back } = call;
+        if turn.send(ClientCall { name: tool, input: arguments, reply }).await.is_err() {
+            let _ = back.send(McpReply::error("The request ended; the tool was not run."));
+            continue;
+        }
+        tokio::spawn(async move {
+            let answer = match answer.await {
+                Ok(r) => McpReply { text: r.text, is_error: r.is_error },
+                Err(_) => McpReply::error("The tool call was cancelled."),
+            };
+            let _ = back.send(answer);
+        });
+    }
+}
+
+/// Is this ACP tool call (a `tool_call` update, or a permission request's `toolCall`) one of our
+/// server's? Cursor titles them `<server>: <tool>` and `<server>-<tool>: <tool>` and names the
+/// server in `rawInput.providerIdentifier` (docs/client-tools.md).
+pub fn is_ours(call: &Value) -> bool {
+    let server = crate::backend::isolation::OUR_SERVER;
+    if call.pointer("/rawInput/providerIdentifier").and_then(Value::as_str) == Some(server) {
+        return true;
+    }
+    let title = call.get("title").and_then(Value::as_str).unwrap_or("").trim_matches('`');
+    title.strip_prefix(server).is_some_and(|rest| rest.starts_with(": ") || rest.starts_with('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn our_calls_are_told_from_others() {
+        let cases = [
+            (json!({"title": "cb: create_file", "kind": "other"}), true),
+            (json!({"title": "cb-create_file: create_file", "kind": "other"}), true),
+            (json!({"title": "MCP: tool", "rawInput": {"providerIdentifier": "cb", "toolName": "x"}}), true),
+            (json!({"title": "MCP: tool", "kind": "other"}), false),
+            (json!({"title": "cbx: tool"}), false),
+            (json!({"title": "github-search: search", "rawInput": {"providerIdentifier": "github"}}), false),
+            (json!({"title": "`npm test`", "kind": "execute"}), false),
+        ];
+        for (call, ours) in cases {
+            assert_eq!(is_ours(&call), ours, "{call}");
+        }
+    }
+}
