@@ -146,6 +146,7 @@ impl Engine {
         tracing::info!(
             turn = %req.turn_id, backend = self.backend.name(), model = %plan.model, mode = plan.mode.as_str(),
             utility = req.utility, resumed = plan.resumed, replayed = plan.replayed,
+            client_tools = match (tools, hosted) { (None, _) => "none", (Some(_), true) => "hosted", (Some(_), false) => "prompt" },
             prompt_bytes = plan.prompt.len(), "turn starts"
         );
         tracing::trace!(target: "cursor_bridge::content", turn = %req.turn_id, prompt = %plan.prompt);
