@@ -139,6 +139,16 @@ impl Engine {
                 resumed_parked = Some((p, results));
             }
         }
+        if resumed_parked.is_none() {
+            // A new request while an earlier one's tools are still out: that turn is abandoned.
+            let abandoned = self.parking.remove_if(&owner, |s: &ParkedState| {
+                req.conversation_id.is_some()
+                    && s.plan.session.as_ref().and_then(|s| s.conversation_id.as_ref()) == req.conversation_id.as_ref()
+            });
+            if abandoned > 0 {
+                tracing::info!(turn = %req.turn_id, abandoned, "a turn waiting for the client's tools was stopped");
+            }
+        }
         let mut hosted = tools.is_some() && (resumed_parked.is_some() || self.backend.hosts_tools());
         if let (Some(set), false) = (tools, hosted) {
             plan.prompt = with_tools(set, &plan, plan.prompt.clone());
@@ -211,7 +221,7 @@ impl Engine {
         }
         let mut outcome = match (drive, tools) {
             (Drive::Ended(outcome), _) => outcome,
-            (Drive::Parked(running, pending), Some(set)) => {
+            (Drive::Parked(running, pending), Some(_)) => {
                 // The client runs the tools now; the agent's turn waits here for the results.
                 if let Some(i) = incomplete.as_mut() {
                     i.disarm();
@@ -226,7 +236,7 @@ impl Engine {
                 answers.extend(sink.answer_hash());
                 let session_id = plan.session.as_ref().map(|s| s.id.clone());
                 let (resumed, replayed) = (plan.resumed, plan.replayed);
-                let state = ParkedState { plan, workspace, set: set.clone(), requests, answers };
+                let state = ParkedState { plan, workspace, requests, answers };
                 self.park(owner, running, pending, state);
                 let duration_ms = started.elapsed().as_millis() as u64;
                 tracing::info!(turn = %req.turn_id, duration_ms, "turn waits for the client's tools");
@@ -280,7 +290,8 @@ impl Engine {
         let answer = sink.answer_hash();
         let (session_id, write) = match plan.session.take() {
             Some(mut session) => {
-                session.tools = tools.map(ToolSet::fingerprint).unwrap_or(0);
+                // What the chat was told in its prompts (hosted tools were never described there).
+                session.tools = tools.filter(|_| !hosted).map(ToolSet::fingerprint).unwrap_or(0);
                 let (id, write) = self.record(session, &plan, &end, &conversation, &workspace, answer);
                 (Some(id), write)
             }
@@ -378,9 +389,9 @@ impl Engine {
             pending_reply(pending);
             drive = parked::drive(running, &mut nowhere, true).await;
         }
-        let ParkedState { mut plan, workspace, set, requests, answers } = p.state;
+        let ParkedState { mut plan, workspace, requests, answers, .. } = p.state;
         let (Drive::Ended(Ok(end)), Some(mut session)) = (drive, plan.session.take()) else { return };
-        session.tools = set.fingerprint();
+        session.tools = 0;
         let (_, write) = self.record_with(session, &plan, &end, requests, answers, &workspace);
         if let Some(write) = write {
             self.write_sessions(write).await;

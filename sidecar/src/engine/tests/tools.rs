@@ -312,6 +312,20 @@ async fn another_clients_results_never_continue_a_parked_turn() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_new_request_while_tools_are_out_stops_the_waiting_turn() {
+    let h = hosting();
+    h.send(tools_request("c1", vec![user(HOSTED)])).await.1.unwrap();
+    assert_eq!(h.engine.parking.len(), 1);
+    // The person stopped and typed something else: the turn that waited is not coming back.
+    let (events, outcome) = h.send(tools_request("c1", vec![user("never mind, just say hi")])).await;
+    assert!(!outcome.unwrap().tool_calls);
+    assert!(text_of(&events).contains("never mind"));
+    assert_eq!(h.engine.parking.len(), 0);
+    assert!(eventually_zero(&h.backend.running).await);
+    assert_eq!(h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst), 1, "the waiting turn was stopped");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_build_that_cannot_host_the_tools_gets_them_in_the_prompt() {
     let h = hosting();
     h.backend.refuse_hosting.store(true, std::sync::atomic::Ordering::SeqCst);

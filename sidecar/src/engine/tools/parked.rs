@@ -147,6 +147,15 @@ impl<S: Send + 'static> Parking<S> {
         lock(&self.turns).remove(&key)
     }
 
+    /// Stop the turns of `owner` whose state matches (dropping one stops its agent's turn and
+    /// answers its calls with an error); returns how many.
+    pub fn remove_if(&self, owner: &str, matches: impl Fn(&S) -> bool) -> usize {
+        let mut turns = lock(&self.turns);
+        let before = turns.len();
+        turns.retain(|_, p| p.owner != owner || !matches(&p.state));
+        before - turns.len()
+    }
+
     pub fn len(&self) -> usize {
         lock(&self.turns).len()
     }
