@@ -412,37 +412,6 @@ fn workspace(parsed: &Parsed) -> String {
     dunce::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
 }
 
-/// `<project>/.cursor/cli.json`: only `permissions` is a project setting (*invented* schema).
-fn cli_json_error(workspace: &str, forced: bool) -> Option<String> {
-    let path = Path::new(workspace).join(".cursor").join("cli.json");
-    let head = format!("Error: Invalid project configuration in {}", path.display());
-    if forced {
-        return Some(format!("{head}\n  Unrecognized key(s) in object: 'model'"));
-    }
-    let text = std::fs::read_to_string(&path).ok()?;
-    let value = match Json::parse(&text) {
-        Ok(v) => v,
-        Err(e) => return Some(format!("{head}\n  {e}")),
-    };
-    let Some(pairs) = value.as_object() else {
-        return Some(format!("{head}\n  Expected object, received {}", kind_of(&value)));
-    };
-    let unknown: Vec<String> =
-        pairs.iter().map(|(k, _)| k).filter(|k| k.as_str() != "permissions").map(|k| format!("'{k}'")).collect();
-    (!unknown.is_empty()).then(|| format!("{head}\n  Unrecognized key(s) in object: {}", unknown.join(", ")))
-}
-
-fn kind_of(v: &Json) -> &'static str {
-    match v {
-        Json::Null => "null",
-        Json::Bool(_) => "boolean",
-        Json::Num(_) => "number",
-        Json::Str(_) => "string",
-        Json::Arr(_) => "array",
-        Json::Obj(_) => "object",
-    }
-}
-
 /// `<CURSOR_CONFIG_DIR or $HOME/.cursor>/projects/<slug>/`, slug = the workspace path with each
 /// run of non-alphanumerics turned into `-`, trimmed (the candidate fix of CAP #45/PR #43).
 fn project_dir(workspace: &str) -> Option<PathBuf> {
@@ -601,7 +570,7 @@ fn start_checks(server: &Server, parsed: &Parsed, print: &Catalogue) -> Result<(
     if k.start_fail == Some(StartFail::Exit) {
         return Err(("exit", String::new()));
     }
-    if let Some(text) = cli_json_error(&server.launch.workspace, k.start_fail == Some(StartFail::CliJson)) {
+    if let Some(text) = crate::permissions::project_error(&server.launch.workspace, k.start_fail == Some(StartFail::CliJson)) {
         return Err(("cli.json", text));
     }
     if let Some(m) = parsed.value("model") {

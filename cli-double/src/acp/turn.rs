@@ -387,7 +387,16 @@ impl Turn {
                     }
                     first_segment = false;
                 }
+                Item::Pieces(pieces) => {
+                    for piece in pieces.iter().filter(|p| !p.is_empty()) {
+                        self.message(piece)?;
+                    }
+                    first_segment = false;
+                }
                 Item::Tool { spec, gated } => self.tool(&spec, gated)?,
+                Item::WriteFile(path, content) => {
+                    crate::builtins::perform(&Some((path, content)));
+                }
             }
         }
         if let Some(entries) = &sc.plan {
