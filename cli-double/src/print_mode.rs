@@ -452,7 +452,10 @@ pub enum Item {
     Segment(String),
     /// A segment whose deltas are given (the tool model splits its `[TOOL_CALLS:` marker).
     Pieces(Vec<String>),
-    Tool { spec: ToolSpec, gated: bool },
+    Tool {
+        spec: ToolSpec,
+        gated: bool,
+    },
     /// A built-in tool writes a file (before its events: the race the policy monitor catches).
     WriteFile(std::path::PathBuf, String),
 }

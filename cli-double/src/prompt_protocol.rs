@@ -192,7 +192,12 @@ mod tests {
         assert_eq!(
             r.results,
             [
-                Received { call_id: "call_1".into(), name: "create_file".into(), is_error: false, text: "ok\nline 2".into() },
+                Received {
+                    call_id: "call_1".into(),
+                    name: "create_file".into(),
+                    is_error: false,
+                    text: "ok\nline 2".into()
+                },
                 Received { call_id: "call_2".into(), name: "read_file".into(), is_error: true, text: "nope".into() },
             ]
         );
@@ -211,7 +216,10 @@ mod tests {
             server: None,
         }];
         let b = block(&calls);
-        assert_eq!(b, r#"[TOOL_CALLS: [{"name": "create_file", "arguments": {"filePath": "/w/a.txt", "content": "hi"}}]]"#);
+        assert_eq!(
+            b,
+            r#"[TOOL_CALLS: [{"name": "create_file", "arguments": {"filePath": "/w/a.txt", "content": "hi"}}]]"#
+        );
         let bad = malformed_block(&calls);
         assert!(Json::parse(bad.strip_prefix("[TOOL_CALLS: ").unwrap().strip_suffix(']').unwrap()).is_err());
         let ps = block_pieces("\n\n", &b, 6);

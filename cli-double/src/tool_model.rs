@@ -25,8 +25,12 @@ pub trait Host {
     /// The MCP server whose visible tools include the call's tool, if any.
     fn mcp_server_for(&self, call: &Call) -> Option<String>;
     /// Runs one step's MCP calls; results go into `state.results`.
-    fn call_mcp(&mut self, step: usize, calls: &[(String, Call)], state: &mut ChatTools)
-        -> Result<McpRound, Self::Stop>;
+    fn call_mcp(
+        &mut self,
+        step: usize,
+        calls: &[(String, Call)],
+        state: &mut ChatTools,
+    ) -> Result<McpRound, Self::Stop>;
     fn record(&mut self, list: List, entry: Json);
     fn chunk_chars(&self) -> usize;
 }

@@ -174,7 +174,11 @@ impl Knobs {
                 SessionMcp::Honoured,
                 &[("honoured", SessionMcp::Honoured), ("ignored", SessionMcp::Ignored), ("gated", SessionMcp::Gated)],
             )?,
-            mcp_connect_at_prompt: pick("CURSOR_DOUBLE_ACP_MCP_CONNECT", false, &[("session", false), ("prompt", true)])?,
+            mcp_connect_at_prompt: pick(
+                "CURSOR_DOUBLE_ACP_MCP_CONNECT",
+                false,
+                &[("session", false), ("prompt", true)],
+            )?,
             mcp_connect_timeout: Duration::from_millis(
                 number("CURSOR_DOUBLE_ACP_MCP_CONNECT_TIMEOUT_MS")?.unwrap_or(10_000),
             ),
@@ -188,11 +192,7 @@ impl Knobs {
                     ("never", McpAsk::Never),
                 ],
             )?,
-            mcp_structured_hangs: pick(
-                "CURSOR_DOUBLE_ACP_MCP_STRUCTURED",
-                false,
-                &[("ok", false), ("hang", true)],
-            )?,
+            mcp_structured_hangs: pick("CURSOR_DOUBLE_ACP_MCP_STRUCTURED", false, &[("ok", false), ("hang", true)])?,
             startup: number("CURSOR_DOUBLE_ACP_STARTUP_MS")?.map(Duration::from_millis),
             start_fail: pick(
                 "CURSOR_DOUBLE_ACP_START_FAIL",

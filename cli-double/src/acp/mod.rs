@@ -581,7 +581,9 @@ fn start_checks(server: &Server, parsed: &Parsed, print: &Catalogue) -> Result<(
     if k.start_fail == Some(StartFail::Exit) {
         return Err(("exit", String::new()));
     }
-    if let Some(text) = crate::permissions::project_error(&server.launch.workspace, k.start_fail == Some(StartFail::CliJson)) {
+    if let Some(text) =
+        crate::permissions::project_error(&server.launch.workspace, k.start_fail == Some(StartFail::CliJson))
+    {
         return Err(("cli.json", text));
     }
     if let Some(m) = parsed.value("model") {

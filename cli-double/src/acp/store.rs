@@ -62,6 +62,7 @@ impl Stored {
                     ])
                 })),
             ),
+            ("tools", self.tools.clone().unwrap_or(Json::Null)),
         ])
     }
 

@@ -211,7 +211,8 @@ impl Turn {
                 ("toolCallId", id.as_str().into()),
                 ("status", "in_progress".into()),
             ]))?;
-            let ready = Ready { call: call.clone(), conn: Arc::clone(&conn), tool: tool.clone(), tool_call_id: id.clone() };
+            let ready =
+                Ready { call: call.clone(), conn: Arc::clone(&conn), tool: tool.clone(), tool_call_id: id.clone() };
             if decision == Decision::Denied {
                 self.reject_update(&id, builtins::DENIED)?;
                 self.log_call(step, &ready, None, "denied", None);
@@ -259,7 +260,11 @@ impl Turn {
                 Err(stop) => {
                     self.record(
                         List::Permissions,
-                        obj([("toolCallId", id.as_str().into()), ("title", title.as_str().into()), ("answer", "cancelled".into())]),
+                        obj([
+                            ("toolCallId", id.as_str().into()),
+                            ("title", title.as_str().into()),
+                            ("answer", "cancelled".into()),
+                        ]),
                     );
                     return Err(stop);
                 }
@@ -278,7 +283,11 @@ impl Turn {
             };
             self.record(
                 List::Permissions,
-                obj([("toolCallId", id.as_str().into()), ("title", title.as_str().into()), ("answer", answer.as_str().into())]),
+                obj([
+                    ("toolCallId", id.as_str().into()),
+                    ("title", title.as_str().into()),
+                    ("answer", answer.as_str().into()),
+                ]),
             );
             match picked.as_deref() {
                 Some("allow-once") => return Ok(Ok(ready)),

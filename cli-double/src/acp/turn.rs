@@ -91,13 +91,7 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         if s.tools.stored.is_none() {
             s.tools.stored = Some(crate::tool_script::chat_fields(&directives));
         }
-        (
-            s.cwd.clone(),
-            server.catalogue.effective(&s.model, p),
-            s.prompts == 1,
-            s.tools.clone(),
-            Arc::clone(&s.link),
-        )
+        (s.cwd.clone(), server.catalogue.effective(&s.model, p), s.prompts == 1, s.tools.clone(), Arc::clone(&s.link))
     };
     let parsed = crate::prompt_protocol::parse(&prompt);
     let directive_startup = directives.iter().rev().find_map(|d| match d.get("startupMs") {

@@ -55,9 +55,7 @@ impl Entry {
             let headers = match item.get("headers") {
                 Some(Json::Arr(hs)) => hs
                     .iter()
-                    .filter_map(|h| {
-                        Some((h.get("name")?.as_str()?.to_owned(), h.get("value")?.as_str()?.to_owned()))
-                    })
+                    .filter_map(|h| Some((h.get("name")?.as_str()?.to_owned(), h.get("value")?.as_str()?.to_owned())))
                     .collect(),
                 _ => Vec::new(),
             };
@@ -189,7 +187,8 @@ impl Conn {
         // Protected-resource discovery: the path-aware form first, then the root (RFC 9728).
         let mut probes = Vec::new();
         let path = target.path.split('?').next().unwrap_or("/").trim_end_matches('/').to_owned();
-        for p in [format!("/.well-known/oauth-protected-resource{path}"), "/.well-known/oauth-protected-resource".into()]
+        for p in
+            [format!("/.well-known/oauth-protected-resource{path}"), "/.well-known/oauth-protected-resource".into()]
         {
             let probe = Target { path: p.clone(), ..target.clone() };
             let headers = [("MCP-Protocol-Version".to_owned(), PROTOCOL_VERSION.to_owned())];
@@ -284,7 +283,9 @@ fn read_response(reply: http::Reply, id: u64) -> Result<Json, Fail> {
             m if is_response_to(&m, id) => Some(m),
             _ => None,
         };
-        return found.ok_or_else(|| Fail::Transport(format!("no response to request {id} (HTTP {status})"))).and_then(unwrap);
+        return found
+            .ok_or_else(|| Fail::Transport(format!("no response to request {id} (HTTP {status})")))
+            .and_then(unwrap);
     }
     let mut lines = BufReader::new(reply.body);
     let mut data = String::new();

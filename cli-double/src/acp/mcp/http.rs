@@ -194,7 +194,8 @@ pub fn request(
     }
     let _ = stream.set_read_timeout(timeout);
     let _ = stream.set_nodelay(true);
-    let mut head = format!("{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", target.path, target.host_header());
+    let mut head =
+        format!("{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", target.path, target.host_header());
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
