@@ -131,7 +131,6 @@ pub fn play<H: Host>(host: &mut H, knobs: &ToolKnobs, state: &mut ChatTools, par
             match host.call_mcp(idx, &mcp, state)? {
                 McpRound::Complete => {
                     state.rounds += 1;
-                    said = true;
                     if prompt.is_empty() {
                         continue;
                     }

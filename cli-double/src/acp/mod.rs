@@ -633,6 +633,11 @@ fn serve(server: Arc<Server>) -> ! {
     for h in pending {
         let _ = h.join();
     }
+    // MCP servers being connected finish connecting (within their timeouts), so the record has them.
+    let links: Vec<Arc<mcp::Link>> = server.state().sessions.values().map(|s| Arc::clone(&s.link)).collect();
+    for link in links {
+        link.settle(server.knobs.mcp_connect_timeout * 8);
+    }
     server.finish("eof", 0)
 }
 

@@ -224,6 +224,7 @@ fn serve(conn: TcpStream, shared: &Arc<(Mutex<State>, Condvar)>) {
                 let mut st = m.lock().unwrap();
                 st.in_flight += 1;
                 st.max_in_flight = st.max_in_flight.max(st.in_flight);
+                cv.notify_all();
             }
             let text =
                 |t: &str| obj([("content", Json::Arr(vec![obj([("type", "text".into()), ("text", t.into())])]))]);

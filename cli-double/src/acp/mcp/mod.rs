@@ -92,6 +92,16 @@ impl Link {
         ctl.is_cancelled()
     }
 
+    /// At the end of the process: lets connecting that is under way finish (bounded), so its
+    /// record is complete.
+    pub fn settle(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut i = lock(&self.inner);
+        while i.started && !i.settled && Instant::now() < deadline {
+            i = self.cv.wait_timeout(i, Duration::from_millis(10)).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
     /// The gate is looked at again before each prompt: servers approved since are connected now.
     pub fn retry_gated(&self, server: &Arc<Server>, sid: &str, cwd: &str) {
         let gated = {
