@@ -356,15 +356,13 @@ impl Turn {
                 return Err(Stop::Cancelled);
             }
             let now = Instant::now();
-            for i in 0..flights.len() {
-                if flights[i].done.is_none() && now >= flights[i].deadline {
-                    let (r, req) = (flights[i].r.clone(), flights[i].request_id);
-                    let why = format!("MCP error {TIMEOUT_CODE}: {TIMEOUT_MESSAGE}");
-                    abandon(&r.conn, &flights[i].abort, req, &format!("McpError: {why}"));
-                    self.failed_update(&r.tool_call_id, &why)?;
-                    self.log_call(step, &r, Some(req), "timeout", Some(&why));
-                    flights[i].done = Some(Done::Failed(failed_text(&r.call.name, &why)));
-                }
+            for f in flights.iter_mut().filter(|f| f.done.is_none() && now >= f.deadline) {
+                let (r, req) = (f.r.clone(), f.request_id);
+                let why = format!("MCP error {TIMEOUT_CODE}: {TIMEOUT_MESSAGE}");
+                abandon(&r.conn, &f.abort, req, &format!("McpError: {why}"));
+                self.failed_update(&r.tool_call_id, &why)?;
+                self.log_call(step, &r, Some(req), "timeout", Some(&why));
+                f.done = Some(Done::Failed(failed_text(&r.call.name, &why)));
             }
             let (i, outcome) = match rx.recv_timeout(Duration::from_millis(10)) {
                 Ok(m) => m,
