@@ -584,3 +584,41 @@ fn builtin_tools_over_acp() {
     let f = a.close();
     assert_eq!(list_values(&tools_record(&f), "builtins", "outcome"), [r#""denied""#, r#""bypassed""#]);
 }
+
+/// A server that never answers `initialize` is given up after the connect timeout: its tools are
+/// not available, and stderr and the record say why.
+#[test]
+fn a_server_that_does_not_answer_is_given_up() {
+    let server = McpServer::start(&["create_file"]);
+    server.hang_on("initialize");
+    let mut a = setup().env("CURSOR_DOUBLE_ACP_MCP_CONNECT_TIMEOUT_MS", "300").spawn();
+    a.init();
+    let sid = session(&mut a, &[server.entry("cb")]);
+    let (msgs, resp) = drive(&mut a, &sid, &script(r#"[{"call":[{"name":"create_file"}]}]"#, ""), "x");
+    assert_eq!(stop_reason(&resp), "end_turn");
+    assert!(message_text(&msgs).contains("is not available"));
+    let f = a.close();
+    assert!(f.stderr.contains("cursor-agent-double: MCP server cb: initialize:"), "{}", f.stderr);
+    let t = tools_record(&f);
+    assert_eq!(list_values(&t, "mcpServers", "connected"), ["false"]);
+    assert!(list_values(&t, "mcpServers", "error")[0].starts_with("\"initialize: "));
+}
+
+/// The login knob over ACP: a private config folder loses a login kept there.
+#[test]
+fn a_login_kept_in_the_config_dir_is_lost_with_a_private_one() {
+    let config = temp_path("config");
+    std::fs::create_dir_all(&config).unwrap();
+    for (knob, ok) in [("0", true), ("1", false)] {
+        let mut a = setup()
+            .env("CURSOR_CONFIG_DIR", config.to_str().unwrap())
+            .env("CURSOR_DOUBLE_AUTH_IN_CONFIG_DIR", knob)
+            .spawn();
+        a.init();
+        let params = a.new_session_params();
+        let (_, r) = a.call("session/new", &params);
+        assert_eq!(r.get("result").is_some(), ok, "{knob}: {}", s(&r));
+        a.close();
+    }
+    let _ = std::fs::remove_dir_all(config);
+}

@@ -633,10 +633,12 @@ fn serve(server: Arc<Server>) -> ! {
     for h in pending {
         let _ = h.join();
     }
-    // MCP servers being connected finish connecting (within their timeouts), so the record has them.
+    // MCP servers being connected get a moment to finish, so the record has them (a server that
+    // does not answer must not keep a closing agent alive).
     let links: Vec<Arc<mcp::Link>> = server.state().sessions.values().map(|s| Arc::clone(&s.link)).collect();
+    let deadline = Instant::now() + Duration::from_secs(2);
     for link in links {
-        link.settle(server.knobs.mcp_connect_timeout * 8);
+        link.settle(deadline.saturating_duration_since(Instant::now()));
     }
     server.finish("eof", 0)
 }

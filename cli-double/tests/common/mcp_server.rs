@@ -61,6 +61,8 @@ pub struct State {
     pub max_in_flight: usize,
     /// `tools/call` requests whose connection the client closed before the answer.
     pub aborted_calls: usize,
+    /// JSON-RPC methods never answered (the connection stays open until the client closes it).
+    pub hang_methods: Vec<String>,
 }
 
 pub struct McpServer {
@@ -89,6 +91,10 @@ impl McpServer {
 
     pub fn behave(&self, tool: &str, b: Behaviour) {
         self.state.0.lock().unwrap().behaviours.insert(tool.to_owned(), b);
+    }
+
+    pub fn hang_on(&self, method: &str) {
+        self.state.0.lock().unwrap().hang_methods.push(method.to_owned());
     }
 
     pub fn sse(&self) {
@@ -191,10 +197,15 @@ fn serve(conn: TcpStream, shared: &Arc<(Mutex<State>, Condvar)>) {
         let _ = out.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         return;
     };
-    let (tools, behaviours, sse) = {
+    let (tools, behaviours, sse, hang) = {
         let st = m.lock().unwrap();
-        (st.tools.clone(), st.behaviours.clone(), st.sse)
+        (st.tools.clone(), st.behaviours.clone(), st.sse, st.hang_methods.contains(&method))
     };
+    if hang {
+        let mut buf = [0u8; 64];
+        while out.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
+        return;
+    }
     let answer: Result<Json, (i64, String)> = match method.as_str() {
         "initialize" => Ok(obj([
             ("protocolVersion", "2025-06-18".into()),
