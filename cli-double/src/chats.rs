@@ -25,7 +25,7 @@ pub fn safe_id(id: &str) -> bool {
     !id.is_empty() && !id.contains(['/', '\\']) && id != "." && id != ".."
 }
 
-fn chat_dir(id: &str, workspace: &str) -> Option<PathBuf> {
+pub fn chat_dir(id: &str, workspace: &str) -> Option<PathBuf> {
     let root = data_root().filter(|_| safe_id(id))?;
     Some(root.join("chats").join(md5::hex_digest(workspace.as_bytes())).join(id))
 }

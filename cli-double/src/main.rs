@@ -6,6 +6,7 @@
 mod acp;
 mod args;
 mod auth;
+mod builtins;
 mod chats;
 mod commands;
 mod events;
@@ -14,12 +15,18 @@ mod json;
 mod md5;
 mod models;
 mod output;
+mod permissions;
 mod print_mode;
 mod process;
+mod prompt_protocol;
 mod record;
 mod scenario;
 mod settings;
+mod sha256;
 mod style;
+mod tool_model;
+mod tool_script;
+mod tool_state;
 mod tools;
 
 use std::time::Instant;

@@ -25,7 +25,9 @@ use crate::models::Catalogue;
 use crate::output::{stderr_bytes, stderr_line, stdout_bytes, EventStream};
 use crate::record::Record;
 use crate::scenario::{self, Failure, HangPoint, Outcome, Scenario, ToolSpec};
-use crate::{chats, ids, process, settings, tools};
+use crate::tool_script::{self, Builtin, Call};
+use crate::tool_state::{ChatTools, List, ToolLog};
+use crate::{builtins, chats, ids, permissions, process, prompt_protocol, settings, tool_model, tools};
 
 pub const TRUST_REQUIRED_HEAD: &str = "⚠ Workspace Trust Required";
 pub const TRUST_REQUIRED_TAIL: &str = "Pass --trust, --yolo, or -f if you trust this directory";
@@ -93,10 +95,24 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
         stdin.as_deref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default()
     };
 
-    // The scenario: env first, then directives in prompt order.
+    let session_id = parsed
+        .value("resume")
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .or_else(|| settings::non_empty("CURSOR_CONVERSATION_ID"))
+        .unwrap_or_else(ids::uuid_v4);
+    let workspace = workspace_of(parsed);
+    // The chat's tool model: what earlier prompts of this chat left (a `--resume` run).
+    let mut tool_state = chats::chat_dir(&session_id, &workspace).and_then(|d| ChatTools::load(&d)).unwrap_or_default();
+
+    // The scenario: env first, then the chat's stored tool fields, then directives in prompt order.
     let built = env_source.and_then(|env| {
         let (prompt, directives) = scenario::extract_directives(&raw_prompt)?;
+        if tool_state.stored.is_none() {
+            tool_state.stored = Some(tool_script::chat_fields(&directives));
+        }
         let mut sources: Vec<Json> = env.into_iter().collect();
+        sources.extend(tool_state.stored.clone());
         sources.extend(directives);
         Ok((prompt, scenario::build(&sources)?))
     });
@@ -117,12 +133,11 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
     if sc.grandchild || sc.grandchild_escapes {
         record.grandchild_pid = process::spawn_grandchild(sc.grandchild_escapes, sc.grandchild_stdio_inherit);
     }
-    let session_id = parsed
-        .value("resume")
-        .filter(|id| !id.is_empty())
-        .map(str::to_owned)
-        .or_else(|| settings::non_empty("CURSOR_CONVERSATION_ID"))
-        .unwrap_or_else(ids::uuid_v4);
+    let force = parsed.has("force") || parsed.has("yolo");
+    let (tool_items, tool_log) = tool_turn(&sc, &prompt, &mut tool_state, &session_id, &workspace, force);
+    if tool_items.is_some() || !tool_log.is_empty() {
+        record.tools = Some(tool_log.to_json());
+    }
     record.session_id = Some(session_id.clone());
     record.append();
     // A directive's `startupMs` arrives with the prompt, too late to delay reading stdin; it is
@@ -134,8 +149,102 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
     if sc.hang == Some(HangPoint::BeforeOutput) {
         process::hang_forever();
     }
-    let mut run = Run { parsed, sc: &sc, prompt, session_id, started, stdin_open };
+    let mut run = Run { parsed, sc: &sc, prompt, session_id, started, stdin_open, tool_items, tool_state };
     run.answer()
+}
+
+fn workspace_of(parsed: &Parsed) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let path = match parsed.value("workspace") {
+        Some(w) => cwd.join(w),
+        None => cwd,
+    };
+    dunce::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
+}
+
+/// The tool model's part of a print-mode turn: `Some(items)` when it answers this prompt, and
+/// what it saw (for the record). Nothing is written to disk here: the state is saved, and files are
+/// written, only once the run passed its checks.
+fn tool_turn(
+    sc: &Scenario,
+    prompt: &str,
+    state: &mut ChatTools,
+    session_id: &str,
+    workspace: &str,
+    force: bool,
+) -> (Option<Vec<Item>>, ToolLog) {
+    let parsed = prompt_protocol::parse(prompt);
+    let mut host = PrintHost {
+        items: Vec::new(),
+        log: ToolLog::default(),
+        sid: session_id,
+        workspace,
+        config: permissions::load(workspace),
+        bypass: sc.tools_model.builtin_bypass,
+        force,
+        chunk: sc.chunk_chars,
+    };
+    tool_model::absorb(&mut host, state, &parsed);
+    if !tool_model::active(&sc.tools_model, &parsed) {
+        return (None, host.log);
+    }
+    let Ok(()) = tool_model::play(&mut host, &sc.tools_model, state, &parsed);
+    (Some(host.items), host.log)
+}
+
+/// Print mode's side of the tool model: everything becomes items of the turn; there is no MCP.
+struct PrintHost<'a> {
+    items: Vec<Item>,
+    log: ToolLog,
+    sid: &'a str,
+    workspace: &'a str,
+    config: permissions::Config,
+    bypass: bool,
+    force: bool,
+    chunk: usize,
+}
+
+impl tool_model::Host for PrintHost<'_> {
+    type Stop = std::convert::Infallible;
+
+    fn say(&mut self, pieces: Vec<String>) -> Result<(), Self::Stop> {
+        match self.items.last_mut() {
+            Some(Item::Pieces(p)) => p.extend(pieces),
+            _ => self.items.push(Item::Pieces(pieces)),
+        }
+        Ok(())
+    }
+
+    fn builtin(&mut self, step: usize, b: &Builtin) -> Result<(), Self::Stop> {
+        let plan = builtins::plan(b, self.workspace, &self.config, self.bypass, self.force);
+        self.log.push(List::Builtins, self.sid, builtins::entry(b, &plan, step));
+        if let Some((path, content)) = plan.write.clone() {
+            self.items.push(Item::WriteFile(path, content));
+        }
+        self.items.push(Item::Tool { spec: plan.spec, gated: plan.gated });
+        Ok(())
+    }
+
+    fn mcp_server_for(&self, _: &Call) -> Option<String> {
+        None
+    }
+
+    fn call_mcp(
+        &mut self,
+        _: usize,
+        _: &[(String, Call)],
+        _: &mut ChatTools,
+    ) -> Result<tool_model::McpRound, Self::Stop> {
+        Ok(tool_model::McpRound::Ended(String::new())) // never called: print mode has no MCP servers
+    }
+
+    fn record(&mut self, list: List, entry: Json) {
+        self.log.push(list, self.sid, entry);
+    }
+
+    fn chunk_chars(&self) -> usize {
+        self.chunk
+    }
 }
 
 struct Run<'a> {
@@ -146,6 +255,9 @@ struct Run<'a> {
     session_id: String,
     started: Instant,
     stdin_open: bool,
+    /// The tool model's answer, when it answers this prompt.
+    tool_items: Option<Vec<Item>>,
+    tool_state: ChatTools,
 }
 
 impl Run<'_> {
@@ -168,15 +280,15 @@ impl Run<'_> {
     }
 
     fn workspace(&self) -> String {
-        let cwd = std::env::current_dir().unwrap_or_default();
-        let path = match self.parsed.value("workspace") {
-            Some(w) => cwd.join(w),
-            None => cwd,
-        };
-        dunce::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
+        workspace_of(self.parsed)
     }
 
     fn answer(&mut self) -> i32 {
+        // The project's `.cursor/cli.json` is read first: a file the CLI rejects stops everything
+        // (order *invented*; the research reports exit 1).
+        if let Some(message) = permissions::project_error(&self.workspace(), false) {
+            return self.fail_with(&message, 1);
+        }
         let api_key_source = match (self.sc.fail, auth::resolve(self.parsed)) {
             (Some(Failure::Auth), _) | (_, Auth::Missing) => return self.fail_with(auth::PRINT_AUTH_REQUIRED, 1),
             (Some(Failure::InvalidKey), _) | (_, Auth::InvalidKey) => return self.fail_with(auth::INVALID_KEY, 1),
@@ -234,6 +346,9 @@ impl Run<'_> {
             _ => {}
         }
         chats::touch(&self.session_id, &workspace, &self.prompt);
+        if let Some(dir) = chats::chat_dir(&self.session_id, &workspace) {
+            self.tool_state.save(&dir);
+        }
         if let Some(n) = self.sc.stderr_bytes {
             stderr_bytes(&junk(n));
         }
@@ -247,7 +362,8 @@ impl Run<'_> {
         }
         let permission_mode = if self.force() { "bypassPermissions" } else { "default" };
         let model = catalogue.display_name(requested);
-        Turn::new(self, &workspace, stream).play(api_key_source, &model, permission_mode)
+        let tool_items = self.tool_items.take();
+        Turn::new(self, &workspace, stream).play(api_key_source, &model, permission_mode, tool_items)
     }
 
     /// Prints a transcript file's lines verbatim, re-keyed to the `--resume` id when given.
@@ -334,7 +450,25 @@ fn chunks(text: &str, n: usize) -> Vec<String> {
 
 pub enum Item {
     Segment(String),
-    Tool { spec: ToolSpec, gated: bool },
+    /// A segment whose deltas are given (the tool model splits its `[TOOL_CALLS:` marker).
+    Pieces(Vec<String>),
+    Tool {
+        spec: ToolSpec,
+        gated: bool,
+    },
+    /// A built-in tool writes a file (before its events: the race the policy monitor catches).
+    WriteFile(std::path::PathBuf, String),
+}
+
+impl Item {
+    /// The text of a segment item.
+    pub fn text(&self) -> Option<String> {
+        match self {
+            Item::Segment(s) => Some(s.clone()),
+            Item::Pieces(p) => Some(p.concat()),
+            _ => None,
+        }
+    }
 }
 
 /// Turns the scenario into the sequence of segments and tool calls of the turn (print mode and
@@ -439,7 +573,7 @@ impl<'r> Turn<'r> {
         self.text_events += 1;
     }
 
-    fn play(mut self, api_key_source: &str, model: &str, permission_mode: &str) -> i32 {
+    fn play(mut self, api_key_source: &str, model: &str, permission_mode: &str, tool_items: Option<Vec<Item>>) -> i32 {
         let sc = self.run.sc;
         let sid = self.sid().to_owned();
         self.stream.emit(&events::init(api_key_source, self.workspace, &sid, model, permission_mode));
@@ -463,23 +597,28 @@ impl<'r> Turn<'r> {
             self.stream.emit(&events::thinking_completed(&sid, now_ms()));
         }
 
-        let items = plan(sc, &self.run.prompt, self.run.force());
+        let items = tool_items.unwrap_or_else(|| plan(sc, &self.run.prompt, self.run.force()));
         let last_tool = items.iter().rposition(|i| matches!(i, Item::Tool { .. }));
         let mut all_text = String::new();
         let mut final_text = String::new();
         for (idx, item) in items.iter().enumerate() {
             match item {
-                Item::Segment(text) => {
+                Item::Segment(_) | Item::Pieces(_) => {
+                    let text = item.text().unwrap_or_default();
                     let trailing = last_tool.is_none_or(|t| idx > t);
-                    all_text.push_str(text);
+                    all_text.push_str(&text);
                     if trailing {
-                        final_text.push_str(text);
+                        final_text.push_str(&text);
                     }
                     if !text.is_empty() {
-                        self.segment(text, trailing, idx == first_segment(&items));
+                        let pieces = if let Item::Pieces(p) = item { Some(p.as_slice()) } else { None };
+                        self.segment(&text, pieces, trailing, idx == first_segment(&items));
                     }
                 }
                 Item::Tool { spec, gated } => self.tool(spec, *gated),
+                Item::WriteFile(path, content) => {
+                    builtins::perform(&Some((path.clone(), content.clone())));
+                }
             }
         }
         if self.partial && !final_text.is_empty() {
@@ -525,8 +664,19 @@ impl<'r> Turn<'r> {
 
     /// One assistant segment. Partial mode: deltas, then (before tools) the segment flush.
     /// Otherwise one event; segments before tools carry `model_call_id` + `timestamp_ms`.
-    fn segment(&mut self, text: &str, trailing: bool, first: bool) {
+    fn segment(&mut self, text: &str, pieces: Option<&[String]>, trailing: bool, first: bool) {
         let sid = self.sid().to_owned();
+        if let (true, Some(pieces)) = (self.partial, pieces) {
+            for piece in pieces.iter().filter(|p| !p.is_empty()) {
+                self.before_text_event();
+                self.stream.emit(&events::assistant(piece, &sid, None, Some(now_ms())));
+            }
+            if !trailing {
+                let mc = self.new_model_call();
+                self.stream.emit(&events::assistant(text, &sid, Some(&mc), Some(now_ms())));
+            }
+            return;
+        }
         if self.partial {
             let mut rest = text;
             if first {
@@ -618,7 +768,7 @@ impl<'r> Turn<'r> {
 }
 
 fn first_segment(items: &[Item]) -> usize {
-    items.iter().position(|i| matches!(i, Item::Segment(_))).unwrap_or(usize::MAX)
+    items.iter().position(|i| matches!(i, Item::Segment(_) | Item::Pieces(_))).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

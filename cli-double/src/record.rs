@@ -34,6 +34,8 @@ pub struct Record {
     pub prompt: Option<String>,
     pub session_id: Option<String>,
     pub grandchild_pid: Option<u32>,
+    /// What the process saw and did with client-owned tools (README "Client-owned tools").
+    pub tools: Option<Json>,
     /// ACP processes only: the `acp` key (start or exit line, see README "ACP mode").
     pub acp: Option<Json>,
 }
@@ -71,6 +73,9 @@ impl Record {
             ("sessionId", self.session_id.clone().into()),
             ("grandchildPid", self.grandchild_pid.into()),
         ]);
+        if let Some(tools) = &self.tools {
+            record.set("tools", tools.clone());
+        }
         if let Some(acp) = &self.acp {
             record.set("acp", acp.clone());
         }

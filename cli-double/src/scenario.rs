@@ -7,6 +7,7 @@
 //! into the default behaviour.
 
 use crate::json::Json;
+use crate::tool_script::{self, ToolKnobs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HangPoint {
@@ -125,6 +126,8 @@ pub struct Scenario {
     pub rpc_error: Option<Json>,
     pub extra_updates: Vec<Json>,
     pub fail_times: Option<u64>,
+    // The tool-calling model (`tool_script.rs`), both modes.
+    pub tools_model: ToolKnobs,
 }
 
 impl Default for Scenario {
@@ -166,6 +169,7 @@ impl Default for Scenario {
             rpc_error: None,
             extra_updates: Vec::new(),
             fail_times: None,
+            tools_model: ToolKnobs::default(),
         }
     }
 }
@@ -353,6 +357,13 @@ fn from_json(v: &Json) -> Result<Scenario, String> {
                 s.extra_updates = items
             }
             "failTimes" => s.fail_times = Some(count(k, value)?),
+            "toolScript" => s.tools_model.script = Some(tool_script::parse_script(value)?),
+            "malformedToolCallsOnce" => s.tools_model.malformed_once = boolean(k, value)?,
+            "toolCallsWithTrailingText" => s.tools_model.trailing_text = tool_script::parse_trailing(value)?,
+            "builtinBypass" => s.tools_model.builtin_bypass = boolean(k, value)?,
+            "mcpCallTimeoutMs" => s.tools_model.mcp_call_timeout_ms = count(k, value)?,
+            "parallelMcpCalls" => s.tools_model.parallel_mcp_calls = boolean(k, value)?,
+            "retryRejectedOnce" => s.tools_model.retry_rejected_once = boolean(k, value)?,
             _ => return Err(format!("unknown scenario field '{k}'")),
         }
     }

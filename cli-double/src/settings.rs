@@ -34,6 +34,10 @@ pub fn email() -> String {
 }
 
 /// Whether a stored browser login exists (`CURSOR_DOUBLE_LOGGED_IN=0` simulates a fresh machine).
+/// Where the real CLI keeps it is an open question (the client-tools research, Q3): the login does
+/// not depend on the working folder or `CURSOR_DATA_DIR`; with `CURSOR_DOUBLE_AUTH_IN_CONFIG_DIR=1`
+/// it lives in the config folder, so a private `CURSOR_CONFIG_DIR` loses it.
 pub fn logged_in() -> bool {
-    !matches!(var("CURSOR_DOUBLE_LOGGED_IN").as_deref(), Some("0") | Some("false"))
+    let stored = !matches!(var("CURSOR_DOUBLE_LOGGED_IN").as_deref(), Some("0") | Some("false"));
+    stored && !(enabled("CURSOR_DOUBLE_AUTH_IN_CONFIG_DIR") && non_empty("CURSOR_CONFIG_DIR").is_some())
 }

@@ -23,6 +23,8 @@ pub fn args(spec: &ToolSpec, workspace: &str, call_id: &str) -> Json {
     let mut base = match spec.kind.as_str() {
         "shell" => shell_args(&user_str("command").unwrap_or_else(|| "npm test".to_owned()), call_id),
         "read" => obj([("path", file("app.ts").into())]),
+        // A new file's edit carries `streamContent` instead of `strReplace`.
+        "edit" if user.get("streamContent").is_some() => obj([("path", file("app.ts").into())]),
         "edit" => obj([
             ("path", file("app.ts").into()),
             (

@@ -56,6 +56,28 @@ pub enum ListModels {
     Empty,
 }
 
+/// What a build does with `session/new`'s `mcpServers` (the research saw all three).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionMcp {
+    /// Connects and offers the servers' tools (live probes from 2026.07.23 on).
+    Honoured,
+    /// Never connects (2026.06.04).
+    Ignored,
+    /// Connects only servers the project approval file lists; the others stay silent (later builds).
+    Gated,
+}
+
+/// When an MCP tool call asks `session/request_permission`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpAsk {
+    /// Whenever `approvalMode` is `allowlist`, even if an `Mcp(…)` entry allows the tool (the one
+    /// harness that emulates the sequence asks so, with `Mcp(<its server>:*)` allowed).
+    AllowlistMode,
+    /// In allowlist mode, only when no allow entry names the tool.
+    UnlessAllowed,
+    Never,
+}
+
 #[derive(Clone, Debug)]
 pub struct Knobs {
     pub startup: Option<Duration>,
@@ -78,6 +100,17 @@ pub struct Knobs {
     pub rejected_status: String,
     pub request_timeout: Duration,
     pub string_request_ids: bool,
+    /// `initialize`'s `mcpCapabilities` (`http`, `sse`).
+    pub mcp_caps: (bool, bool),
+    pub session_mcp: SessionMcp,
+    /// Connect the session's servers at its first prompt instead of when it is created.
+    pub mcp_connect_at_prompt: bool,
+    pub mcp_connect_timeout: Duration,
+    /// The 40-tool and 60-character limits on what the model sees.
+    pub mcp_tool_limits: bool,
+    pub mcp_ask: McpAsk,
+    /// A `tools/call` result with `structuredContent` or non-text content never completes.
+    pub mcp_structured_hangs: bool,
 }
 
 fn pick<T: Copy>(name: &str, default: T, table: &[(&str, T)]) -> Result<T, String> {
@@ -127,7 +160,39 @@ impl Knobs {
         if let Some(bad) = caps.iter().find(|c| !["list", "resume", "close"].contains(&c.as_str())) {
             return Err(format!("CURSOR_DOUBLE_ACP_SESSION_CAPS: unknown capability '{bad}' (list, resume, close)"));
         }
+        let mcp_caps = match settings::var("CURSOR_DOUBLE_ACP_MCP_CAPS") {
+            None => vec!["http".to_owned(), "sse".to_owned()],
+            Some(_) => list("CURSOR_DOUBLE_ACP_MCP_CAPS"),
+        };
+        if let Some(bad) = mcp_caps.iter().find(|c| !["http", "sse", "none"].contains(&c.as_str())) {
+            return Err(format!("CURSOR_DOUBLE_ACP_MCP_CAPS: unknown transport '{bad}' (http, sse, none)"));
+        }
         Ok(Knobs {
+            mcp_caps: (mcp_caps.iter().any(|c| c == "http"), mcp_caps.iter().any(|c| c == "sse")),
+            session_mcp: pick(
+                "CURSOR_DOUBLE_ACP_SESSION_MCP",
+                SessionMcp::Honoured,
+                &[("honoured", SessionMcp::Honoured), ("ignored", SessionMcp::Ignored), ("gated", SessionMcp::Gated)],
+            )?,
+            mcp_connect_at_prompt: pick(
+                "CURSOR_DOUBLE_ACP_MCP_CONNECT",
+                false,
+                &[("session", false), ("prompt", true)],
+            )?,
+            mcp_connect_timeout: Duration::from_millis(
+                number("CURSOR_DOUBLE_ACP_MCP_CONNECT_TIMEOUT_MS")?.unwrap_or(10_000),
+            ),
+            mcp_tool_limits: pick("CURSOR_DOUBLE_ACP_MCP_TOOL_LIMITS", true, &[("on", true), ("off", false)])?,
+            mcp_ask: pick(
+                "CURSOR_DOUBLE_ACP_MCP_ASK",
+                McpAsk::AllowlistMode,
+                &[
+                    ("allowlist", McpAsk::AllowlistMode),
+                    ("unless-allowed", McpAsk::UnlessAllowed),
+                    ("never", McpAsk::Never),
+                ],
+            )?,
+            mcp_structured_hangs: pick("CURSOR_DOUBLE_ACP_MCP_STRUCTURED", false, &[("ok", false), ("hang", true)])?,
             startup: number("CURSOR_DOUBLE_ACP_STARTUP_MS")?.map(Duration::from_millis),
             start_fail: pick(
                 "CURSOR_DOUBLE_ACP_START_FAIL",

@@ -14,7 +14,9 @@
 
 mod catalogue;
 mod knobs;
+mod mcp;
 mod store;
+mod tool_turn;
 mod turn;
 
 use std::collections::HashMap;
@@ -32,6 +34,7 @@ use crate::models::Catalogue;
 use crate::output::stderr_line;
 use crate::record::Record;
 use crate::scenario::{self, Scenario};
+use crate::tool_state::{ChatTools, ToolLog};
 use crate::{ids, process, settings};
 
 use catalogue::{AcpCatalogue, ExtraError, ModelState};
@@ -165,6 +168,12 @@ pub struct Session {
     pub created_at_ms: u64,
     /// Commands an `allow-always` answer approved for the rest of the session.
     pub allowed_commands: Vec<String>,
+    /// MCP tools (`server:tool`) an `allow-always` answer approved.
+    pub allowed_mcp: Vec<String>,
+    /// The tool model's memory of this chat (stored with the session).
+    pub tools: ChatTools,
+    /// The session's MCP servers.
+    pub link: Arc<mcp::Link>,
     pub prompts: u64,
     pub commands_sent: bool,
 }
@@ -179,6 +188,7 @@ impl Session {
             created_at_ms: self.created_at_ms,
             updated_at_ms: now_ms(),
             turns: self.turns.clone(),
+            tools: Some(self.tools.to_json()),
         }
     }
 }
@@ -201,6 +211,8 @@ pub struct State {
     stdin_bytes: u64,
     /// `session/new`/`load` threads still running: EOF waits for them (not for turns).
     session_threads: Vec<std::thread::JoinHandle<()>>,
+    /// Client-owned tools: offered, MCP servers, calls, results, permissions (the record's `tools`).
+    pub tool_log: ToolLog,
 }
 
 /// What the launch command line says.
@@ -365,6 +377,11 @@ impl Server {
         }
     }
 
+    fn exit_tools(&self) -> Option<Json> {
+        let st = self.state();
+        (!st.tool_log.is_empty()).then(|| st.tool_log.to_json())
+    }
+
     /// Appends the exit line of the record (once).
     pub fn write_exit_record(&self, reason: &str, code: Option<i32>) {
         if self.finished.swap(true, Ordering::SeqCst) {
@@ -384,7 +401,9 @@ impl Server {
                 ("sessions", arr(st.session_log.iter().map(|s| s.as_str().into()))),
             ])
         };
-        self.record(acp).append();
+        let mut record = self.record(acp);
+        record.tools = self.exit_tools();
+        record.append();
     }
 
     /// Writes the exit record and exits.
@@ -412,52 +431,13 @@ fn workspace(parsed: &Parsed) -> String {
     dunce::canonicalize(&path).unwrap_or(path).to_string_lossy().into_owned()
 }
 
-/// `<project>/.cursor/cli.json`: only `permissions` is a project setting (*invented* schema).
-fn cli_json_error(workspace: &str, forced: bool) -> Option<String> {
-    let path = Path::new(workspace).join(".cursor").join("cli.json");
-    let head = format!("Error: Invalid project configuration in {}", path.display());
-    if forced {
-        return Some(format!("{head}\n  Unrecognized key(s) in object: 'model'"));
-    }
-    let text = std::fs::read_to_string(&path).ok()?;
-    let value = match Json::parse(&text) {
-        Ok(v) => v,
-        Err(e) => return Some(format!("{head}\n  {e}")),
-    };
-    let Some(pairs) = value.as_object() else {
-        return Some(format!("{head}\n  Expected object, received {}", kind_of(&value)));
-    };
-    let unknown: Vec<String> =
-        pairs.iter().map(|(k, _)| k).filter(|k| k.as_str() != "permissions").map(|k| format!("'{k}'")).collect();
-    (!unknown.is_empty()).then(|| format!("{head}\n  Unrecognized key(s) in object: {}", unknown.join(", ")))
-}
-
-fn kind_of(v: &Json) -> &'static str {
-    match v {
-        Json::Null => "null",
-        Json::Bool(_) => "boolean",
-        Json::Num(_) => "number",
-        Json::Str(_) => "string",
-        Json::Arr(_) => "array",
-        Json::Obj(_) => "object",
-    }
-}
-
 /// `<CURSOR_CONFIG_DIR or $HOME/.cursor>/projects/<slug>/`, slug = the workspace path with each
 /// run of non-alphanumerics turned into `-`, trimmed (the candidate fix of CAP #45/PR #43).
 fn project_dir(workspace: &str) -> Option<PathBuf> {
     let root = settings::non_empty("CURSOR_CONFIG_DIR")
         .map(PathBuf::from)
         .or_else(|| settings::non_empty("HOME").map(|h| PathBuf::from(h).join(".cursor")))?;
-    let mut slug = String::new();
-    for c in workspace.chars() {
-        if c.is_ascii_alphanumeric() {
-            slug.push(c);
-        } else if !slug.ends_with('-') {
-            slug.push('-');
-        }
-    }
-    Some(root.join("projects").join(slug.trim_matches('-')))
+    Some(root.join("projects").join(mcp::approvals::slug(workspace)))
 }
 
 #[cfg(unix)]
@@ -601,7 +581,9 @@ fn start_checks(server: &Server, parsed: &Parsed, print: &Catalogue) -> Result<(
     if k.start_fail == Some(StartFail::Exit) {
         return Err(("exit", String::new()));
     }
-    if let Some(text) = cli_json_error(&server.launch.workspace, k.start_fail == Some(StartFail::CliJson)) {
+    if let Some(text) =
+        crate::permissions::project_error(&server.launch.workspace, k.start_fail == Some(StartFail::CliJson))
+    {
         return Err(("cli.json", text));
     }
     if let Some(m) = parsed.value("model") {
@@ -650,6 +632,13 @@ fn serve(server: Arc<Server>) -> ! {
     let pending = std::mem::take(&mut server.state().session_threads);
     for h in pending {
         let _ = h.join();
+    }
+    // MCP servers being connected get a moment to finish, so the record has them (a server that
+    // does not answer must not keep a closing agent alive).
+    let links: Vec<Arc<mcp::Link>> = server.state().sessions.values().map(|s| Arc::clone(&s.link)).collect();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    for link in links {
+        link.settle(deadline.saturating_duration_since(Instant::now()));
     }
     server.finish("eof", 0)
 }
@@ -840,7 +829,14 @@ fn spawn_session_request(server: &Arc<Server>, req: Req, params: Json) {
             "session/load" => load_session(&worker, &params, true),
             _ => load_session(&worker, &params, false),
         };
+        let sid = outcome.as_ref().ok().map(|(sid, _)| sid.clone());
         finish_session_request(&worker, &req, outcome);
+        if let Some(sid) = sid.filter(|_| !worker.knobs.mcp_connect_at_prompt) {
+            let found = worker.state().sessions.get(&sid).map(|s| (Arc::clone(&s.link), s.cwd.clone()));
+            if let Some((link, cwd)) = found {
+                link.start(&worker, &sid, &cwd);
+            }
+        }
     });
     server.state().session_threads.push(handle);
 }
@@ -872,7 +868,10 @@ fn initialize(server: &Server, params: &Json) -> Result<Json, RpcError> {
             "agentCapabilities",
             obj([
                 ("loadSession", true.into()),
-                ("mcpCapabilities", obj([("http", true.into()), ("sse", true.into())])),
+                (
+                    "mcpCapabilities",
+                    obj([("http", server.knobs.mcp_caps.0.into()), ("sse", server.knobs.mcp_caps.1.into())]),
+                ),
                 (
                     "promptCapabilities",
                     obj([("audio", false.into()), ("embeddedContext", false.into()), ("image", true.into())]),
@@ -940,7 +939,24 @@ fn session_params(params: &Json, with_id: bool) -> Result<(Option<String>, Strin
     if !Path::new(cwd).is_absolute() {
         return Err(RpcError::invalid_params("cwd must be an absolute path"));
     }
+    // The session folder's project file is read like the launch workspace's (what the real CLI
+    // does with a bad one in a session cwd is unknown: -32603 with the start-up text, *invented*).
+    if let Some(text) = crate::permissions::project_error(cwd, false) {
+        return Err(RpcError::new(-32603, &text));
+    }
     Ok((id, cwd.to_owned()))
+}
+
+/// The session's MCP servers; entries the double does not connect go on record at once.
+fn session_link(server: &Server, sid: &str, params: &Json) -> Arc<mcp::Link> {
+    let (entries, skipped) = mcp::client::Entry::parse_all(params.get("mcpServers").unwrap_or(&Json::Null));
+    let mut st = server.state();
+    for note in skipped {
+        let mut n = note;
+        n.set("connected", false.into());
+        st.tool_log.push(crate::tool_state::List::McpServers, sid, n);
+    }
+    mcp::Link::new(entries)
 }
 
 /// The result of `session/new` / `session/load` for a session, plus its id.
@@ -971,6 +987,7 @@ fn new_session(server: &Server, params: &Json) -> Result<(String, Json), RpcErro
         }
     }
     let sid = ids::uuid_v4();
+    let link = session_link(server, &sid, params);
     let session = {
         let mut st = server.state();
         let model = server.catalogue.initial(server.launch.model.as_deref(), st.parameterized);
@@ -985,6 +1002,9 @@ fn new_session(server: &Server, params: &Json) -> Result<(String, Json), RpcErro
             created_by_pid: std::process::id(),
             created_at_ms: now_ms(),
             allowed_commands: Vec::new(),
+            allowed_mcp: Vec::new(),
+            tools: ChatTools::default(),
+            link,
             prompts: 0,
             commands_sent: false,
         };
@@ -1014,6 +1034,7 @@ fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String,
         let Some(stored) = store::load(&sid) else {
             return Err(RpcError::session_not_found(&sid));
         };
+        let link = session_link(server, &sid, params);
         let mut st = server.state();
         let model = server.catalogue.initial(server.launch.model.as_deref(), st.parameterized);
         st.sessions.insert(
@@ -1029,10 +1050,19 @@ fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String,
                 created_by_pid: stored.created_by_pid,
                 created_at_ms: stored.created_at_ms,
                 allowed_commands: Vec::new(),
+                allowed_mcp: Vec::new(),
+                tools: stored.tools.as_ref().map(ChatTools::from_json).unwrap_or_default(),
+                link,
                 prompts: 0,
                 commands_sent: false,
             },
         );
+    } else {
+        // A reload connects the servers it names afresh.
+        let link = session_link(server, &sid, params);
+        if let Some(s) = server.state().sessions.get_mut(&sid) {
+            s.link = link;
+        }
     }
     server.state().session_log.push(sid.clone());
     if replay && policy != LoadPolicy::NoReplay {
@@ -1207,10 +1237,16 @@ fn set_model(server: &Server, params: &Json) -> Result<Json, RpcError> {
     })
 }
 
-/// The scenario of one prompt: `CURSOR_DOUBLE_SCENARIO`, then the prompt's directives.
-pub fn prompt_scenario(server: &Server, text: &str) -> Result<(String, Scenario, Vec<Json>), String> {
+/// The scenario of one prompt: `CURSOR_DOUBLE_SCENARIO`, then the tool fields the chat's first
+/// prompt stored (`stored`), then the prompt's directives.
+pub fn prompt_scenario(
+    server: &Server,
+    text: &str,
+    stored: Option<&Json>,
+) -> Result<(String, Scenario, Vec<Json>), String> {
     let (clean, directives) = scenario::extract_directives(text)?;
     let mut sources: Vec<Json> = server.env_scenario.iter().cloned().collect();
+    sources.extend(stored.cloned());
     sources.extend(directives.iter().cloned());
     Ok((clean, scenario::build(&sources)?, directives))
 }

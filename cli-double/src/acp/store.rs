@@ -38,6 +38,8 @@ pub struct Stored {
     pub created_at_ms: u64,
     pub updated_at_ms: u64,
     pub turns: Vec<Turn>,
+    /// The tool model's state (`tool_state::ChatTools`).
+    pub tools: Option<Json>,
 }
 
 impl Stored {
@@ -60,6 +62,7 @@ impl Stored {
                     ])
                 })),
             ),
+            ("tools", self.tools.clone().unwrap_or(Json::Null)),
         ])
     }
 
@@ -95,6 +98,7 @@ impl Stored {
             created_at_ms: n("createdAtMs").unwrap_or(0),
             updated_at_ms: n("updatedAtMs").unwrap_or(0),
             turns,
+            tools: v.get("tools").filter(|t| !matches!(t, Json::Null)).cloned(),
         })
     }
 }

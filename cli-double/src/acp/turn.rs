@@ -19,7 +19,7 @@ use crate::json::{arr, obj, Json};
 use crate::output::stderr_line;
 use crate::print_mode::{self, Item, CONNECTION_LOST, MAX_RETRIES, NETWORK, PING_TIMEOUT, RATE_LIMIT, STREAM_CLOSED};
 use crate::scenario::{Failure, HangPoint, Outcome, Scenario, ToolSpec};
-use crate::{auth, ids, tools};
+use crate::{auth, ids, tool_model, tools};
 
 /// The soft reject of a model the account cannot use (openab #493, 2026.04.15); the text after
 /// `AI Model Not Found` is *invented*.
@@ -30,7 +30,7 @@ fn model_not_found(model: &str) -> String {
 /// The first line of the print-mode usage-limit text, streamed as the answer.
 const USAGE_LIMIT_TEXT: &str = "Error: You've hit your usage limit";
 
-enum Stop {
+pub(super) enum Stop {
     Cancelled,
     Error(RpcError),
 }
@@ -61,12 +61,20 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         }
     }
     let raw = texts.join("\n");
-    let (prompt, sc, directives) = prompt_scenario(server, &raw).map_err(|e| {
+    // The tool fields the chat's first prompt stored apply to this one too.
+    let stored = {
+        let st = server.state();
+        st.sessions.get(&sid).map(|s| s.tools.stored.clone())
+    };
+    let Some(stored) = stored else {
+        return Err(RpcError::session_not_found(&sid));
+    };
+    let (prompt, sc, directives) = prompt_scenario(server, &raw, stored.as_ref()).map_err(|e| {
         stderr_line(&format!("cursor-agent-double: {e}"));
         RpcError::invalid_params(&format!("cursor-agent-double: {e}"))
     })?;
     let ctl = Arc::new(TurnCtl::default());
-    let (cwd, model, first) = {
+    let (cwd, model, first, tool_state, link) = {
         let mut st = server.state();
         let p = st.parameterized;
         let Some(s) = st.sessions.get_mut(&sid) else {
@@ -80,8 +88,12 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         if s.title.is_empty() {
             s.title = prompt.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(60).collect();
         }
-        (s.cwd.clone(), server.catalogue.effective(&s.model, p), s.prompts == 1)
+        if s.tools.stored.is_none() {
+            s.tools.stored = Some(crate::tool_script::chat_fields(&directives));
+        }
+        (s.cwd.clone(), server.catalogue.effective(&s.model, p), s.prompts == 1, s.tools.clone(), Arc::clone(&s.link))
     };
+    let parsed = crate::prompt_protocol::parse(&prompt);
     let directive_startup = directives.iter().rev().find_map(|d| match d.get("startupMs") {
         Some(Json::Num(n)) => n.as_u64(),
         _ => None,
@@ -101,23 +113,26 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         streamed: String::new(),
         chunks: 0,
         updates: 0,
+        tool_state,
+        link,
+        parsed,
     };
     std::thread::spawn(move || turn.run());
     Ok(())
 }
 
-struct Turn {
-    server: Arc<Server>,
+pub(super) struct Turn {
+    pub(super) server: Arc<Server>,
     req: Req,
-    sid: String,
-    ctl: Arc<TurnCtl>,
-    sc: Scenario,
+    pub(super) sid: String,
+    pub(super) ctl: Arc<TurnCtl>,
+    pub(super) sc: Scenario,
     /// The prompt text as received (directives in), kept for replays.
     raw: String,
     /// Without directives: the default answer is computed from it.
     prompt: String,
     directive_startup: Option<u64>,
-    cwd: String,
+    pub(super) cwd: String,
     /// The wire id the turn runs on.
     model: String,
     first: bool,
@@ -126,6 +141,11 @@ struct Turn {
     /// Message chunks sent so far (`crashAfterDeltas`, `hang: midStream`).
     chunks: u64,
     updates: usize,
+    /// The tool model's state for this chat, written back when the turn ends (cancelled or not).
+    tool_state: crate::tool_state::ChatTools,
+    pub(super) link: Arc<super::mcp::Link>,
+    /// What the prompt carries for the tool model.
+    parsed: crate::prompt_protocol::Parsed,
 }
 
 fn text(t: &str) -> Json {
@@ -155,6 +175,7 @@ impl Turn {
                     if s.turn.as_ref().is_some_and(|t| Arc::ptr_eq(t, &self.ctl)) {
                         s.turn = None;
                     }
+                    s.tools = std::mem::take(&mut self.tool_state);
                     if result.is_ok() {
                         s.turns.push(super::store::Turn {
                             user: self.raw.clone(),
@@ -180,7 +201,7 @@ impl Turn {
         server.reply_then(&self.req, result, after);
     }
 
-    fn emit(&mut self, update: Json) -> Result<(), Stop> {
+    pub(super) fn emit(&mut self, update: Json) -> Result<(), Stop> {
         if self.updates > 0
             && self.sc.delta_delay_ms > 0
             && self.ctl.sleep(Duration::from_millis(self.sc.delta_delay_ms))
@@ -224,7 +245,7 @@ impl Turn {
         }
     }
 
-    fn message(&mut self, piece: &str) -> Result<(), Stop> {
+    pub(super) fn message(&mut self, piece: &str) -> Result<(), Stop> {
         if self.sc.crash_after_deltas == Some(self.chunks) {
             self.crash();
         }
@@ -367,6 +388,22 @@ impl Turn {
             self.ask("cursor/ask_question", params, None)?;
         }
 
+        // The tool model, when it answers this prompt.
+        let parsed = std::mem::take(&mut self.parsed);
+        let mut state = std::mem::take(&mut self.tool_state);
+        tool_model::absorb(self, &mut state, &parsed);
+        let played = if tool_model::active(&sc.tools_model, &parsed) {
+            let r = self.connect_mcp().and_then(|()| tool_model::play(self, &sc.tools_model, &mut state, &parsed));
+            Some(r)
+        } else {
+            None
+        };
+        self.tool_state = state;
+        if let Some(r) = played {
+            r?;
+            return self.finish_turn(&sc);
+        }
+
         // Segments and tools, as print mode plans them; ACP kind names are accepted as aliases.
         let mut planned = sc.clone();
         for t in &mut planned.tools {
@@ -387,9 +424,23 @@ impl Turn {
                     }
                     first_segment = false;
                 }
+                Item::Pieces(pieces) => {
+                    for piece in pieces.iter().filter(|p| !p.is_empty()) {
+                        self.message(piece)?;
+                    }
+                    first_segment = false;
+                }
                 Item::Tool { spec, gated } => self.tool(&spec, gated)?,
+                Item::WriteFile(path, content) => {
+                    crate::builtins::perform(&Some((path, content)));
+                }
             }
         }
+        self.finish_turn(&sc)
+    }
+
+    /// The end of a turn: `plan` completed, `usage_update`, crash and hang knobs, the stop reason.
+    fn finish_turn(&mut self, sc: &Scenario) -> Result<String, Stop> {
         if let Some(entries) = &sc.plan {
             self.emit(plan_update(entries, true))?;
         }
@@ -411,7 +462,7 @@ impl Turn {
     }
 
     /// A blocking request to the client; whatever it answers, the turn goes on.
-    fn ask(&self, method: &str, params: Json, sid: Option<&str>) -> Result<Json, Stop> {
+    pub(super) fn ask(&self, method: &str, params: Json, sid: Option<&str>) -> Result<Json, Stop> {
         if self.ctl.is_cancelled() {
             return Err(Stop::Cancelled);
         }
@@ -421,7 +472,7 @@ impl Turn {
         }
     }
 
-    fn tool(&mut self, spec: &ToolSpec, gated: bool) -> Result<(), Stop> {
+    pub(super) fn tool(&mut self, spec: &ToolSpec, gated: bool) -> Result<(), Stop> {
         let call_id = ids::tool_call_id();
         let args = tools::args(spec, &self.cwd, &call_id);
         let t = describe(spec, &args, &self.cwd);
@@ -520,11 +571,11 @@ impl Turn {
     }
 }
 
-fn permission_option(id: &str, name: &str, kind: &str) -> Json {
+pub(super) fn permission_option(id: &str, name: &str, kind: &str) -> Json {
     obj([("optionId", id.into()), ("name", name.into()), ("kind", kind.into())])
 }
 
-fn content_text(t: &str) -> Json {
+pub(super) fn content_text(t: &str) -> Json {
     obj([("type", "content".into()), ("content", text(t))])
 }
 

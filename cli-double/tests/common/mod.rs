@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 #[path = "../../src/json.rs"]
 pub mod json;
 
+pub mod acp;
+pub mod mcp_server;
+
 pub use json::Json;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_cursor-agent-double");
