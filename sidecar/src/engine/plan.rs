@@ -2,6 +2,7 @@
 //! a call of the client's tools keeps until it is continued (`tools/parked.rs`).
 
 use super::sessions::Session;
+use super::tools::ToolSet;
 use crate::backend::{Chat, HostedTools};
 use crate::protocol::Mode;
 
@@ -26,6 +27,8 @@ pub(super) struct Plan {
 pub(super) struct ParkedState {
     pub(super) plan: Plan,
     pub(super) workspace: std::path::PathBuf,
+    /// The client's tools of the turn (its later calls are checked against them).
+    pub(super) set: ToolSet,
     /// The session record's requests and answers as of the response that carried the calls.
     pub(super) requests: Vec<u64>,
     pub(super) answers: Vec<u64>,

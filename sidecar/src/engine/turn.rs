@@ -178,7 +178,7 @@ impl Engine {
             (Some((p, results)), Some(set)) => {
                 parked::answer(p.pending, &results);
                 drop(p.waiting);
-                parked::drive(p.running, &mut sink, set.parallel).await
+                parked::drive(p.running, &mut sink, set).await
             }
             (_, Some(set)) if hosted => {
                 self.attempt_hosted(&req, &plan, set, &workspace, &mut sink, policy.clone()).await
@@ -221,7 +221,7 @@ impl Engine {
         }
         let mut outcome = match (drive, tools) {
             (Drive::Ended(outcome), _) => outcome,
-            (Drive::Parked(running, pending), Some(_)) => {
+            (Drive::Parked(running, pending), Some(set)) => {
                 // The client runs the tools now; the agent's turn waits here for the results.
                 if let Some(i) = incomplete.as_mut() {
                     i.disarm();
@@ -236,7 +236,7 @@ impl Engine {
                 answers.extend(sink.answer_hash());
                 let session_id = plan.session.as_ref().map(|s| s.id.clone());
                 let (resumed, replayed) = (plan.resumed, plan.replayed);
-                let state = ParkedState { plan, workspace, requests, answers };
+                let state = ParkedState { plan, workspace, set: set.clone(), requests, answers };
                 self.park(owner, running, pending, state);
                 let duration_ms = started.elapsed().as_millis() as u64;
                 tracing::info!(turn = %req.turn_id, duration_ms, "turn waits for the client's tools");
@@ -341,7 +341,7 @@ impl Engine {
             }
             .in_current_span(),
         );
-        parked::drive(Running { task, events: events_rx, calls: calls_rx, activity }, sink, set.parallel).await
+        parked::drive(Running { task, events: events_rx, calls: calls_rx, activity }, sink, set).await
     }
 
     /// Keep a turn that waits for the client's tools; after [`parked::DETACH_AFTER`] its calls
@@ -384,10 +384,10 @@ impl Engine {
         let (tx, rx) = mpsc::channel(1);
         drop(rx);
         let mut nowhere = EventSink::new(tx, p.running.activity.clone());
-        let mut drive = parked::drive(p.running, &mut nowhere, true).await;
+        let mut drive = parked::drive(p.running, &mut nowhere, &p.state.set).await;
         while let Drive::Parked(running, pending) = drive {
             pending_reply(pending);
-            drive = parked::drive(running, &mut nowhere, true).await;
+            drive = parked::drive(running, &mut nowhere, &p.state.set).await;
         }
         let ParkedState { mut plan, workspace, requests, answers, .. } = p.state;
         let (Drive::Ended(Ok(end)), Some(mut session)) = (drive, plan.session.take()) else { return };

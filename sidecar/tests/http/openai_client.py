@@ -288,25 +288,140 @@ def check_mode():
 
 TOOL = {
     "type": "function",
-    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+CLOCK = {
+    "type": "function",
+    "function": {"name": "get_time", "description": "The time in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
 }
 
 
-def check_client_tools_are_refused():
-    msgs = [{"role": "user", "content": "weather?"}]
-    e = expect(openai.BadRequestError, lambda: client.chat.completions.create(model="auto", messages=msgs, tools=[TOOL]))
-    assert "cannot call" in e.message and e.code == "tools_not_supported", e.message
-    expect(
-        openai.BadRequestError,
-        lambda: client.chat.completions.create(model="auto", messages=msgs, tools=[TOOL], tool_choice="required"),
-    )
+def weather_call(city):
+    return {"name": "get_weather", "arguments": {"city": city}}
+
+
+def scripted(label, *steps):
+    """A user message whose model (the CLI double) plays `steps` (cli-double README, tool script)."""
+    return {"role": "user", "content": directed(unique(label), toolScript=list(steps))}
+
+
+def assistant_turn(message):
+    """The assistant message as a client sends it back: its text and its tool calls."""
+    calls = [
+        {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        for c in message.tool_calls or []
+    ]
+    return {"role": "assistant", "content": message.content, "tool_calls": calls}
+
+
+def check_function_calling_round_trip():
+    first = scripted("weather", {"say": "Let me look.", "call": [weather_call("Paris")]})
+    r = client.chat.completions.create(model="auto", messages=[first], tools=[TOOL])
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls", choice
+    calls = choice.message.tool_calls
+    assert len(calls) == 1 and calls[0].type == "function", calls
+    assert calls[0].function.name == "get_weather", calls[0]
+    assert json.loads(calls[0].function.arguments) == {"city": "Paris"}, calls[0].function.arguments
+    assert calls[0].id.startswith("call_"), calls[0].id
+    assert "TOOL_CALLS" not in (choice.message.content or ""), choice.message.content
+    assert (choice.message.content or "").startswith("Let me look."), choice.message.content
+    # The client ran the tool; its result continues the same chat.
+    messages = [first, assistant_turn(choice.message), {"role": "tool", "tool_call_id": calls[0].id, "content": "sunny, 21 C"}]
+    r = client.chat.completions.create(model="auto", messages=messages, tools=[TOOL])
+    assert r.choices[0].finish_reason == "stop", r.choices[0]
+    assert not r.choices[0].message.tool_calls
+    assert "sunny, 21 C" in r.choices[0].message.content, r.choices[0].message.content
+    run = run_with("sunny, 21 C")
+    assert resume_id(run), "the result went to the chat that made the call, resumed"
+    assert run["prompt"].startswith(f"TOOL_RESULT (call_id={calls[0].id}, name=get_weather):"), run["prompt"]
+
+
+def check_parallel_calls_streamed():
+    first = scripted("two cities", {"call": [weather_call("Paris"), weather_call("Rome")]})
+    stream = client.chat.completions.create(model="auto", messages=[first], tools=[TOOL], stream=True)
+    calls, finish, text = {}, None, ""
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        text += delta.content or ""
+        for c in delta.tool_calls or []:
+            entry = calls.setdefault(c.index, {"id": None, "name": None, "arguments": ""})
+            entry["id"] = c.id or entry["id"]
+            entry["name"] = (c.function.name if c.function else None) or entry["name"]
+            entry["arguments"] += (c.function.arguments if c.function else None) or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert finish == "tool_calls", finish
+    assert sorted(calls) == [0, 1], calls
+    cities = [json.loads(calls[i]["arguments"])["city"] for i in (0, 1)]
+    assert cities == ["Paris", "Rome"], cities
+    assert "TOOL_CALLS" not in text, text
+    results = [{"role": "tool", "tool_call_id": calls[i]["id"], "content": f"weather {i}"} for i in (0, 1)]
+    reply = {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {"id": calls[i]["id"], "type": "function", "function": {"name": "get_weather", "arguments": calls[i]["arguments"]}}
+            for i in (0, 1)
+        ],
+    }
+    r = client.chat.completions.create(model="auto", messages=[first, reply, *results], tools=[TOOL])
+    content = r.choices[0].message.content
+    assert "weather 0" in content and "weather 1" in content, content
+
+
+def check_tool_choice():
+    # `none`: the tools are not offered; the model answers in text.
     r = client.chat.completions.create(
         model="auto",
         messages=[{"role": "user", "content": directed(unique("tools off"), answer="sunny")}],
         tools=[TOOL],
         tool_choice="none",
     )
-    assert r.choices[0].message.content == "sunny", r.choices[0].message.content
+    assert r.choices[0].finish_reason == "stop" and r.choices[0].message.content == "sunny", r.choices[0]
+    # `required` and a named function are said to the model.
+    marker = unique("required")
+    client.chat.completions.create(
+        model="auto",
+        messages=[scripted(marker, {"call": [weather_call("Oslo")]})],
+        tools=[TOOL, CLOCK],
+        tool_choice="required",
+    )
+    assert "You must call a tool" in run_with(marker)["prompt"], run_with(marker)["prompt"]
+    marker = unique("named")
+    r = client.chat.completions.create(
+        model="auto",
+        messages=[scripted(marker, {"call": [weather_call("Oslo")]})],
+        tools=[TOOL, CLOCK],
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+    )
+    prompt = run_with(marker)["prompt"]
+    assert "You must call `get_weather`" in prompt and "get_time" not in prompt, prompt
+    assert r.choices[0].message.tool_calls[0].function.name == "get_weather"
+    # One call per reply when the client asks for that.
+    r = client.chat.completions.create(
+        model="auto",
+        messages=[scripted("one at a time", {"call": [weather_call("Paris"), weather_call("Rome")]})],
+        tools=[TOOL],
+        parallel_tool_calls=False,
+    )
+    assert len(r.choices[0].message.tool_calls) == 1, r.choices[0].message.tool_calls
+    # A named function that is not declared is the client's mistake.
+    e = expect(
+        openai.BadRequestError,
+        lambda: client.chat.completions.create(
+            model="auto",
+            messages=[{"role": "user", "content": "x"}],
+            tools=[TOOL],
+            tool_choice={"type": "function", "function": {"name": "nope"}},
+        ),
+    )
+    assert "not in `tools`" in e.message, e.message
 
 
 def check_bad_requests():
@@ -368,7 +483,9 @@ CHECKS = [
     check_engine_errors_keep_their_status,
     check_failure_mid_stream,
     check_mode,
-    check_client_tools_are_refused,
+    check_function_calling_round_trip,
+    check_parallel_calls_streamed,
+    check_tool_choice,
     check_bad_requests,
     check_health,
     check_auth,

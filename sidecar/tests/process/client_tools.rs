@@ -18,6 +18,22 @@ fn tools_turn(turn: &str, messages: Value) -> Value {
         "messages": messages, "tools": [create_file_tool()]})
 }
 
+/// The prompt protocol on either backend: on ACP the double ignores the MCP servers of a session
+/// (as CLI 2026.06.04 did), so the sidecar falls back to describing the tools in the prompt.
+fn on_the_prompt_protocol(dir: &TestDir) -> Sidecar {
+    let mut launch = Launch::new(dir);
+    if acp() {
+        launch = launch.env("CURSOR_DOUBLE_ACP_SESSION_MCP", "ignored");
+    }
+    let mut s = launch.start();
+    s.initialize(dir, json!({}));
+    s
+}
+
+fn prompt_of(record: &Value) -> &str {
+    record["stdin"].as_str().or(record["prompt"].as_str()).unwrap_or_default()
+}
+
 /// Where the agent worked: print mode's `--workspace`, ACP's session folder.
 fn workspace_of(record: &Value) -> String {
     if acp() {
@@ -27,61 +43,67 @@ fn workspace_of(record: &Value) -> String {
     argv.windows(2).find(|w| w[0] == "--workspace").map(|w| w[1].clone()).unwrap_or_default()
 }
 
-#[test]
-fn a_tool_round_trip_runs_the_clients_tool_and_continues_the_same_chat() {
-    let dir = TestDir::new();
-    let mut s = Sidecar::start(&dir);
-    let init = s.initialize(&dir, json!({}));
-    assert_eq!(init["result"]["capabilities"]["clientTools"], 1, "{init}");
-    assert!(init["result"]["capabilities"]["deltaKinds"].as_array().unwrap().contains(&json!("toolCall")));
-
+/// One round trip: the model calls `create_file`, the client runs it, the result reaches the
+/// model, which answers. Returns the sidecar and the call's id.
+fn round_trip(dir: &TestDir, mut s: Sidecar) -> (Sidecar, String) {
     let target = dir.workspace().join("hello.txt");
-    let block = format!(
-        "Creating it. [TOOL_CALLS: [{{\"name\": \"create_file\", \"arguments\": {{\"filePath\": {}, \"content\": \"hi\"}}}}]]",
-        json!(target.to_str().unwrap())
-    );
-    let prompt = directed("create hello.txt saying hi", json!({"answer": block, "chunkChars": 5}));
+    let call = json!({"name": "create_file", "arguments": {"filePath": target.to_str().unwrap(), "content": "hi"}});
+    let prompt =
+        directed("create hello.txt saying hi", json!({"toolScript": [{"say": "Creating it.", "call": [call]}]}));
     let (deltas, r) = s.chat(tools_turn("t1", json!([user(&prompt)])));
     assert_eq!(r["result"]["stopReason"], "toolCalls", "{r}");
-    assert_eq!(text_of(&deltas), "Creating it. ", "the block never reaches the client");
+    assert!(text_of(&deltas).starts_with("Creating it."), "{}", text_of(&deltas));
+    assert!(!text_of(&deltas).contains("TOOL_CALLS"), "the block never reaches the client");
     let calls: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "toolCall").collect();
     assert_eq!(calls.len(), 1, "{deltas:?}");
     assert_eq!(calls[0]["name"], "create_file");
     assert_eq!(calls[0]["input"], json!({"filePath": target.to_str().unwrap(), "content": "hi"}));
     let call_id = calls[0]["callId"].as_str().unwrap().to_string();
     assert!(call_id.starts_with("call_"), "{call_id}");
+    assert!(!deltas.iter().any(|d| d["kind"] == "toolStarted"), "Cursor's own tool activity is not the client's");
     assert!(!target.exists(), "only the client's tool writes the user's files");
 
-    // What the agent was given: the tools, in ask mode, in a private folder denying its own tools.
-    let first = &dir.turn_records()[0];
-    let prompt_sent = first["stdin"].as_str().or(first["prompt"].as_str()).unwrap_or_default();
-    assert!(prompt_sent.starts_with("<client_tools>"), "{prompt_sent}");
-    let folder = workspace_of(first);
-    assert_ne!(folder, dir.workspace().to_str().unwrap(), "not the user's folder");
-    let permissions = std::fs::read_to_string(std::path::Path::new(&folder).join(".cursor/cli.json")).unwrap();
-    assert!(permissions.contains("\"Shell(*)\"") && permissions.contains("\"Write(**)\""), "{permissions}");
-    if !acp() {
-        let argv: Vec<String> = serde_json::from_value(first["argv"].clone()).unwrap();
-        assert!(argv.windows(2).any(|w| w == ["--mode", "ask"]), "{argv:?}");
-        assert!(!argv.contains(&"--force".to_string()), "{argv:?}");
-    }
-
-    // The client ran the tool; its result continues the chat.
+    // The client ran the tool; its result continues the turn.
+    let said = text_of(&deltas);
     let messages = json!([
         user(&prompt),
-        {"role": "assistant", "text": "Creating it. ", "toolCalls": [calls[0].clone()
-            .as_object().map(|c| json!({"callId": c["callId"], "name": c["name"], "input": c["input"]})).unwrap()]},
+        {"role": "assistant", "text": said, "toolCalls": [{"callId": call_id, "name": "create_file", "input": calls[0]["input"]}]},
         {"role": "user", "text": "", "toolResults": [{"callId": call_id, "content": "The following files were successfully edited: hello.txt"}]}
     ]);
     let (deltas, r) = s.chat(tools_turn("t2", messages));
     assert_eq!(r["result"]["stopReason"], "end", "{r}");
-    assert_eq!(r["result"]["resumed"], true, "{r}");
-    assert!(!text_of(&deltas).is_empty());
+    assert!(
+        text_of(&deltas).contains("create_file: The following files were successfully edited: hello.txt"),
+        "the model got the result: {}",
+        text_of(&deltas)
+    );
+    (s, call_id)
+}
+
+/// Where the agent ran: a private folder that denies Cursor's own tools, never the user's.
+fn assert_isolated(dir: &TestDir, record: &Value) {
+    let folder = workspace_of(record);
+    assert_ne!(folder, dir.workspace().to_str().unwrap(), "not the user's folder");
+    let permissions = std::fs::read_to_string(std::path::Path::new(&folder).join(".cursor/cli.json")).unwrap();
+    assert!(permissions.contains("\"Shell(*)\"") && permissions.contains("\"Write(**)\""), "{permissions}");
+    if !acp() {
+        let argv: Vec<String> = serde_json::from_value(record["argv"].clone()).unwrap();
+        assert!(argv.windows(2).any(|w| w == ["--mode", "ask"]), "{argv:?}");
+        assert!(!argv.contains(&"--force".to_string()), "{argv:?}");
+    }
+}
+
+#[test]
+fn a_tool_round_trip_on_the_prompt_protocol_continues_the_same_chat_with_the_results() {
+    let dir = TestDir::new();
+    let s = on_the_prompt_protocol(&dir);
+    let (_s, call_id) = round_trip(&dir, s);
     let records = dir.turn_records();
-    assert_eq!(records.len(), 2);
-    let second = records[1]["stdin"].as_str().or(records[1]["prompt"].as_str()).unwrap_or_default();
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert!(prompt_of(&records[0]).starts_with("<client_tools>"), "{}", prompt_of(&records[0]));
+    assert_isolated(&dir, &records[0]);
     assert_eq!(
-        second,
+        prompt_of(&records[1]),
         format!(
             "TOOL_RESULT (call_id={call_id}, name=create_file):\n\
              The following files were successfully edited: hello.txt\nEND_TOOL_RESULT"
@@ -92,6 +114,58 @@ fn a_tool_round_trip_runs_the_clients_tool_and_continues_the_same_chat() {
         let argv: Vec<String> = serde_json::from_value(records[1]["argv"].clone()).unwrap();
         assert!(argv.contains(&"--resume".to_string()), "{argv:?}");
     }
+}
+
+#[test]
+fn a_tool_round_trip_over_mcp_answers_the_parked_call_in_the_same_turn() {
+    if !acp() {
+        println!("skipped on print mode: the MCP path needs the ACP backend (print mode uses the prompt protocol)");
+        return;
+    }
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    let init = s.initialize(&dir, json!({}));
+    assert_eq!(init["result"]["capabilities"]["clientTools"], 1, "{init}");
+    let (s, _) = round_trip(&dir, s);
+    let records = dir.turn_records();
+    assert_eq!(records.len(), 1, "one prompt: the result went into the waiting call, not a new prompt");
+    assert!(!prompt_of(&records[0]).contains("<client_tools>"), "hosted tools are not described in the prompt");
+    assert_isolated(&dir, &records[0]);
+    s.finish();
+    let exit = dir.acp_records("exit");
+    let tools = exit.iter().find(|r| !r["tools"].is_null()).map(|r| r["tools"].clone()).expect("the double saw tools");
+    assert_eq!(tools["calls"][0]["path"], "mcp", "{tools}");
+    assert_eq!(tools["mcpServers"][0]["connected"], true, "{tools}");
+    let permission = &tools["permissions"][0];
+    assert!(
+        permission["answer"].as_str().is_some_and(|a| a.contains("allow")),
+        "our server's call is allowed: {tools}"
+    );
+}
+
+#[test]
+fn a_tool_round_trip_works_in_the_chat_view_shape() {
+    // The same round trip with VS Code's messages: a system prompt and the typed text inside
+    // `<userRequest>`, as the Chat view sends them.
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let call = json!({"name": "create_file", "arguments": {"filePath": "/w/a.txt", "content": "x"}});
+    let typed = directed("make a.txt", json!({"toolScript": [{"call": [call]}]}));
+    let request = format!("<context>today</context>\n<userRequest>\n{typed}\n</userRequest>");
+    let system = json!({"role": "system", "text": "You are Copilot. Use the tools."});
+    let (deltas, r) = s.chat(tools_turn("t1", json!([system, user(&request)])));
+    assert_eq!(r["result"]["stopReason"], "toolCalls", "{r}");
+    let call_id = deltas.iter().find(|d| d["kind"] == "toolCall").unwrap()["callId"].clone();
+    let messages = json!([system, user(&request),
+        {"role": "assistant", "text": text_of(&deltas), "toolCalls": [{"callId": call_id, "name": "create_file", "input": call["arguments"]}]},
+        {"role": "user", "text": "", "toolResults": [{"callId": call_id, "content": "done"}]}]);
+    let (deltas, r) = s.chat(tools_turn("t2", messages));
+    assert_eq!(r["result"]["stopReason"], "end", "{r}");
+    assert!(text_of(&deltas).contains("create_file: done"), "{}", text_of(&deltas));
+    // (Read after the round trip: over ACP the double stores a turn once it is answered.)
+    let first = &dir.turn_records()[0];
+    assert!(prompt_of(first).contains("You are Copilot. Use the tools."), "the client's system prompt goes in");
 }
 
 #[test]
@@ -107,19 +181,35 @@ fn a_turn_with_tools_that_answers_in_text_streams_as_usual() {
 }
 
 #[test]
+fn a_broken_block_is_sent_back_once_and_the_corrected_call_goes_through() {
+    let dir = TestDir::new();
+    let mut s = on_the_prompt_protocol(&dir);
+    let call = json!({"name": "create_file", "arguments": {"filePath": "/tmp/x", "content": "y"}});
+    let prompt = directed("make a file", json!({"toolScript": [{"call": [call]}], "malformedToolCallsOnce": true}));
+    let (deltas, r) = s.chat(tools_turn("t1", json!([user(&prompt)])));
+    assert_eq!(r["result"]["stopReason"], "toolCalls", "{r}");
+    let calls: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "toolCall").collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["input"], json!({"filePath": "/tmp/x", "content": "y"}));
+    assert!(!text_of(&deltas).contains("TOOL_CALLS"), "{}", text_of(&deltas));
+    let records = dir.turn_records();
+    assert_eq!(records.len(), 2, "one repair prompt");
+    let repair = prompt_of(&records[1]);
+    assert!(repair.starts_with("Your [TOOL_CALLS] block was invalid: the block is not valid JSON"), "{repair}");
+}
+
+#[test]
 fn a_call_that_does_not_fit_the_tool_is_sent_back_once_then_fails_clearly() {
     let dir = TestDir::new();
-    let mut s = Sidecar::start(&dir);
-    s.initialize(&dir, json!({}));
-    // Every reply of this chat is the same broken call (the double keeps a chat's directive for
-    // its resumed turns, cli-double README), so the repair is answered with it too.
-    let block = "[TOOL_CALLS: [{\"name\": \"create_file\", \"arguments\": {\"filePath\": \"/tmp/x\"}}]]";
-    let prompt = directed("make a file", json!({"answer": block}));
+    let mut s = on_the_prompt_protocol(&dir);
+    // The scripted model makes the same call again when asked to correct it.
+    let call = json!({"name": "create_file", "arguments": {"filePath": "/tmp/x"}});
+    let prompt = directed("make a file", json!({"toolScript": [{"call": [call]}]}));
     let (deltas, r) = s.chat(tools_turn("t1", json!([user(&prompt)])));
     assert!(!deltas.iter().any(|d| d["kind"] == "toolCall"), "a call the client would reject never reaches it");
     let records = dir.turn_records();
     assert_eq!(records.len(), 2, "one repair prompt: {r}");
-    let repair = records[1]["stdin"].as_str().or(records[1]["prompt"].as_str()).unwrap_or_default();
+    let repair = prompt_of(&records[1]);
     assert!(
         repair.starts_with("Your [TOOL_CALLS] block was invalid: `create_file` needs the argument `content`"),
         "{repair}"

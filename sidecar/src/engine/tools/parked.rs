@@ -51,8 +51,11 @@ pub enum Drive {
 }
 
 /// Forward the running turn's events to `sink` until it ends or calls the client's tools (then
-/// gather the calls that come within [`BATCH_WINDOW`], or only one when `parallel` is off).
-pub async fn drive(mut run: Running, sink: &mut EventSink, parallel: bool) -> Drive {
+/// gather the calls that come within [`BATCH_WINDOW`], or only one when the client wants one at
+/// a time). A call that does not fit its tool goes back to the agent at once with the reason,
+/// as the prompt protocol's repair does: the client never sees it.
+pub async fn drive(mut run: Running, sink: &mut EventSink, set: &super::ToolSet) -> Drive {
+    let parallel = set.parallel;
     let mut pending: Vec<(String, oneshot::Sender<ToolReply>)> = Vec::new();
     let batch = tokio::time::sleep(Duration::from_secs(3600));
     tokio::pin!(batch);
@@ -72,6 +75,11 @@ pub async fn drive(mut run: Running, sink: &mut EventSink, parallel: bool) -> Dr
             },
             call = run.calls.recv(), if more_calls => {
                 let Some(call) = call else { continue };
+                let parsed = super::calls::Parsed { name: call.name.clone(), arguments: call.input.clone() };
+                if let Err(why) = super::calls::validate(std::slice::from_ref(&parsed), set) {
+                    let _ = call.reply.send(ToolReply { text: format!("Invalid call: {why}."), is_error: true });
+                    continue;
+                }
                 let call_id = super::new_call_id();
                 sink.emit(Event::ToolCall { call_id: call_id.clone(), name: call.name, input: call.input }).await;
                 pending.push((call_id, call.reply));
