@@ -217,3 +217,52 @@ fn a_call_that_does_not_fit_the_tool_is_sent_back_once_then_fails_clearly() {
     assert_eq!(error_kind(&r), "badToolCall", "{r}");
     assert!(r["error"]["data"]["hint"].as_str().is_some_and(|h| h.contains("pick another model")), "{r}");
 }
+
+#[test]
+fn cursors_own_tool_running_in_client_tools_mode_stops_the_turn() {
+    // A build that ignores the permissions: its edit tool writes the file anyway (the double's
+    // `builtinBypass`). The policy monitor stops the turn with a clear error.
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let step =
+        json!({"say": "Editing it myself.", "builtin": {"kind": "write", "path": "notes.txt", "content": "mine"}});
+    let prompt = directed("edit notes", json!({"toolScript": [step], "builtinBypass": true}));
+    let (deltas, r) = s.chat(tools_turn("t1", json!([user(&prompt)])));
+    assert_eq!(error_kind(&r), "toolPolicy", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("own tools"), "{r}");
+    assert!(!deltas.iter().any(|d| d["kind"] == "toolStarted" || d["kind"] == "toolCompleted"), "{deltas:?}");
+    assert!(!dir.workspace().join("notes.txt").exists(), "the user's folder was never the agent's");
+}
+
+#[test]
+fn a_denied_tool_of_cursors_is_no_violation_and_the_turn_goes_on() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let steps = json!([{"builtin": {"kind": "shell", "command": "rm -rf /"}, "say": "That was refused, so: hello."}]);
+    let prompt = directed("clean up", json!({"toolScript": steps}));
+    let (deltas, r) = s.chat(tools_turn("t1", json!([user(&prompt)])));
+    assert_eq!(r["result"]["stopReason"], "end", "{r}");
+    assert!(text_of(&deltas).contains("hello"), "{}", text_of(&deltas));
+    assert!(
+        !deltas.iter().any(|d| d["kind"] == "permissionDenied"),
+        "Cursor's own tools are not the client's business"
+    );
+}
+
+#[test]
+fn the_users_login_and_config_stay_untouched_in_client_tools_mode() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let (_, plain) = s.chat(json!({"turnId": "t0", "model": "auto", "mode": "agent", "messages": [user("hi")]}));
+    assert!(plain.get("result").is_some(), "{plain}");
+    let (_, r) = s.chat(tools_turn("t1", json!([user("hello with tools")])));
+    assert_eq!(r["result"]["stopReason"], "end", "the stored login works in the private folder: {r}");
+    let records = dir.turn_records();
+    let (without, with) = (&records[0], &records[1]);
+    for key in ["HOME", "CURSOR_CONFIG_DIR", "CURSOR_DATA_DIR", "XDG_CONFIG_HOME"] {
+        assert_eq!(with["env"][key], without["env"][key], "{key} is the same with and without client tools");
+    }
+}
