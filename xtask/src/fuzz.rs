@@ -22,7 +22,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 /// The fuzz targets, in the order they run (`fuzz/fuzz_targets/<name>.rs`).
-pub const TARGETS: &[&str] = &["frame_codec", "stream_parser", "model_list", "mcp_request"];
+pub const TARGETS: &[&str] = &["frame_codec", "stream_parser", "model_list", "mcp_request", "tool_calls"];
 
 /// Overrides the seconds per target given to [`run`].
 pub const SECONDS_ENV: &str = "CURSOR_BRIDGE_FUZZ_SECONDS";
