@@ -24,6 +24,10 @@ OPEN_URL = os.environ["OPEN_URL"]
 OPEN_RECORD = os.environ["OPEN_RECORD"]
 KEYED_URL = os.environ["KEYED_URL"]
 KEY = os.environ["KEY"]
+# `tools`: only the function-calling checks, which hold on every backend (the ones that read the
+# double's print-mode records say so and skip those reads on ACP, where the MCP path serves).
+ONLY = os.environ.get("CHECKS", "all")
+BACKEND = os.environ.get("BACKEND", "print")
 
 # No retries: an error must show up as the first answer, not after the client's back-off.
 client = openai.OpenAI(base_url=OPEN_URL, api_key="unused", max_retries=0, timeout=60)
@@ -336,9 +340,10 @@ def check_function_calling_round_trip():
     assert r.choices[0].finish_reason == "stop", r.choices[0]
     assert not r.choices[0].message.tool_calls
     assert "sunny, 21 C" in r.choices[0].message.content, r.choices[0].message.content
-    run = run_with("sunny, 21 C")
-    assert resume_id(run), "the result went to the chat that made the call, resumed"
-    assert run["prompt"].startswith(f"TOOL_RESULT (call_id={calls[0].id}, name=get_weather):"), run["prompt"]
+    if BACKEND == "print":
+        run = run_with("sunny, 21 C")
+        assert resume_id(run), "the result went to the chat that made the call, resumed"
+        assert run["prompt"].startswith(f"TOOL_RESULT (call_id={calls[0].id}, name=get_weather):"), run["prompt"]
 
 
 def check_parallel_calls_streamed():
@@ -359,7 +364,8 @@ def check_parallel_calls_streamed():
     assert finish == "tool_calls", finish
     assert sorted(calls) == [0, 1], calls
     cities = [json.loads(calls[i]["arguments"])["city"] for i in (0, 1)]
-    assert cities == ["Paris", "Rome"], cities
+    # Parallel calls may arrive in any order (over MCP they are separate requests).
+    assert sorted(cities) == ["Paris", "Rome"], cities
     assert "TOOL_CALLS" not in text, text
     results = [{"role": "tool", "tool_call_id": calls[i]["id"], "content": f"weather {i}"} for i in (0, 1)]
     reply = {
@@ -384,6 +390,9 @@ def check_tool_choice():
         tool_choice="none",
     )
     assert r.choices[0].finish_reason == "stop" and r.choices[0].message.content == "sunny", r.choices[0]
+    if BACKEND != "print":
+        print("  (tool_choice prompts: print-mode records only; skipped on", BACKEND + ")")
+        return
     # `required` and a named function are said to the model.
     marker = unique("required")
     client.chat.completions.create(
@@ -471,6 +480,8 @@ def check_auth():
     assert r.choices[0].message.content == "welcome", r.choices[0].message.content
 
 
+TOOL_CHECKS = [check_function_calling_round_trip, check_parallel_calls_streamed, check_tool_choice]
+
 CHECKS = [
     check_models_list,
     check_non_streaming,
@@ -495,7 +506,7 @@ CHECKS = [
 def main():
     print(f"openai {openai.__version__}, Python {sys.version.split()[0]}")
     passed = failed = 0
-    for check in CHECKS:
+    for check in TOOL_CHECKS if ONLY == "tools" else CHECKS:
         name = check.__name__.removeprefix("check_")
         started = time.time()
         try:

@@ -202,6 +202,42 @@ fn the_openai_python_client_works_against_serve() {
     assert!(!keyed_dir.log_text().contains(key), "the client key is in the log");
 }
 
+/// The SDK's function calling on whichever backend the suite runs on: print mode (the prompt
+/// protocol, also covered above) or ACP (the MCP path: parked calls answered in the same turn).
+#[test]
+fn the_openai_python_client_calls_tools_on_this_backend() {
+    if !acp() {
+        println!("skipped on print mode: the_openai_python_client_works_against_serve runs these checks there");
+        return;
+    }
+    let python = openai_venv().unwrap_or_else(|e| panic!("could not set up the openai package: {e}"));
+    let dir = TestDir::new();
+    let open = Server::start(&dir, &[]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/http/openai_client.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .env("OPEN_URL", open.base_url())
+        .env("OPEN_RECORD", dir.record_file())
+        .env("KEYED_URL", open.base_url())
+        .env("KEY", "unused")
+        .env("CHECKS", "tools")
+        .env("BACKEND", test_backend())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    let last = stdout.lines().last().unwrap_or_default().to_string();
+    assert!(
+        out.status.success() && last.ends_with(" 0 failed") && last.starts_with("3 passed"),
+        "the openai client's tool checks failed ({}): {last}\nstderr:\n{}\nserver stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        open.stderr.lock().unwrap()
+    );
+}
+
 #[test]
 fn every_response_carries_a_request_id_that_is_in_the_log() {
     let dir = TestDir::new();
