@@ -1,7 +1,14 @@
-//! Conformance of the sidecar's generic ACP client (`cursor_bridge::backend::acp`) against real ACP
-//! agents that no one here wrote, run offline. The agents talk to [`fake_model`], a small
-//! OpenAI-compatible model server whose answers are deterministic, so every check can say exactly
-//! what a client must see. The test itself is `tests/acp_agents/`; `cargo xtask test` installs the
-//! agent and runs it (docs/cursor-acp.md, "Conformance against a real agent").
+//! Conformance against real agent CLIs no one here wrote, run offline. Two test targets:
+//!
+//! * `tests/acp_agents/`: the sidecar's generic ACP client (`cursor_bridge::backend::acp`)
+//!   against real ACP agents, whose model is [`fake_model`], a small OpenAI-compatible server
+//!   whose answers are deterministic, so every check can say exactly what a client must see.
+//! * `tests/copilot_byok/`: `cursor-bridge serve` as the model of GitHub Copilot CLI in BYOK
+//!   mode, the CLI double playing Cursor: Copilot's own tools called the OpenAI way, with its
+//!   files really written.
+//!
+//! `cargo xtask conformance` (a stage of `cargo xtask test`) installs the agent and runs both
+//! (docs/cursor-acp.md, "The conformance test"; docs/client-tools.md, "Tested with a real client").
 
+pub mod copilot;
 pub mod fake_model;

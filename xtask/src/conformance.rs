@@ -1,9 +1,11 @@
-//! The ACP conformance stage of `cargo xtask test`: the sidecar's ACP client against a real agent
-//! (GitHub Copilot CLI, pinned), offline against the fake model of `conformance/`. The agent is
-//! installed once from npm into a cache folder; the test (`conformance/tests/acp_agents`, ignored
-//! in a plain `cargo nextest run`) then runs with the agent's path in its environment, inside a
-//! private network namespace where only loopback exists, so "offline" is checked, not assumed
-//! (where namespaces are not permitted, said loudly; the agent's own offline switch still holds).
+//! The conformance stage of `cargo xtask test`, against a real agent CLI (GitHub Copilot CLI,
+//! pinned), offline: the sidecar's ACP client driving it, its model the fake of `conformance/`
+//! (`conformance/tests/acp_agents`), and Copilot in BYOK mode doing a job with its own tools, its
+//! model `cursor-bridge serve` over the CLI double (`conformance/tests/copilot_byok`). The agent
+//! is installed once from npm into a cache folder; the tests (ignored in a plain `cargo nextest
+//! run`) then run with the agent's path in their environment, inside a private network namespace
+//! where only loopback exists, so "offline" is checked, not assumed (where namespaces are not
+//! permitted, said loudly; the agent's own offline switch still holds).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +18,7 @@ use crate::summary;
 
 /// `@github/copilot`, whose per-platform optional dependency carries the native binary.
 pub const COPILOT_VERSION: &str = "1.0.102";
-/// The variable the test reads the binary's path from (`conformance/tests/acp_agents/copilot.rs`).
+/// The variable the tests read the binary's path from (`conformance/src/copilot.rs`).
 const COPILOT_VAR: &str = "CURSOR_BRIDGE_CONFORMANCE_COPILOT";
 
 /// `$CURSOR_BRIDGE_AGENT_CACHE`, else `target/agent-cache`.
@@ -74,7 +76,10 @@ fn native_copilot(prefix: &Path) -> Result<PathBuf> {
     })
 }
 
-/// Install (cached), then run the conformance test; adds its count to the tally.
+/// The conformance crate's test targets that need the agent.
+const TESTS: [&str; 2] = ["acp_agents", "copilot_byok"];
+
+/// Install (cached), then run the conformance tests; adds their count to the tally.
 pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
     let cache = cache_dir(root);
     std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
@@ -90,14 +95,23 @@ pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
         );
         crate::cargo()
     };
-    // Built by the first stage, so nothing here needs the network.
+    // Built by the first stage (or by `cargo xtask conformance`: the tests, the sidecar and the
+    // CLI double `copilot_byok` starts), so nothing here needs the network.
     let nextest = crate::has_nextest();
+    let tests = TESTS.iter().flat_map(|t| ["--test", t]);
     if nextest {
-        cmd.args(["nextest", "run", "--package", "acp-conformance", "--test", "acp_agents", "--run-ignored", "only"])
-            .args(["--locked", "--offline", "--no-fail-fast", "--success-output", "final"]);
+        cmd.args(["nextest", "run", "--package", "acp-conformance"]).args(tests).args([
+            "--run-ignored",
+            "only",
+            "--locked",
+            "--offline",
+            "--no-fail-fast",
+            "--success-output",
+            "final",
+        ]);
     } else {
-        cmd.args(["test", "--package", "acp-conformance", "--test", "acp_agents", "--locked", "--offline"])
-            .args(["--", "--ignored"]);
+        cmd.args(["test", "--package", "acp-conformance"]).args(tests).args(["--locked", "--offline"]);
+        cmd.args(["--", "--ignored"]);
     }
     cmd.env(COPILOT_VAR, &copilot);
     // nextest: "… 1 test run: 1 passed, 0 skipped"; cargo test: "test result: ok. 1 passed; 0 failed; …".
@@ -107,11 +121,13 @@ pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
         |l| l.starts_with("test result: ")
     };
     let lines = summary::run_scanned(&mut cmd, closing)?;
-    let last = lines.last().map(String::as_str).unwrap_or("");
-    let passed = summary::number_before(last, " passed").unwrap_or(0);
+    // nextest closes the whole run with one line; cargo test closes each test target with one.
+    let closing = if nextest { lines.last().into_iter().collect() } else { lines.iter().collect::<Vec<_>>() };
+    let count = |label| closing.iter().map(|l| summary::number_before(l, label).unwrap_or(0)).sum::<u64>();
+    let passed = count(" passed");
     if passed == 0 {
-        bail!("the conformance test did not run (the runner said {last:?})");
+        bail!("the conformance tests did not run (the runner said {:?})", lines.last());
     }
-    tally.add("ACP conformance (Copilot CLI)", passed, summary::number_before(last, " failed").unwrap_or(0));
+    tally.add("conformance (Copilot CLI: ACP, BYOK through serve)", passed, count(" failed"));
     Ok(())
 }

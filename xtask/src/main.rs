@@ -3,8 +3,8 @@
 //! - `test`: build everything and run every test (what CI runs): the workflow lint, cargo, then
 //!   `conformance`, the extension's typecheck and unit tests, then `e2e`; fails if any process it
 //!   started outlives it (`leftovers.rs`)
-//! - `conformance`: the ACP client against a real agent, offline (`conformance.rs`; also a stage
-//!   of `test`)
+//! - `conformance`: the ACP client against a real agent, and that agent (Copilot CLI) in BYOK mode
+//!   against `serve`, offline (`conformance.rs`; also a stage of `test`)
 //! - `lint-workflows`: actionlint (with shellcheck) over `.github/workflows/` (see `workflows.rs`)
 //! - `e2e`: the packaged extension in a real, headless VS Code (see `e2e/mod.rs`)
 //! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
@@ -67,7 +67,8 @@ Commands:
             s seconds per target (default 60; installs cargo-fuzz once; see fuzz/README.md)
   conformance
             the sidecar's ACP client against a real ACP agent (GitHub Copilot CLI, installed once
-            from npm), offline against a fake model server (conformance/)
+            from npm), offline against a fake model server; then Copilot CLI in BYOK mode doing a
+            job with its own tools through `cursor-bridge serve` and the CLI double (conformance/)
   e2e       the packaged extension in a real, headless VS Code against the CLI double
             (installs code-server, Node 24, Chromium and playwright-core once; see `e2e --help`)
   dist      build the release sidecar (`cursor-bridge`) for the host or --target <triple> and
@@ -95,6 +96,16 @@ fn run() -> Result<()> {
         Some("conformance") => {
             let mut tally = summary::Tally::default();
             run_cmd(cargo().args(["build", "--locked", "--package", "acp-conformance", "--tests"]))?;
+            // `copilot_byok` starts `cursor-bridge serve` with the CLI double as its Cursor CLI.
+            run_cmd(cargo().args([
+                "build",
+                "--locked",
+                "--package",
+                "cursor-bridge",
+                "--package",
+                "cli-double",
+                "--bins",
+            ]))?;
             conformance::run(&root, &mut tally)?;
             tally.print(&root);
             Ok(())
@@ -237,10 +248,11 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
     }
     eprintln!("xtask: cargo tests passed in {:.0?}", started.elapsed());
 
-    // The ACP client against a real agent no one here wrote (installed once, run offline).
+    // The ACP client against a real agent no one here wrote, and that agent against `serve`
+    // (installed once, run offline).
     let conformance_started = Instant::now();
     conformance::run(root, tally)?;
-    eprintln!("xtask: ACP conformance passed in {:.0?}", conformance_started.elapsed());
+    eprintln!("xtask: conformance passed in {:.0?}", conformance_started.elapsed());
 
     // Coverage-guided fuzzing of the input parsers, bounded in time (fuzz/README.md).
     let fuzz_started = Instant::now();

@@ -34,13 +34,8 @@ const MARKER_FILE: &str = "tool-ran.marker";
 #[ignore = "needs the GitHub Copilot CLI: `cargo xtask test` installs it and runs this test; by hand set \
             CURSOR_BRIDGE_CONFORMANCE_COPILOT to its native `copilot` binary and pass `--run-ignored only`"]
 async fn copilot_cli_conforms() {
-    let binary = copilot::binary().unwrap_or_else(|| {
-        panic!(
-            "{} is not set: it names the Copilot CLI's native binary (`cargo xtask test` installs the pinned \
-             @github/copilot and sets it)",
-            copilot::BINARY_VAR
-        )
-    });
+    let binary =
+        acp_conformance::copilot::binary().unwrap_or_else(|| panic!("{}", acp_conformance::copilot::missing_binary()));
     let fake = FakeModel::start().await.expect("the fake model server starts");
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
