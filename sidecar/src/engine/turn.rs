@@ -178,7 +178,7 @@ impl Engine {
             (Some((p, results)), Some(set)) => {
                 parked::answer(p.pending, &results);
                 drop(p.waiting);
-                parked::drive(p.running, &mut sink, set).await
+                parked::drive(p.running, &mut sink, set, true).await
             }
             (_, Some(set)) if hosted => {
                 self.attempt_hosted(&req, &plan, set, &workspace, &mut sink, policy.clone()).await
@@ -341,7 +341,7 @@ impl Engine {
             }
             .in_current_span(),
         );
-        parked::drive(Running { task, events: events_rx, calls: calls_rx, activity }, sink, set).await
+        parked::drive(Running { task, events: events_rx, calls: calls_rx, activity }, sink, set, false).await
     }
 
     /// Keep a turn that waits for the client's tools; after [`parked::DETACH_AFTER`] its calls
@@ -384,10 +384,10 @@ impl Engine {
         let (tx, rx) = mpsc::channel(1);
         drop(rx);
         let mut nowhere = EventSink::new(tx, p.running.activity.clone());
-        let mut drive = parked::drive(p.running, &mut nowhere, &p.state.set).await;
+        let mut drive = parked::drive(p.running, &mut nowhere, &p.state.set, false).await;
         while let Drive::Parked(running, pending) = drive {
             pending_reply(pending);
-            drive = parked::drive(running, &mut nowhere, &p.state.set).await;
+            drive = parked::drive(running, &mut nowhere, &p.state.set, false).await;
         }
         let ParkedState { mut plan, workspace, requests, answers, .. } = p.state;
         let (Drive::Ended(Ok(end)), Some(mut session)) = (drive, plan.session.take()) else { return };

@@ -362,8 +362,7 @@ pub struct PromptTokensDetails {
 
 impl CompletionUsage {
     /// OpenAI counts cached input inside `prompt_tokens`; Cursor reports it apart.
-    pub fn from_usage(u: Option<Usage>) -> Self {
-        let u = u.unwrap_or_default();
+    pub fn from_usage(u: Usage) -> Self {
         let prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
         CompletionUsage {
             prompt_tokens: prompt,
@@ -381,7 +380,10 @@ pub struct ChatCompletion {
     pub created: u64,
     pub model: String,
     pub choices: [Choice; 1],
-    pub usage: CompletionUsage,
+    /// Absent when the CLI reported none (Cursor's ACP mode does not): zeros would read as a
+    /// real count to a client sizing its context.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<CompletionUsage>,
 }
 
 #[derive(Debug, Serialize)]
@@ -574,12 +576,12 @@ mod tests {
 
     #[test]
     fn usage_counts_cached_input_as_prompt() {
-        let u = CompletionUsage::from_usage(Some(Usage {
+        let u = CompletionUsage::from_usage(Usage {
             input_tokens: 10,
             output_tokens: 5,
             cache_read_tokens: 100,
             cache_write_tokens: 1,
-        }));
+        });
         assert_eq!((u.prompt_tokens, u.completion_tokens, u.total_tokens), (111, 5, 116));
         assert_eq!(u.prompt_tokens_details.cached_tokens, 100);
     }

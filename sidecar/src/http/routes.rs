@@ -294,7 +294,7 @@ async fn complete(state: Arc<HttpState>, params: TurnRequest, meta: Meta) -> Res
             },
             logprobs: None,
         }],
-        usage: CompletionUsage::from_usage(result.usage),
+        usage: result.usage.map(CompletionUsage::from_usage),
     };
     let mut response = json_body(&completion);
     session_headers(&mut response, session.as_ref());
@@ -471,14 +471,15 @@ impl Chunks {
             Ok(result) => {
                 let last = self.chunk(Delta::default(), Some(if result.tool_calls { "tool_calls" } else { "stop" }));
                 self.queue.push_back(last);
-                if self.include_usage {
+                // Only a count the CLI reported (none on ACP): zeros would read as real.
+                if let (true, Some(usage)) = (self.include_usage, result.usage) {
                     let usage = self.event(&ChatCompletionChunk {
                         id: &self.meta.id,
                         object: "chat.completion.chunk",
                         created: self.meta.created,
                         model: &self.meta.model,
                         choices: Vec::new(),
-                        usage: Some(CompletionUsage::from_usage(result.usage)),
+                        usage: Some(CompletionUsage::from_usage(usage)),
                     });
                     self.queue.push_back(usage);
                 }

@@ -60,7 +60,7 @@ async fn the_models_call_reaches_the_client_as_a_call_not_as_text() {
     let (events, outcome) = h.send(tools_request("c1", vec![user(CREATE)])).await;
     let outcome = outcome.unwrap();
     assert!(outcome.tool_calls, "the turn ends with tool calls");
-    assert_eq!(text_of(&events), "Creating it. ", "the block is never shown");
+    assert_eq!(text_of(&events), "Creating it.", "the block is never shown (nor the space before it)");
     let calls = calls_of(&events);
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].name, "create_file");

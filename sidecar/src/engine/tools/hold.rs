@@ -30,18 +30,23 @@ impl TextHold for Hold {
         self.pending.push_str(text);
         if let Some(at) = self.pending.find(MARKER) {
             self.block = Some(self.pending[at..].to_string());
-            self.pending.truncate(at);
+            // The blank lines before the block belong to it: the client's copy of the reply
+            // ends with the text.
+            let end = self.pending[..at].trim_end().len();
+            self.pending.truncate(end);
             return if self.all { String::new() } else { std::mem::take(&mut self.pending) };
         }
         if self.all {
             return String::new();
         }
-        // Keep back the longest tail that could still grow into the marker.
+        // Keep back the longest tail that could still grow into the marker, and the whitespace
+        // before it (shown once more text follows, dropped if the block does).
         let from = self.pending.len().saturating_sub(MARKER.len() - 1);
         let keep = (from..self.pending.len())
             .filter(|&i| self.pending.is_char_boundary(i))
             .find(|&i| MARKER.starts_with(&self.pending[i..]))
             .unwrap_or(self.pending.len());
+        let keep = self.pending[..keep].trim_end().len();
         let rest = self.pending.split_off(keep);
         std::mem::replace(&mut self.pending, rest)
     }
@@ -72,8 +77,15 @@ mod tests {
         let cases: &[(&str, &[&str], &str, Option<&str>)] = &[
             ("plain answer", &["Hello ", "world"], "Hello world", None),
             ("brackets that are not the marker", &["see [1] and [TOOL", "S] ok"], "see [1] and [TOOLS] ok", None),
-            ("marker in one piece", &["Creating. ", "[TOOL_CALLS: [{}]]"], "Creating. ", Some("[TOOL_CALLS: [{}]]")),
-            ("marker split", &["Creating. [TO", "OL_CAL", "LS: [", "{}]]"], "Creating. ", Some("[TOOL_CALLS: [{}]]")),
+            ("marker in one piece", &["Creating. ", "[TOOL_CALLS: [{}]]"], "Creating.", Some("[TOOL_CALLS: [{}]]")),
+            ("marker split", &["Creating. [TO", "OL_CAL", "LS: [", "{}]]"], "Creating.", Some("[TOOL_CALLS: [{}]]")),
+            (
+                "blank lines before the block",
+                &["Creating.\n", "\n[TOOL_CALLS: []]"],
+                "Creating.",
+                Some("[TOOL_CALLS: []]"),
+            ),
+            ("spaces between words still shown", &["a ", "b \n", "c"], "a b \nc", None),
             ("text after the block", &["[TOOL_CALLS: []] ", "bye"], "", Some("[TOOL_CALLS: []] bye")),
             ("a lone bracket at the end", &["list: ["], "list: [", None),
             ("unicode before", &["é[TOOL_", "CALLS: x"], "é", Some("[TOOL_CALLS: x")),
@@ -87,13 +99,13 @@ mod tests {
     #[test]
     fn only_a_tail_that_could_be_the_marker_waits() {
         let mut hold = Hold::new(false);
-        assert_eq!(hold.push("Hello [TOOL_"), "Hello ");
-        assert_eq!(hold.push("BOX]"), "[TOOL_BOX]");
+        assert_eq!(hold.push("Hello [TOOL_"), "Hello");
+        assert_eq!(hold.push("BOX]"), " [TOOL_BOX]");
     }
 
     #[test]
     fn a_required_call_holds_everything() {
         assert_eq!(run(true, &["Let me ", "think"]), ("Let me think".into(), None));
-        assert_eq!(run(true, &["Sure. [TOOL_CALLS: [", "]]"]), ("Sure. ".into(), Some("[TOOL_CALLS: []]".into())));
+        assert_eq!(run(true, &["Sure. [TOOL_CALLS: [", "]]"]), ("Sure.".into(), Some("[TOOL_CALLS: []]".into())));
     }
 }

@@ -54,8 +54,12 @@ pub enum Drive {
 /// gather the calls that come within [`BATCH_WINDOW`], or only one when the client wants one at
 /// a time). A call that does not fit its tool goes back to the agent at once with the reason,
 /// as the prompt protocol's repair does: the client never sees it.
-pub async fn drive(mut run: Running, sink: &mut EventSink, set: &super::ToolSet) -> Drive {
+///
+/// `continued`: the run goes on in a new response (its results just came), whose text must not
+/// open with the paragraph break the agent put after the tool calls.
+pub async fn drive(mut run: Running, sink: &mut EventSink, set: &super::ToolSet, continued: bool) -> Drive {
     let parallel = set.parallel;
+    let mut opening = continued;
     let mut pending: Vec<(String, oneshot::Sender<ToolReply>)> = Vec::new();
     let batch = tokio::time::sleep(Duration::from_secs(3600));
     tokio::pin!(batch);
@@ -64,6 +68,13 @@ pub async fn drive(mut run: Running, sink: &mut EventSink, set: &super::ToolSet)
         tokio::select! {
             biased;
             event = run.events.recv() => match event {
+                Some(Event::Text(text)) if opening => {
+                    let text = text.trim_start_matches(['\n', '\r']);
+                    if !text.is_empty() {
+                        opening = false;
+                        sink.emit(Event::Text(text.to_string())).await;
+                    }
+                }
                 Some(event) => sink.emit(event).await,
                 None => {
                     let end = match (&mut run.task).await {
