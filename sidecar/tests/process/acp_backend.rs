@@ -92,6 +92,14 @@ fn a_new_conversation_uses_the_session_opened_ahead() {
     let mut s = start(&dir, "acp", &[("CURSOR_DOUBLE_ACP_NEW_SESSION_MS", "300")]);
     // `initialize` opens a session for the workspace before anyone asks.
     assert!(eventually(Duration::from_secs(10), || !saved_sessions(&dir).is_empty()), "no session opened ahead");
+    // The double saves the session when it answers `session/new`; the sidecar keeps it a moment
+    // later. A person typing is slower than that, a test is not: wait until `status` counts it.
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            s.request("status", json!({}))["result"]["backend"]["warm"].as_u64().unwrap_or(0) >= 1
+        }),
+        "the session opened ahead was never kept"
+    );
     let (ahead, ahead_pid, _) = saved_sessions(&dir).remove(0);
     let (d, r) = s.chat(send("t1", "c1", "ask", json!([user("hello there")])));
     assert!(r.get("result").is_some(), "{r}");
