@@ -5,6 +5,7 @@
 //!
 //! Dropping the future (cancel, a client gone) drops the backend's turn, which stops its agent.
 
+use std::cell::OnceCell;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use super::plan::{ParkedState, Plan};
 use super::prompt::Conversation;
 use super::sessions::{new_session_id, Lookup, Match, PendingWrite, Session};
 use super::tools::parked::{self, Drive, Parked, Running};
-use super::tools::{self, calls, contract, hold::Hold, ToolSet};
+use super::tools::{self, calls, contract, hold::Hold, Described, ToolSet};
 use crate::backend::{
     Activity, Chat, Event, EventSink, HostedTools, ToolPolicy, ToolReply, TurnEnd, TurnFailure, TurnSpec, Warm,
 };
@@ -150,8 +151,10 @@ impl Engine {
             }
         }
         let mut hosted = tools.is_some() && (resumed_parked.is_some() || self.backend.hosts_tools());
+        // Built when first needed (never for a turn whose tools stay hosted), then reused.
+        let described = OnceCell::new();
         if let (Some(set), false) = (tools, hosted) {
-            plan.prompt = with_tools(set, &plan, plan.prompt.clone());
+            plan.prompt = with_tools(set, &described, &plan, plan.prompt.clone());
         }
         tracing::info!(
             turn = %req.turn_id, backend = self.backend.name(), model = %plan.model, mode = plan.mode.as_str(),
@@ -190,7 +193,7 @@ impl Engine {
             if f.tools_not_hosted && !f.spoke {
                 tracing::info!(turn = %req.turn_id, "the agent cannot host the client's tools; using the prompt protocol");
                 hosted = false;
-                plan.prompt = with_tools(set, &plan, plan.prompt.clone());
+                plan.prompt = with_tools(set, &described, &plan, plan.prompt.clone());
                 sink.hold_text(Box::new(Hold::new(set.must_call())));
                 drive =
                     Drive::Ended(self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await);
@@ -209,7 +212,7 @@ impl Engine {
             let replayed = conversation.has_history() || plan.continuing;
             plan = Plan { chat: Chat::New, resumed: false, replayed, prompt, ..plan };
             if let (Some(set), false) = (tools, hosted) {
-                plan.prompt = with_tools(set, &plan, plan.prompt.clone());
+                plan.prompt = with_tools(set, &described, &plan, plan.prompt.clone());
             }
             self.announce(&plan, &mut sink).await;
             drive = match tools {
@@ -291,7 +294,10 @@ impl Engine {
         let (session_id, write) = match plan.session.take() {
             Some(mut session) => {
                 // What the chat was told in its prompts (hosted tools were never described there).
-                session.tools = tools.filter(|_| !hosted).map(ToolSet::fingerprint).unwrap_or(0);
+                session.tools = match tools {
+                    Some(set) if !hosted => described.get_or_init(|| set.describe()).fingerprint,
+                    _ => 0,
+                };
                 let (id, write) = self.record(session, &plan, &end, &conversation, &workspace, answer);
                 (Some(id), write)
             }
@@ -728,12 +734,13 @@ impl Drop for Incomplete<'_> {
 }
 
 /// The tool set's description goes in when the chat has not been told about this set yet.
-fn with_tools(set: &ToolSet, plan: &Plan, prompt: String) -> String {
-    let known = plan.resumed && plan.session.as_ref().is_some_and(|s| s.tools == set.fingerprint());
+fn with_tools(set: &ToolSet, described: &OnceCell<Described>, plan: &Plan, prompt: String) -> String {
+    let described = described.get_or_init(|| set.describe());
+    let known = plan.resumed && plan.session.as_ref().is_some_and(|s| s.tools == described.fingerprint);
     if known || set.offered().is_empty() {
         return prompt;
     }
-    format!("{}\n\n{prompt}", contract::tools_block(set))
+    format!("{}\n\n{prompt}", described.block)
 }
 
 fn policy_error(what: &str) -> BridgeError {

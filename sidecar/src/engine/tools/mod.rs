@@ -35,11 +35,20 @@ impl ToolSet {
         matches!(self.choice, ToolChoice::Required | ToolChoice::Named(_))
     }
 
-    /// Identifies what the model was told about the tools, so a resumed chat that already knows
-    /// this set is not sent it again (Copilot's forty schemas are tens of kilobytes).
-    pub fn fingerprint(&self) -> u64 {
-        crate::util::text::fnv1a(&contract::tools_block(self))
+    /// The tools as the prompt protocol describes them, with that description's identity.
+    pub fn describe(&self) -> Described {
+        let block = contract::tools_block(self);
+        Described { fingerprint: crate::util::text::fnv1a(&block), block }
     }
+}
+
+/// A tool set's description for the model, built once per turn (Copilot's forty schemas are tens
+/// of kilobytes), and its fingerprint: a resumed chat that already knows this set is not sent it
+/// again.
+#[derive(Debug)]
+pub struct Described {
+    pub block: String,
+    pub fingerprint: u64,
 }
 
 /// A call id of ours (`call_` + 24 hex digits), never the agent's: the client sees only these.
