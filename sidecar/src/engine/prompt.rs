@@ -72,8 +72,7 @@ impl<'a> Conversation<'a> {
 
     /// The results of a continuation, as the next prompt of the chat that made the calls.
     pub fn results_prompt(&self) -> String {
-        let results: Vec<ToolResult> = self.pending_results().unwrap_or_default().into_iter().cloned().collect();
-        contract::results_prompt(&results, &self.tool_calls())
+        contract::results_prompt(self.pending_results().unwrap_or_default(), &self.tool_calls())
     }
 
     /// Hashes of every request, the new one included: what the chat of a continuation has seen.
@@ -182,8 +181,7 @@ impl<'a> Conversation<'a> {
             .filter_map(|(i, m)| match m.role {
                 Role::User if self.requests.contains(&i) => Some(("user", self.request_text(i).to_string())),
                 Role::User if !m.tool_results.is_empty() => {
-                    let results: Vec<ToolResult> = m.tool_results.clone();
-                    Some(("tool results", contract::results_prompt(&results, &calls)))
+                    Some(("tool results", contract::results_prompt(&m.tool_results, &calls)))
                 }
                 Role::Assistant if !m.text.trim().is_empty() || !m.tool_calls.is_empty() => {
                     let mut text = m.text.trim().to_string();

@@ -41,9 +41,9 @@ pub fn tools_block(set: &ToolSet) -> String {
 }
 
 /// The results of the client's tools, as the next prompt of the same chat.
-pub fn results_prompt(results: &[ToolResult], calls: &[&ToolCall]) -> String {
+pub fn results_prompt<'a>(results: impl IntoIterator<Item = &'a ToolResult>, calls: &[&ToolCall]) -> String {
     results
-        .iter()
+        .into_iter()
         .map(|r| {
             let name = r
                 .name
