@@ -40,12 +40,7 @@ pub enum Step {
 impl Step {
     /// `[[text:hi|silent:70|fail:cliFailed]]` → steps. Unknown words are a test bug: panic.
     pub fn parse(prompt: &str) -> Option<Vec<Step>> {
-        // Client-tools mode puts the tools' description first.
-        let prompt = match prompt.strip_prefix("<client_tools>") {
-            Some(rest) => rest.split_once("</client_tools>")?.1.trim_start(),
-            None => prompt,
-        };
-        let body = prompt.strip_prefix("[[")?.split("]]").next()?;
+        let body = past_tools_block(prompt).strip_prefix("[[")?.split("]]").next()?;
         Some(
             body.split('|')
                 .map(|s| {
@@ -216,13 +211,18 @@ impl Scripted {
     }
 }
 
+/// The prompt after the tools' description client-tools mode puts first.
+fn past_tools_block(prompt: &str) -> &str {
+    match prompt.strip_prefix("<client_tools>").and_then(|r| r.split_once("</client_tools>")) {
+        Some((_, rest)) => rest.trim_start(),
+        None => prompt,
+    }
+}
+
 /// What an echo repeats: in client-tools mode, not the tools' description, and no call block
 /// from a replayed history (a model does not call tools by quoting its prompt).
 fn echoed(prompt: &str) -> std::borrow::Cow<'_, str> {
-    let prompt = match prompt.strip_prefix("<client_tools>").and_then(|r| r.split_once("</client_tools>")) {
-        Some((_, rest)) => rest.trim_start(),
-        None => prompt,
-    };
+    let prompt = past_tools_block(prompt);
     if prompt.contains("[TOOL_CALLS:") {
         prompt.replace("[TOOL_CALLS:", "[tool calls:").into()
     } else {
