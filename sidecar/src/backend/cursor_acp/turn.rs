@@ -343,18 +343,11 @@ impl State {
         let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
         // Client-tools mode: our server's tools are the client's, which it asks about itself;
         // nothing else is ever allowed.
-        if self.hosted && super::tools::is_ours(&call) {
-            if let Some(call_id) = call.get("toolCallId").and_then(Value::as_str) {
-                self.ours.insert(call_id.to_string());
-            }
-            let result = match pick(&["allow_once", "allow_always"]) {
-                Some(option) => json!({"outcome": {"outcome": "selected", "optionId": option}}),
-                None => cancelled_outcome(),
-            };
-            agent.answer(id, result).await;
-            return;
+        let ours = self.hosted && super::tools::is_ours(&call);
+        if let (true, Some(call_id)) = (ours, call.get("toolCallId").and_then(Value::as_str)) {
+            self.ours.insert(call_id.to_string());
         }
-        let chosen = if self.unattended && !self.hosted {
+        let chosen = if ours || (self.unattended && !self.hosted) {
             pick(&["allow_once", "allow_always"])
         } else {
             pick(&["reject_once", "reject_always"])
@@ -364,7 +357,7 @@ impl State {
             None => cancelled_outcome(),
         };
         agent.answer(id, result).await;
-        if !self.unattended && !self.permission_told {
+        if !ours && !self.unattended && !self.permission_told {
             self.permission_told = true;
             let kind = call.get("kind").and_then(Value::as_str).unwrap_or("tool");
             let tool = if kind == "execute" { "shell" } else { kind }.to_owned();
