@@ -67,37 +67,34 @@ pub trait TextHold: Send {
 
 /// Client-tools mode: the agent's own tools must not run. A built-in tool that completes with a
 /// result trips this, and the engine stops the turn.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ToolPolicy {
-    tripped: std::sync::Mutex<Option<String>>,
-    notify: tokio::sync::Notify,
+    /// What ran, once something did (the first one is kept).
+    tripped: tokio::sync::watch::Sender<Option<String>>,
+}
+
+impl Default for ToolPolicy {
+    fn default() -> Self {
+        ToolPolicy { tripped: tokio::sync::watch::channel(None).0 }
+    }
 }
 
 impl ToolPolicy {
     pub fn trip(&self, what: String) {
-        let mut t = crate::util::sync::lock(&self.tripped);
-        if t.is_none() {
-            *t = Some(what);
-        }
-        drop(t);
-        self.notify.notify_waiters();
-        self.notify.notify_one();
+        self.tripped.send_if_modified(|t| t.is_none() && t.replace(what).is_none());
     }
 
     /// What ran, if a built-in tool did.
     pub fn tripped_now(&self) -> Option<String> {
-        crate::util::sync::lock(&self.tripped).clone()
+        self.tripped.borrow().clone()
     }
 
     /// Resolves with what ran, once a built-in tool did.
     pub async fn tripped(&self) -> String {
-        loop {
-            let notified = self.notify.notified();
-            if let Some(what) = crate::util::sync::lock(&self.tripped).clone() {
-                return what;
-            }
-            notified.await;
-        }
+        let mut seen = self.tripped.subscribe();
+        // The sender lives as long as `self`, so the wait ends only when something ran.
+        let what = seen.wait_for(Option::is_some).await.ok().and_then(|w| w.clone());
+        what.unwrap_or_default()
     }
 }
 
