@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::mcp::client::{cancelled_params, Conn, Fail};
 use super::mcp::http::Abort;
-use super::turn::{content_text, permission_option, Stop, Turn};
+use super::turn::{content_text, permission_options, Stop, Turn};
 use crate::builtins;
 use crate::json::{arr, obj, Json};
 use crate::permissions::{self, Action, Decision};
@@ -244,14 +244,7 @@ impl Turn {
                         ("rawInput", raw_input),
                     ]),
                 ),
-                (
-                    "options",
-                    arr([
-                        permission_option("allow-once", "Allow once", "allow_once"),
-                        permission_option("allow-always", "Allow always", "allow_always"),
-                        permission_option("reject-once", "Reject", "reject_once"),
-                    ]),
-                ),
+                ("options", permission_options()),
             ]);
             let sid = self.sid.clone();
             let asked = self.ask("session/request_permission", params, Some(&sid));

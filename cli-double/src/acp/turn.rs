@@ -506,14 +506,7 @@ impl Turn {
                         ("rawInput", t.raw_input.clone()),
                     ]),
                 ),
-                (
-                    "options",
-                    arr([
-                        permission_option("allow-once", "Allow once", "allow_once"),
-                        permission_option("allow-always", "Allow always", "allow_always"),
-                        permission_option("reject-once", "Reject", "reject_once"),
-                    ]),
-                ),
+                ("options", permission_options()),
             ]);
             let sid = self.sid.clone();
             let reply = self.ask("session/request_permission", params, Some(&sid))?;
@@ -571,8 +564,17 @@ impl Turn {
     }
 }
 
-pub(super) fn permission_option(id: &str, name: &str, kind: &str) -> Json {
+fn permission_option(id: &str, name: &str, kind: &str) -> Json {
     obj([("optionId", id.into()), ("name", name.into()), ("kind", kind.into())])
+}
+
+/// The options of every `session/request_permission` Cursor sends.
+pub(super) fn permission_options() -> Json {
+    arr([
+        permission_option("allow-once", "Allow once", "allow_once"),
+        permission_option("allow-always", "Allow always", "allow_always"),
+        permission_option("reject-once", "Reject", "reject_once"),
+    ])
 }
 
 pub(super) fn content_text(t: &str) -> Json {
