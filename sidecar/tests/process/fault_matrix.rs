@@ -42,6 +42,16 @@ fn leftover_processes(sidecar_pid: u32) -> Vec<u32> {
     left
 }
 
+/// `pid (argv) state ppid=…` from /proc, for a leak report.
+fn describe_process(pid: u64) -> String {
+    let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rfind(')').map(|i| &stat[i + 1..]).unwrap_or("");
+    let mut fields = rest.split_whitespace();
+    let (state, ppid) = (fields.next().unwrap_or("?"), fields.next().unwrap_or("?"));
+    format!("{pid} ({}) state {state} ppid={ppid}", String::from_utf8_lossy(&cmd).replace('\0', " ").trim())
+}
+
 fn pids_of_turns(dir: &TestDir) -> Vec<u64> {
     dir.turn_processes().iter().flat_map(|t| [t["pid"].as_u64(), t["grandchildPid"].as_u64()]).flatten().collect()
 }
@@ -131,7 +141,9 @@ fn run_case(case: &Value, tally: &mut Tally) {
         still_running.retain(|p| alive(*p));
     }
     if !still_running.is_empty() {
-        problems.push(format!("CLI processes still running: {still_running:?}"));
+        // Described now, while they run (after the sidecar exits they are gone).
+        let described: Vec<String> = still_running.iter().map(|p| describe_process(*p)).collect();
+        problems.push(format!("CLI processes still running: {}", described.join("; ")));
     }
     if !s.finish().success() {
         problems.push("sidecar did not exit 0".into());
