@@ -11,7 +11,8 @@
 //! Linux, the rules this file keeps (docs/architecture.md, invariants):
 //!
 //! * **Every child dies with the sidecar.** Each gets `PR_SET_PDEATHSIG` = SIGKILL, so a sidecar
-//!   killed without cleaning up (SIGKILL, OOM, a crash) takes its children along. The kernel sends
+//!   killed without cleaning up (SIGKILL, OOM, a crash) takes its children along. The child arms
+//!   it itself before exec, started without a fork of the sidecar (`process/vfork.rs`). The kernel sends
 //!   it when the *thread* that forked exits, not the process: so never start a process from a
 //!   thread that may end before the child. tokio's runtime workers (async tasks) and the main
 //!   thread live as long as the sidecar; tokio's blocking pool (`spawn_blocking`) ends threads
@@ -51,6 +52,8 @@ use crate::util::sync::OnDrop;
 mod job;
 mod memory;
 mod table;
+#[cfg(target_os = "linux")]
+mod vfork;
 #[cfg(unix)]
 mod watchdog;
 
@@ -110,8 +113,10 @@ impl Drop for ChildInput {
 /// A running child in its own process group. Dropping it kills the group.
 pub struct ChildProcess {
     /// `None` only inside `drop`, which hands it to a task that reaps it.
-    child: Option<Child>,
+    child: Option<Leader>,
     stdin: Option<ChildInput>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
     pid: u32,
     /// Names this child's entry in the registry (a pid alone could be a later process's).
     token: u64,
@@ -133,6 +138,13 @@ pub struct ChildProcess {
     group_ended: bool,
     /// Exit handled: no longer in the registry, nothing left to kill.
     finished: bool,
+}
+
+/// The leader process: started by tokio, or on Linux by `vfork.rs` (waited for through the pidfd).
+enum Leader {
+    Tokio(Child),
+    #[cfg(target_os = "linux")]
+    Cloned(vfork::Leader),
 }
 
 /// What a registered child is doing, for the orphan sweep.
@@ -224,6 +236,34 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<ChildProcess> {
 /// [`spawn`], with or without the parent-death watchdog (Unix; ignored elsewhere).
 fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
     static TOKENS: AtomicU64 = AtomicU64::new(0);
+    // Linux: without a fork of the sidecar (vfork.rs), unless a watchdog is wanted (tests) or
+    // the kernel has no pidfds to wait with.
+    #[cfg(target_os = "linux")]
+    if !watchdog && vfork::usable() {
+        // Spawn and register under one lock (see below).
+        let mut registry = registry();
+        let spawned = vfork::spawn(spec)?;
+        let token = TOKENS.fetch_add(1, Ordering::Relaxed);
+        registry.children.insert(spawned.pid, (token, Role::Busy));
+        drop(registry);
+        let pipes = (|| {
+            Ok::<_, io::Error>((
+                ChildStdin::from_std(std::process::ChildStdin::from(spawned.stdin))?,
+                ChildStdout::from_std(std::process::ChildStdout::from(spawned.stdout))?,
+                ChildStderr::from_std(std::process::ChildStderr::from(spawned.stderr))?,
+            ))
+        })();
+        let mut process = ChildProcess::new(Leader::Cloned(vfork::Leader::new(spawned.pid)), spawned.pid, token);
+        // A failure here drops `process`, which kills the child.
+        let (stdin, stdout, stderr) = pipes?;
+        process.stdin = Some(ChildInput { inner: stdin, release: None });
+        process.stdout = Some(stdout);
+        process.stderr = Some(stderr);
+        if process.pidfd.is_none() {
+            return Err(io::Error::other("no pidfd for the child"));
+        }
+        return Ok(process);
+    }
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .stdin(Stdio::piped())
@@ -247,8 +287,8 @@ fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
     }
     #[cfg(target_os = "linux")]
     {
-        // Every child, turns included, dies with the sidecar. The pre-exec hook makes std fork
-        // instead of posix_spawn (~0.1 ms → ~0.6 ms per spawn); correctness first.
+        // Every child dies with the sidecar (the fallback of vfork.rs, which does the same
+        // without a fork). The pre-exec hook makes std fork the sidecar instead of posix_spawn.
         let sidecar = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs in the forked child before exec and only makes raw syscalls
         // (prctl, getppid, _exit), which are async-signal-safe; it allocates nothing.
@@ -319,26 +359,13 @@ fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
         #[cfg(unix)]
         release: None,
     });
-    let mut process = ChildProcess {
-        child: Some(child),
-        stdin,
-        pid,
-        token,
-        // Nothing has waited for the child yet, so this pidfd is certainly this child's.
-        #[cfg(target_os = "linux")]
-        pidfd: pidfd::open(pid).ok().and_then(|fd| {
-            // SAFETY: the AsyncFd owns the OwnedFd, which stays open (the same descriptor) until
-            // the AsyncFd is dropped.
-            unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
-        }),
-        #[cfg(unix)]
-        _watch: None,
-        #[cfg(windows)]
-        job: tree,
-        reaped: false,
-        group_ended: false,
-        finished: false,
-    };
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let mut process = ChildProcess::new(Leader::Tokio(child), pid, token);
+    (process.stdin, process.stdout, process.stderr) = (stdin, stdout, stderr);
+    #[cfg(windows)]
+    {
+        process.job = tree;
+    }
     // The watched child's stdin is our own pipe (the watchdog holds a copy of its write end).
     // A failure here drops `process`, which kills the child.
     #[cfg(unix)]
@@ -352,6 +379,32 @@ fn spawn_guarded(spec: &SpawnSpec, watchdog: bool) -> io::Result<ChildProcess> {
 }
 
 impl ChildProcess {
+    /// A registered child, its pipes not yet attached.
+    fn new(leader: Leader, pid: u32, token: u64) -> Self {
+        ChildProcess {
+            child: Some(leader),
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            pid,
+            token,
+            // Nothing has waited for the child yet, so this pidfd is certainly this child's.
+            #[cfg(target_os = "linux")]
+            pidfd: pidfd::open(pid).ok().and_then(|fd| {
+                // SAFETY: the AsyncFd owns the OwnedFd, which stays open (the same descriptor)
+                // until the AsyncFd is dropped.
+                unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
+            }),
+            #[cfg(unix)]
+            _watch: None,
+            #[cfg(windows)]
+            job: None,
+            reaped: false,
+            group_ended: false,
+            finished: false,
+        }
+    }
+
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -359,14 +412,26 @@ impl ChildProcess {
         self.stdin.take()
     }
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
-        self.child().stdout.take()
+        self.stdout.take()
     }
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {
-        self.child().stderr.take()
+        self.stderr.take()
     }
 
-    fn child(&mut self) -> &mut Child {
+    fn child(&mut self) -> &mut Leader {
         self.child.as_mut().expect("the child is only taken in drop")
+    }
+
+    /// Reap the leader (once it has exited).
+    async fn reap(&mut self) -> io::Result<ExitStatus> {
+        match self.child.as_mut().expect("the child is only taken in drop") {
+            Leader::Tokio(child) => child.wait().await,
+            #[cfg(target_os = "linux")]
+            Leader::Cloned(leader) => match &self.pidfd {
+                Some(fd) => leader.wait(fd).await,
+                None => Err(io::Error::other("no pidfd")), // never: spawn requires one
+            },
+        }
     }
 
     /// A warm spare (standby) owns no orphans but its own group; a turn that takes it makes it
@@ -380,7 +445,7 @@ impl ChildProcess {
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         self.exited().await?;
         self.end_group();
-        let status = self.child().wait().await?;
+        let status = self.reap().await?;
         self.reaped = true;
         self.finish();
         Ok(status)
@@ -398,7 +463,12 @@ impl ChildProcess {
             }
             self.end_group();
         }
-        match self.child().try_wait() {
+        let exited = match self.child() {
+            Leader::Tokio(child) => child.try_wait(),
+            #[cfg(target_os = "linux")]
+            Leader::Cloned(leader) => leader.try_wait(),
+        };
+        match exited {
             Ok(None) => true,
             _ => {
                 self.reaped = true;
@@ -423,7 +493,7 @@ impl ChildProcess {
             let _ = tokio::time::timeout(grace, self.exited()).await;
         }
         self.kill_tree(&descendants);
-        let status = self.child().wait().await.ok();
+        let status = self.reap().await.ok();
         self.reaped = true;
         self.finish();
         status
@@ -438,7 +508,7 @@ impl ChildProcess {
             let _ = fd.readable().await?;
             return Ok(());
         }
-        self.child().wait().await?;
+        self.reap().await?;
         self.reaped = true;
         Ok(())
     }
@@ -486,7 +556,7 @@ impl ChildProcess {
         // Windows: TerminateProcess through the handle tokio holds (valid until reaped). The job
         // does the same for the whole tree; this covers a child that is in none.
         #[cfg(windows)]
-        if let Some(child) = self.child.as_mut() {
+        if let Some(Leader::Tokio(child)) = self.child.as_mut() {
             let _ = child.start_kill();
             return;
         }
@@ -533,14 +603,25 @@ impl Drop for ChildProcess {
                 // Reap the killed leader through tokio (never behind its back), then stop tracking
                 // it, also when the runtime drops the task unpolled at shutdown. Sweep for
                 // escapees the kill left as zombies; the sweep spares running turns' processes.
+                #[cfg(target_os = "linux")]
+                let pidfd = self.pidfd.take();
                 runtime.spawn(async move {
                     let _untrack = untrack;
-                    let mut child = child;
-                    let _ = child.wait().await;
+                    match child {
+                        Leader::Tokio(mut child) => drop(child.wait().await),
+                        #[cfg(target_os = "linux")]
+                        Leader::Cloned(mut leader) => {
+                            if let Some(fd) = &pidfd {
+                                let _ = leader.wait(fd).await;
+                            }
+                        }
+                    }
                     drop(stdin);
                 });
                 sweep_in_background();
             }
+            // Shutting down without a runtime: a cloned leader left unreaped is a zombie until
+            // the sidecar exits a moment later.
             Err(_) => drop((child, stdin, untrack)),
         }
     }
