@@ -3,7 +3,6 @@
 //! so the person sees an answer or an error that says what to do (docs/cursor-acp.md §11).
 //! Whatever backend the rest of the suite runs on, these pin theirs in `initialize`.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -35,31 +34,6 @@ fn acp_pids(dir: &TestDir) -> Vec<u64> {
         .filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start")
         .filter_map(|r| r["pid"].as_u64())
         .collect()
-}
-
-/// Sessions the double saved (cli-double README §8.6): (id, createdByPid, the prompts as sent).
-fn saved_sessions(dir: &TestDir) -> Vec<(String, u64, Vec<String>)> {
-    let root: PathBuf = dir.path().join("home/.cursor/acp-sessions");
-    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
-    let mut out = Vec::new();
-    for e in entries.flatten() {
-        let Ok(text) = std::fs::read_to_string(e.path().join("cursor-agent-double.json")) else { continue };
-        let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
-        let prompts = v["turns"].as_array().into_iter().flatten().filter_map(|t| t["user"].as_str()).map(str::to_owned);
-        out.push((
-            v["sessionId"].as_str().unwrap_or("").to_owned(),
-            v["createdByPid"].as_u64().unwrap_or(0),
-            prompts.collect(),
-        ));
-    }
-    out
-}
-
-fn session_with_prompt(dir: &TestDir, prompt: &str) -> (String, u64, Vec<String>) {
-    saved_sessions(dir)
-        .into_iter()
-        .find(|(_, _, prompts)| prompts.iter().any(|p| p == prompt))
-        .unwrap_or_else(|| panic!("no saved session got the prompt {prompt:?}: {:?}", saved_sessions(dir)))
 }
 
 #[test]

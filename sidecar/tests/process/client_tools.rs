@@ -3,6 +3,8 @@
 //! client sees a `toolCall` delta and `stopReason: "toolCalls"`, never the block; the results
 //! continue the same Cursor chat; Cursor works in a private folder that denies its own tools.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -133,7 +135,12 @@ fn a_tool_round_trip_over_mcp_answers_the_parked_call_in_the_same_turn() {
     assert_isolated(&dir, &records[0]);
     s.finish();
     let exit = dir.acp_records("exit");
-    let tools = exit.iter().find(|r| !r["tools"].is_null()).map(|r| r["tools"].clone()).expect("the double saw tools");
+    // (The agent that ran the turn; the one opened ahead for the next tools chat made no call.)
+    let tools = exit
+        .iter()
+        .find(|r| r["tools"]["calls"].as_array().is_some_and(|c| !c.is_empty()))
+        .map(|r| r["tools"].clone())
+        .expect("the double saw the call");
     assert_eq!(tools["calls"][0]["path"], "mcp", "{tools}");
     assert_eq!(tools["mcpServers"][0]["connected"], true, "{tools}");
     let permission = &tools["permissions"][0];
@@ -265,4 +272,49 @@ fn the_users_login_and_config_stay_untouched_in_client_tools_mode() {
     for key in ["HOME", "CURSOR_CONFIG_DIR", "CURSOR_DATA_DIR", "XDG_CONFIG_HOME"] {
         assert_eq!(with["env"][key], without["env"][key], "{key} is the same with and without client tools");
     }
+}
+
+#[test]
+fn a_new_conversation_with_tools_on_acp_takes_a_session_opened_ahead_with_those_tools() {
+    if !acp() {
+        println!("skipped on print mode: sessions opened ahead with our MCP server are ACP's");
+        return;
+    }
+    // What a new Copilot Agent-mode chat pays: without a session opened ahead that already hosts
+    // the tools, its first word waits for `session/new` with our server and its listing.
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_NEW_SESSION_MS", "300").start();
+    s.initialize(&dir, json!({}));
+    let first = |conversation: &str, text: &str| {
+        let mut turn = tools_turn(&format!("t-{conversation}"), json!([user(text)]));
+        turn["conversationId"] = json!(conversation);
+        turn
+    };
+    let (d, r) = s.chat(first("conv-a", "first chat"));
+    assert_eq!(r["result"]["stopReason"], "end", "{r}");
+    assert_eq!(text_of(&d), "Echo: first chat");
+    // The session opened ahead for the next tools conversation (the plain one gave way: the limit
+    // is one spare) is kept once the double saved it and `status` counts it beside conv-a's.
+    let ahead = |s: &mut Sidecar| {
+        s.request("status", json!({}))["result"]["backend"]["warm"].as_u64().unwrap_or(0) >= 2
+            && saved_sessions(&dir).iter().any(|(_, _, prompts)| prompts.is_empty())
+    };
+    assert!(eventually(Duration::from_secs(10), || ahead(&mut s)), "no session with tools opened ahead");
+    let before: Vec<(String, u64)> = saved_sessions(&dir).into_iter().map(|(id, pid, _)| (id, pid)).collect();
+    let (d, r) = s.chat(first("conv-b", "second chat"));
+    assert_eq!(r["result"]["stopReason"], "end", "{r}");
+    assert_eq!(text_of(&d), "Echo: second chat");
+    let (used, pid, _) = session_with_prompt(&dir, "second chat");
+    assert!(
+        before.contains(&(used.clone(), pid)),
+        "the second chat ran in a session opened before it: {used} {before:?}"
+    );
+    // And that session hosted the tools: the double listed them from our server, nothing was
+    // described in the prompt.
+    let record = dir.turn_records().into_iter().find(|r| prompt_of(r) == "second chat");
+    assert!(record.is_some(), "the prompt went in as typed, no <client_tools> block: {:?}", dir.turn_records());
+    s.finish();
+    let exit = dir.acp_records("exit");
+    let hosted = exit.iter().any(|r| r["tools"]["mcpServers"][0]["connected"] == true && r["pid"] == json!(pid));
+    assert!(hosted, "the spare's agent connected to our server: {exit:?}");
 }

@@ -58,10 +58,24 @@ pub fn session_of(chat: &str) -> Option<&str> {
 
 type SlotCell = Arc<AsyncMutex<Option<Agent>>>;
 
-/// A session opened ahead of need, for a new conversation in `workspace`.
+/// A session opened ahead of need, for a new conversation in `workspace`: a plain one, or one
+/// whose agent hosts the tools the last new conversation there was given (Copilot's Agent mode
+/// sends the same tools with every request, and a session that must attach them first costs a
+/// `session/new` with `mcpServers` and our server's listing on the new conversation's first word).
 struct Spare {
     workspace: PathBuf,
     agent: Agent,
+}
+
+impl Spare {
+    /// Its agent hosts exactly `tools` (`None`: no tools).
+    fn hosts(&self, tools: Option<&[crate::protocol::ToolDefinition]>) -> bool {
+        match (tools, &self.agent.tools) {
+            (None, None) => true,
+            (Some(tools), Some(host)) => host.offers(tools),
+            _ => false,
+        }
+    }
 }
 
 pub struct CursorAcp {
@@ -196,6 +210,23 @@ impl CursorAcp {
         }
     }
 
+    /// A new agent whose new session hosts `tools`.
+    async fn open_hosting(
+        &self,
+        cli: &CliCommand,
+        workspace: &Path,
+        tools: &[crate::protocol::ToolDefinition],
+    ) -> Result<Agent, TurnFailure> {
+        let mut agent = self.start(cli, workspace).await?;
+        match self.open_with_tools(cli, &mut agent, tools, None).await {
+            Ok(_) => Ok(agent),
+            Err(f) => {
+                retire(agent);
+                Err(f)
+            }
+        }
+    }
+
     async fn open(&self, cli: &CliCommand, workspace: &Path) -> Result<Agent, TurnFailure> {
         let mut agent = self.start(cli, workspace).await?;
         if let Err(failure) = agent.new_session().await {
@@ -205,19 +236,19 @@ impl CursorAcp {
         Ok(agent)
     }
 
-    fn take_spare(&self, workspace: &Path) -> Option<Agent> {
+    /// A spare session for a new conversation in `workspace` that hosts exactly `tools` (or,
+    /// with `None`, no tools).
+    fn take_spare(&self, workspace: &Path, tools: Option<&[crate::protocol::ToolDefinition]>) -> Option<Agent> {
         let mut spares = lock(&self.spares);
-        while let Some(i) = spares.iter().position(|s| s.workspace == workspace) {
-            let mut spare = spares.remove(i);
-            if spare.agent.alive() {
-                return Some(spare.agent);
-            }
-        }
-        None
+        spares.retain_mut(|s| s.agent.alive());
+        let i = spares.iter().position(|s| s.workspace == workspace && s.hosts(tools))?;
+        Some(spares.remove(i).agent)
     }
 
-    /// Open a session for the next new conversation in `workspace`, in the background.
-    fn refill(&self, workspace: PathBuf) {
+    /// Open a session for the next new conversation in `workspace`, in the background, hosting
+    /// `tools` if given. At the limit, a spare of the other kind (tools or none) gives way: the
+    /// conversation just started says which kind comes next.
+    fn refill(&self, workspace: PathBuf, tools: Option<Vec<crate::protocol::ToolDefinition>>) {
         if self.spare_limit == 0 || self.closed.load(Ordering::SeqCst) || self.usable().is_err() {
             return;
         }
@@ -226,18 +257,31 @@ impl CursorAcp {
         }
         let Some(cli) = self.print.known_cli() else { return };
         {
-            let spares = lock(&self.spares);
+            let mut spares = lock(&self.spares);
             let mut opening = lock(&self.opening);
-            let here = spares.iter().filter(|s| s.workspace == workspace).count()
-                + opening.iter().filter(|w| **w == workspace).count();
-            if here >= 1 || spares.len() + opening.len() >= self.spare_limit {
+            if opening.contains(&workspace) {
                 return;
+            }
+            if spares.iter().any(|s| s.workspace == workspace && s.hosts(tools.as_deref())) {
+                return;
+            }
+            // One spare per workspace: one for other tools than these will not be taken.
+            for stale in spares.extract_if(.., |s| s.workspace == workspace) {
+                retire(stale.agent);
+            }
+            if spares.len() + opening.len() >= self.spare_limit {
+                let other = spares.iter().position(|s| s.agent.tools.is_some() != tools.is_some());
+                let Some(other) = other else { return };
+                retire(spares.remove(other).agent);
             }
             opening.push(workspace.clone());
         }
         let Some(this) = self.me.upgrade() else { return };
         let opener = tokio::spawn(async move {
-            let opened = this.open(&cli, &workspace).await;
+            let opened = match &tools {
+                None => this.open(&cli, &workspace).await,
+                Some(tools) => this.open_hosting(&cli, &workspace, tools).await,
+            };
             let mut opening = lock(&this.opening);
             if let Some(i) = opening.iter().position(|w| *w == workspace) {
                 opening.remove(i);
@@ -327,25 +371,14 @@ impl CursorAcp {
                 slot
             }
             Chat::New => {
-                let agent = match hosted {
-                    // Sessions opened ahead have no tools: this one gets the client's.
-                    Some(tools) => {
-                        let mut agent = self.start(&cli, &t.workspace).await?;
-                        if let Err(f) = self.open_with_tools(&cli, &mut agent, tools, None).await {
-                            retire(agent);
-                            return Err(f);
-                        }
-                        agent
-                    }
-                    None => {
-                        let agent = match self.take_spare(&t.workspace) {
-                            Some(agent) => agent,
-                            None => self.open(&cli, &t.workspace).await?,
-                        };
-                        self.refill(t.workspace.clone());
-                        agent
-                    }
+                let agent = match self.take_spare(&t.workspace, hosted) {
+                    Some(agent) => agent,
+                    None => match hosted {
+                        Some(tools) => self.open_hosting(&cli, &t.workspace, tools).await?,
+                        None => self.open(&cli, &t.workspace).await?,
+                    },
                 };
+                self.refill(t.workspace.clone(), hosted.map(<[_]>::to_vec));
                 let cell: SlotCell = Arc::new(AsyncMutex::new(Some(agent)));
                 let slot = cell.clone().lock_owned().await;
                 let session = slot.as_ref().map(|a| a.session_id.clone()).unwrap_or_default();
@@ -487,9 +520,9 @@ impl Backend for CursorAcp {
 
     fn warm(&self, hint: Warm) {
         match hint {
-            Warm::Workspace(workspace) => self.refill(workspace),
+            Warm::Workspace(workspace) => self.refill(workspace, None),
             // The follow-up's session is warm already; a fresh one for the next conversation.
-            Warm::FollowUp { workspace, fresh: true, .. } => self.refill(workspace),
+            Warm::FollowUp { workspace, fresh: true, .. } => self.refill(workspace, None),
             Warm::FollowUp { .. } => {}
         }
     }
