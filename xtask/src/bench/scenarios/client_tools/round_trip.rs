@@ -62,7 +62,7 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
         let how = if mode == "ACP" {
             format!("`backend: \"acp\"`, default settings: the MCP path. The agent's `tools/call` is parked; the `toolCall` delta goes out at once, the response ends when no other call came within the 50 ms batch window (sidecar/src/engine/tools/parked.rs, `BATCH_WINDOW`): toolCall → end {tail_median:.1} ms median, {:.0} % of chat/send → end.", 100.0 * tail_median / end_median)
         } else {
-            format!("`backend: \"print\"`, default settings: the prompt protocol. The double writes a `[TOOL_CALLS: …]` block, held back from the stream; the calls are read when the CLI's turn ends, so the `toolCall` delta and the end come together (toolCall → end {tail_median:.2} ms median). No fixed wait.")
+            format!("`backend: \"print\"`, default settings: the prompt protocol. The double writes a `[TOOL_CALLS: …]` block, held back from the stream; the calls are read once the CLI's answer is complete; toolCall → end {tail_median:.1} ms median (the CLI process ending). No fixed wait.")
         };
         rows.push(
             Row::new(SECTION, &format!("Tool call: chat/send → toolCall delta, {mode}"), Unit::Ms, &to_call)
