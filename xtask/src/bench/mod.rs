@@ -32,7 +32,8 @@ use anyhow::{bail, Context, Result};
 
 use report::{loadavg, Report, Row};
 use scenarios::{
-    concurrency, first_delta, footprint, model_picker, new_conversation, parser, sizes, streaming, warm_backend,
+    client_tools, concurrency, first_delta, footprint, model_picker, new_conversation, parser, sizes, streaming,
+    warm_backend,
 };
 
 /// How many times each figure is measured.
@@ -126,7 +127,7 @@ pub fn run(root: &Path, smoke: bool) -> Result<()> {
         .filter(|v| !v.trim().is_empty())
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
     type Section = fn(&Ctx) -> Result<Vec<Row>>;
-    let sections: [(&str, Section); 9] = [
+    let sections: [(&str, Section); 10] = [
         ("first-delta", first_delta::measure),
         ("streaming", streaming::measure),
         ("parser", parser::measure),
@@ -136,6 +137,7 @@ pub fn run(root: &Path, smoke: bool) -> Result<()> {
         ("sizes", sizes::measure),
         ("concurrency", concurrency::measure),
         ("warm-backend", warm_backend::measure),
+        ("client-tools", client_tools::measure),
     ];
     if let Some(only) = &only {
         if let Some(bad) = only.iter().find(|o| !sections.iter().any(|(name, _)| name == o)) {

@@ -20,6 +20,8 @@ use crate::bench::Bins;
 enum Kind {
     /// A `chat/delta` of kind `text`.
     Text { turn: String, text: String },
+    /// A `chat/delta` of kind `toolCall` (client-tools mode).
+    ToolCall { turn: String, call: Value },
     /// Any other notification.
     Notification,
     /// A response: its id and its result or error.
@@ -47,6 +49,9 @@ pub struct TurnTrace {
     pub text: String,
     pub answered: Instant,
     pub result: Value,
+    /// The first `toolCall` delta, and every call (`{callId, name, input}`).
+    pub first_tool_call: Option<Instant>,
+    pub tool_calls: Vec<Value>,
 }
 
 impl Sidecar {
@@ -130,24 +135,46 @@ impl Sidecar {
         messages: Vec<Value>,
         timeout: Duration,
     ) -> Result<TurnTrace> {
-        let mut traces = self.turns(&[(turn_id.to_string(), conversation.to_string(), messages)], timeout)?;
+        self.turn_with(turn_id, conversation, messages, &json!({}), timeout)
+    }
+
+    /// A turn whose `chat/send` params also carry the fields of `extra` (e.g. `tools`).
+    pub fn turn_with(
+        &mut self,
+        turn_id: &str,
+        conversation: &str,
+        messages: Vec<Value>,
+        extra: &Value,
+        timeout: Duration,
+    ) -> Result<TurnTrace> {
+        let spec = [(turn_id.to_string(), conversation.to_string(), messages)];
+        let mut traces = self.turns_with(&spec, extra, timeout)?;
         Ok(traces.remove(0))
     }
 
     /// Send every `(turnId, conversationId, messages)` at once and follow them to their answers.
     pub fn turns(&mut self, specs: &[(String, String, Vec<Value>)], timeout: Duration) -> Result<Vec<TurnTrace>> {
+        self.turns_with(specs, &json!({}), timeout)
+    }
+
+    fn turns_with(
+        &mut self,
+        specs: &[(String, String, Vec<Value>)],
+        extra: &Value,
+        timeout: Duration,
+    ) -> Result<Vec<TurnTrace>> {
         let first_id = self.conn.take_ids(specs.len() as u64);
         let bodies: Vec<Value> = specs
             .iter()
             .enumerate()
             .map(|(k, (turn, conv, messages))| {
-                request(
-                    first_id + k as u64,
-                    "chat/send",
-                    json!({
-                        "turnId": turn, "model": "auto", "mode": "agent", "conversationId": conv, "messages": messages,
-                    }),
-                )
+                let mut params = json!({
+                    "turnId": turn, "model": "auto", "mode": "agent", "conversationId": conv, "messages": messages,
+                });
+                if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+                    params.extend(extra.clone());
+                }
+                request(first_id + k as u64, "chat/send", params)
             })
             .collect();
         let sent = self.conn.send(&bodies)?;
@@ -164,6 +191,8 @@ impl Sidecar {
                 text: String::new(),
                 answered: sent,
                 result: Value::Null,
+                first_tool_call: None,
+                tool_calls: Vec::new(),
             })
             .collect();
         let mut open = specs.len();
@@ -178,6 +207,11 @@ impl Sidecar {
                     t.deltas += 1;
                     t.delta_frame_bytes += m.bytes;
                     t.text.push_str(&text);
+                }
+                Kind::ToolCall { turn, call } => {
+                    let Some(&k) = by_turn.get(turn.as_str()) else { continue };
+                    traces[k].first_tool_call.get_or_insert(m.at);
+                    traces[k].tool_calls.push(call);
                 }
                 Kind::Notification => {}
                 Kind::Response { id: Some(id), outcome } if id >= first_id && id < first_id + specs.len() as u64 => {
@@ -269,6 +303,12 @@ fn classify(body: &[u8]) -> Option<Kind> {
         kind: std::borrow::Cow<'a, str>,
         #[serde(default)]
         text: Option<String>,
+        #[serde(rename = "callId", default)]
+        call_id: Option<String>,
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        input: Option<Value>,
     }
     let frame: Frame<'_> = serde_json::from_slice(body).ok()?;
     match frame.method.as_deref() {
@@ -276,6 +316,10 @@ fn classify(body: &[u8]) -> Option<Kind> {
             let delta: Delta<'_> = serde_json::from_str(frame.params?.get()).ok()?;
             Some(match (delta.kind.as_ref(), delta.text) {
                 ("text", Some(text)) => Kind::Text { turn: delta.turn_id.into_owned(), text },
+                ("toolCall", _) => Kind::ToolCall {
+                    turn: delta.turn_id.into_owned(),
+                    call: json!({"callId": delta.call_id, "name": delta.name, "input": delta.input}),
+                },
                 _ => Kind::Notification,
             })
         }

@@ -1,5 +1,6 @@
 //! The sections of the benchmark, one module each; `measure` returns the section's rows.
 
+pub mod client_tools;
 pub mod concurrency;
 pub mod first_delta;
 pub mod footprint;
