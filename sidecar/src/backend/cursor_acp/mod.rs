@@ -85,8 +85,8 @@ pub struct CursorAcp {
     /// Warm sessions by ACP session id.
     warm: Mutex<HashMap<String, SlotCell>>,
     spares: Mutex<Vec<Spare>>,
-    /// Workspaces a spare is being opened for.
-    opening: Mutex<Vec<PathBuf>>,
+    /// (Workspaces, whether with tools) a spare is being opened for.
+    opening: Mutex<Vec<(PathBuf, bool)>>,
     /// The tasks opening them: stopped at shutdown, so no agent starts after it.
     openers: Mutex<Vec<tokio::task::AbortHandle>>,
     spare_limit: usize,
@@ -246,8 +246,7 @@ impl CursorAcp {
     }
 
     /// Open a session for the next new conversation in `workspace`, in the background, hosting
-    /// `tools` if given. At the limit, a spare of the other kind (tools or none) gives way: the
-    /// conversation just started says which kind comes next.
+    /// `tools` if given. `spares` limits each kind (with tools, without) on its own.
     fn refill(&self, workspace: PathBuf, tools: Option<Vec<crate::protocol::ToolDefinition>>) {
         if self.spare_limit == 0 || self.closed.load(Ordering::SeqCst) || self.usable().is_err() {
             return;
@@ -259,7 +258,7 @@ impl CursorAcp {
         {
             let mut spares = lock(&self.spares);
             let mut opening = lock(&self.opening);
-            if opening.contains(&workspace) {
+            if opening.iter().any(|(w, _)| *w == workspace) {
                 return;
             }
             if spares.iter().any(|s| s.workspace == workspace && s.hosts(tools.as_deref())) {
@@ -269,12 +268,13 @@ impl CursorAcp {
             for stale in spares.extract_if(.., |s| s.workspace == workspace) {
                 retire(stale.agent);
             }
-            if spares.len() + opening.len() >= self.spare_limit {
-                let other = spares.iter().position(|s| s.agent.tools.is_some() != tools.is_some());
-                let Some(other) = other else { return };
-                retire(spares.remove(other).agent);
+            // The limit is per kind: a person switching between Ask and Agent chats keeps both.
+            let same_kind = spares.iter().filter(|s| s.agent.tools.is_some() == tools.is_some()).count();
+            let opening_same = opening.iter().filter(|(_, t)| *t == tools.is_some()).count();
+            if same_kind + opening_same >= self.spare_limit {
+                return;
             }
-            opening.push(workspace.clone());
+            opening.push((workspace.clone(), tools.is_some()));
         }
         let Some(this) = self.me.upgrade() else { return };
         let opener = tokio::spawn(async move {
@@ -283,7 +283,7 @@ impl CursorAcp {
                 Some(tools) => this.open_hosting(&cli, &workspace, tools).await,
             };
             let mut opening = lock(&this.opening);
-            if let Some(i) = opening.iter().position(|w| *w == workspace) {
+            if let Some(i) = opening.iter().position(|(w, _)| *w == workspace) {
                 opening.remove(i);
             }
             drop(opening);
