@@ -429,8 +429,16 @@ async function main() {
       return undefined;
     }
   };
-  result.walkthroughBefore = await attempt('walkthrough-before', () => walkthrough('before'));
-  result.checkSetup = await attempt('check-setup', () => checkSetup());
+  // E2E_TOOLS_ONLY=1 is for working on the Copilot tools phase alone: the other checks then fail.
+  const toolsOnly = process.env.E2E_TOOLS_ONLY === '1';
+  result.toolsOnly = toolsOnly;
+  if (toolsOnly) {
+    log('E2E_TOOLS_ONLY=1: only the Copilot tools phase');
+    result.failures.push({ error: 'only the Copilot tools phase ran (E2E_TOOLS_ONLY=1)' });
+  } else {
+    result.walkthroughBefore = await attempt('walkthrough-before', () => walkthrough('before'));
+    result.checkSetup = await attempt('check-setup', () => checkSetup());
+  }
 
   // E2E_CHAT_VIEW=0 is for working on the API half alone: the Chat view checks then fail.
   if (process.env.E2E_CHAT_VIEW === '0') {
@@ -440,6 +448,8 @@ async function main() {
     await manageModels();
     await maximizeChat();
     await ensureModel();
+  }
+  if (process.env.E2E_CHAT_VIEW !== '0' && !toolsOnly) {
     let first = true;
     for (const mode of Object.keys(SCRIPT)) {
       try {
@@ -475,6 +485,12 @@ async function main() {
       await send('Ask', { id: 'variant-back', words: 'back to the default effort', answer: 'Default again ✓', thinking: 'Back to normal' });
     });
     result.walkthroughAfter = await attempt('walkthrough-after', () => walkthrough('after'));
+  }
+  // Last, as it changes the settings the phases above rely on (`cursorBridge.tools`, `.backend`).
+  if (process.env.E2E_CHAT_VIEW !== '0') {
+    const workspace = new URL(url).searchParams.get('folder');
+    const ui = { page, chat, input, log, runCommand, shot, sleep, until, escape, newChat, setMode, ensureModel, state, modeLabel, modelLabel, result, writeResult, resultsDir, STEP_TIMEOUT };
+    await attempt('tools', () => require('./tools.cjs').run(ui, workspace));
   }
   result.done = true;
   writeResult();

@@ -222,7 +222,10 @@ pub fn run(plan: &Plan) -> Result<bool> {
         driver
             .env("PLAYWRIGHT_CORE", &plan.playwright)
             .env("CHROMIUM", &plan.chromium)
-            .env("CURSOR_BRIDGE_E2E_RUN", &run_name);
+            .env("CURSOR_BRIDGE_E2E_RUN", &run_name)
+            // The Copilot tools phase switches `cursorBridge.tools` and `.backend` in this file, as
+            // a person editing their settings.json would.
+            .env("E2E_USER_SETTINGS", d.user_data.join("User").join("settings.json"));
         let mut driver = driver.stdin(Stdio::null()).spawn().context("starting the driver")?;
         let code = wait_deadline(&mut driver, DRIVER_DEADLINE)?;
         eprintln!(
