@@ -124,7 +124,8 @@ async function run(ui, workspace) {
   const settingsFile = process.env.E2E_USER_SETTINGS;
   if (!settingsFile) throw new Error('E2E_USER_SETTINGS is not set (session.rs sets it)');
   result.tools = {};
-  for (const backend of backends()) {
+  result.toolsBackends = backends();
+  for (const backend of result.toolsBackends) {
     const seen = { backend, started: Date.now() };
     result.tools[backend] = seen;
     try {
@@ -242,7 +243,12 @@ async function run(ui, workspace) {
         record.allowShown = true;
         const l = await looks(page, (await ui.state(tag)).requestIndex);
         record.confirmationButtons = l.buttons;
-        record.confirmationText = ((await ui.state(tag)).text || '').slice(-600);
+        // The confirmation's own text ("Run bash command?", the command): the Allow button's
+        // nearest ancestor that holds the question.
+        record.confirmationText = await allow.evaluate((b) => {
+          for (let e = b.parentElement; e; e = e.parentElement) if (/\?/.test(e.innerText || '')) return e.innerText;
+          return '';
+        });
         record.confirmationScreenshot = await shot(`${item.id}-confirmation`);
         log(`  confirmation shown (buttons ${JSON.stringify(l.buttons)}); the person waits ${TERMINAL_WAIT / 1000} s`);
       }
