@@ -494,7 +494,7 @@ async function main() {
   // Last, as it changes the settings the phases above rely on (`cursorBridge.tools`, `.backend`).
   if (process.env.E2E_CHAT_VIEW !== '0') {
     const workspace = new URL(url).searchParams.get('folder');
-    const ui = { page, chat, input, log, runCommand, shot, sleep, until, escape, newChat, setMode, ensureModel, state, modeLabel, modelLabel, result, writeResult, resultsDir, STEP_TIMEOUT };
+    const ui = { page, chat, input, log, runCommand, maximizeChat, shot, sleep, until, escape, newChat, setMode, ensureModel, state, modeLabel, modelLabel, result, writeResult, resultsDir, STEP_TIMEOUT };
     await attempt('tools', () => require('./tools.cjs').run(ui, workspace));
   }
   result.done = true;

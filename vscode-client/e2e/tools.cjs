@@ -136,6 +136,9 @@ async function run(ui, workspace) {
       }, 30000);
       // A backend change restarts the sidecar (once nothing is in flight): a turn now waits for it.
       const p = plan(workspace, backend);
+      // The walkthrough's editor (the phase before) restores the Chat view to the side bar, where
+      // the model picker is too narrow to show the model's name.
+      await ui.maximizeChat();
       await ui.newChat();
       await ui.setMode('Agent');
       await ui.ensureModel();
