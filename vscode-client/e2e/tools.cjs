@@ -136,16 +136,9 @@ async function run(ui, workspace) {
       }, 30000);
       // A backend change restarts the sidecar (once nothing is in flight): a turn now waits for it.
       const p = plan(workspace, backend);
-      // The walkthrough's editor (the phase before) restores the Chat view to the side bar, where
-      // the model picker is too narrow to show the model's name.
-      await ui.maximizeChat();
-      await ui.newChat();
-      await ui.setMode('Agent');
-      await ui.ensureModel();
+      await freshChat();
       seen.edit = await editStep(p.edit);
-      await ui.newChat();
-      await ui.setMode('Agent');
-      await ui.ensureModel();
+      await freshChat();
       seen.terminal = await terminalStep(p.terminal);
     } catch (e) {
       log(`tools (${backend}) failed: ${e.stack || e}`);
@@ -186,10 +179,24 @@ async function run(ui, workspace) {
     return { st, ms: Date.now() - sent };
   }
 
-  /** Opens the response's "Completed N steps" summary, as a person clicks it, to see the steps. */
+  /**
+   * A new chat in Agent mode with Composer 2.5, in the maximized Chat view. An editor opening (the
+   * walkthrough before this phase, Copilot showing a file it edited) restores the view to the side
+   * bar, where the model picker is too narrow to show the model's name.
+   */
+  async function freshChat() {
+    await ui.runCommand('View: Close All Editors');
+    await ui.maximizeChat();
+    await ui.newChat();
+    await ui.setMode('Agent');
+    await ui.ensureModel();
+  }
+
+  /** Opens the response's "Completed N steps" summary (unless open), as a person clicks it. */
   async function openSummary(requestIndex) {
+    await ui.maximizeChat();
     const summary = ui.chat().locator(`.monaco-list-row[data-index="${requestIndex + 1}"] summary.completed-response-summary`).first();
-    if (await summary.count()) {
+    if ((await summary.count()) && !(await summary.evaluate((e) => !!e.closest('details')?.open))) {
       await summary.click();
       await sleep(700);
     }

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-/// How long the driver may take in all (the API half and every Chat view step; the Copilot tools
-/// phase alone takes about 4 minutes, two of them the person waiting before Allow).
-const DRIVER_DEADLINE: Duration = Duration::from_secs(30 * 60);
+/// How long the driver may take in all (the API half and every Chat view step; the whole takes
+/// about 6 minutes, of which the Copilot tools phase about 4, two of them the person waiting
+/// before Allow).
+const DRIVER_DEADLINE: Duration = Duration::from_secs(25 * 60);
 /// The double's start-up delay: small, but not zero, so the warm spares have something to hide.
 const DOUBLE_STARTUP_MS: &str = "50";
 /// How long the double takes to list models (a real CLI: 2–3 s).
