@@ -8,6 +8,7 @@
 
 const fs = require('fs');
 const path = require('path');
+const { checkTools } = require('./check-tools.cjs');
 
 const run = process.argv[2];
 if (!run) {
@@ -23,13 +24,19 @@ const PATH_LIKE = /(^|[\s(`'"])(\/[\w.@-]+){2,}|[A-Za-z]:\\|\.(js|ts|rs|cjs|mjs)
 
 let passed = 0;
 let failed = 0;
+// E2E_TOOLS_ONLY=1 (the driver ran only the Copilot tools phase): the other phases' checks are
+// not run, and counted as such; the driver's own check fails, saying why.
+let others = true;
+let notRun = 0;
 function check(name, ok, detail = '') {
+  if (!others) return void notRun++;
   if (ok) passed++;
   else failed++;
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
 }
 /** Runs `fn`; a throw (missing data) is a failure of that check, not of the checker. */
 function guarded(name, fn) {
+  if (!others) return void notRun++;
   try {
     const [ok, detail] = fn();
     check(name, ok, detail);
@@ -102,6 +109,8 @@ guarded('the sidecar kept its state and log in the run folder', () => {
 });
 
 // ---------------------------------------------------------------- API half (vscode.lm)
+const toolsOnly = chat.toolsOnly === true;
+others = !toolsOnly;
 guarded('first ask: the first selectChatModels after activation returns the Cursor models', () => {
   const s = step('firstSelect');
   return [s.ids.includes('composer-2.5') && s.ids.includes('gpt-5.5'), `${s.ids.length} models after ${s.ms} ms: ${show(s.ids.slice(0, 6))}`];
@@ -188,8 +197,10 @@ const driverExit = (() => {
     return 'unknown';
   }
 })();
+others = true;
 check('chat view: the driver carried out every step', chat.done === true && chat.failures.length === 0 && driverExit === '0',
   `driver exit ${driverExit}; ${chat.sends.length} messages sent${chat.failures.length ? `; ${chat.failures.map((f) => `${f.mode || ''} ${f.error}`).join('; ')}` : ''}`);
+others = !toolsOnly;
 const send = (id) => {
   const s = chat.sends.find((x) => x.id === id);
   if (!s) throw new Error(`"${id}" was not sent`);
@@ -263,27 +274,37 @@ guarded('chat view: title/progress requests reached the provider as ask-mode one
   const bad = utilityRuns.filter((l) => arg(l, '--mode') !== 'ask' || l.argv.includes('--resume'));
   return [titles.length >= 4 && bad.length === 0, `${utilityRuns.length} utility runs (${titles.length} titles), ${bad.length} with --resume or another mode`];
 });
+// ---------------------------------------------------------------- Copilot tools (tools.cjs)
+others = true;
+const TERMINAL_WAIT_MS = Number(process.env.E2E_TERMINAL_WAIT_S || 70) * 1000;
+const toolChats = checkTools({ guarded, record, mainRuns, arg, show, chat, terminalWaitMs: TERMINAL_WAIT_MS });
+
+others = !toolsOnly;
 guarded('chat view: the sidecar\'s sessions are exactly the real chats', () => {
   const sessions = sessionsFile.sessions;
   const utilityChats = new Set(utilityRuns.map((l) => l.sessionId));
   const mainChats = new Set(mainRuns.map((l) => l.sessionId));
-  const chatViewChats = [...new Set(['agent-t1', 'agent-new', 'ask-t1', 'ask-new', 'variant-default', 'variant-high', 'variant-back'].map((id) => runOf(`e2e-chat ${id}`).sessionId))];
+  const chatViewChats = [...new Set(['agent-t1', 'agent-new', 'ask-t1', 'ask-new', 'variant-default', 'variant-high', 'variant-back'].map((id) => runOf(`e2e-chat ${id}`).sessionId)), ...toolChats];
   const byChat = new Map(sessions.map((s) => [s.chatId, s]));
   const ok =
-    sessions.every((s) => mainChats.has(s.chatId) && !utilityChats.has(s.chatId)) &&
+    sessions.every((s) => (mainChats.has(s.chatId) || toolChats.includes(s.chatId)) && !utilityChats.has(s.chatId)) &&
     chatViewChats.every((c) => byChat.has(c) && byChat.get(c).conversationId) &&
     sessions.filter((s) => s.conversationId).length === chatViewChats.length;
   return [ok, `${sessions.length} sessions (${sessions.filter((s) => s.conversationId).length} with a conversation id): ${sessions.map((s) => `${s.chatId.slice(0, 8)}/${s.mode}/${s.turns}`).join(', ')}`];
 });
+others = true;
 guarded('closing VS Code left no process of the run behind', () => {
   const left = fs.readFileSync(path.join(run, 'results', 'leftover-processes.txt'), 'utf8').split('\n').filter(Boolean);
   return [left.length === 0, left.length ? `still running 5 s after code-server exited: ${left.join('; ')}` : ''];
 });
 guarded('no CLI run is unaccounted for', () => {
   const known = /e2e-(api|chat) |write a brief title|progress messages/;
-  const stray = prints.filter((l) => !known.test(l.prompt || ''));
+  const tagged = new Set(prints.filter((l) => known.test(l.prompt || '')).map((l) => l.sessionId));
+  // The tools phase's TOOL_RESULT prompts carry no tag: they resume a chat whose first run does.
+  const stray = prints.filter((l) => !known.test(l.prompt || '') && !tagged.has(arg(l, '--resume')));
   return [stray.length === 0, `${prints.length} print runs${stray.length ? `; unexpected: ${stray.map((l) => show((l.prompt || '').slice(0, 80))).join(', ')}` : ''}`];
 });
 
+if (notRun) console.log(`(E2E_TOOLS_ONLY=1: ${notRun} checks of the other phases not run)`);
 console.log(`e2e: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -18,8 +18,13 @@
 // menu: GPT-5.5 is one entry with a Thinking Effort menu; one message with the default effort,
 // one with High (check.cjs finds the SKU each ran in the double's record).
 //
+// Last, the Copilot tools phase (tools.cjs): `cursorBridge.tools: "copilot"` on each backend,
+// Cursor's model calling Copilot's file and terminal tools.
+//
 // Env: PLAYWRIGHT_CORE (the playwright-core folder), CHROMIUM, E2E_API_TIMEOUT_S (default 300),
-// E2E_STEP_TIMEOUT_S (one answer, default 120), E2E_CHAT_VIEW=0 (only wait for the API half).
+// E2E_STEP_TIMEOUT_S (one answer, default 120), E2E_CHAT_VIEW=0 (only wait for the API half),
+// E2E_TOOLS_ONLY=1 (only the tools phase), E2E_TOOLS_BACKENDS, E2E_TERMINAL_WAIT_S (tools.cjs),
+// E2E_USER_SETTINGS (the user's settings.json, set by session.rs).
 
 const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
 const fs = require('fs');
@@ -429,8 +434,16 @@ async function main() {
       return undefined;
     }
   };
-  result.walkthroughBefore = await attempt('walkthrough-before', () => walkthrough('before'));
-  result.checkSetup = await attempt('check-setup', () => checkSetup());
+  // E2E_TOOLS_ONLY=1 is for working on the Copilot tools phase alone: the other checks then fail.
+  const toolsOnly = process.env.E2E_TOOLS_ONLY === '1';
+  result.toolsOnly = toolsOnly;
+  if (toolsOnly) {
+    log('E2E_TOOLS_ONLY=1: only the Copilot tools phase');
+    result.failures.push({ error: 'only the Copilot tools phase ran (E2E_TOOLS_ONLY=1)' });
+  } else {
+    result.walkthroughBefore = await attempt('walkthrough-before', () => walkthrough('before'));
+    result.checkSetup = await attempt('check-setup', () => checkSetup());
+  }
 
   // E2E_CHAT_VIEW=0 is for working on the API half alone: the Chat view checks then fail.
   if (process.env.E2E_CHAT_VIEW === '0') {
@@ -440,6 +453,8 @@ async function main() {
     await manageModels();
     await maximizeChat();
     await ensureModel();
+  }
+  if (process.env.E2E_CHAT_VIEW !== '0' && !toolsOnly) {
     let first = true;
     for (const mode of Object.keys(SCRIPT)) {
       try {
@@ -475,6 +490,12 @@ async function main() {
       await send('Ask', { id: 'variant-back', words: 'back to the default effort', answer: 'Default again ✓', thinking: 'Back to normal' });
     });
     result.walkthroughAfter = await attempt('walkthrough-after', () => walkthrough('after'));
+  }
+  // Last, as it changes the settings the phases above rely on (`cursorBridge.tools`, `.backend`).
+  if (process.env.E2E_CHAT_VIEW !== '0') {
+    const workspace = new URL(url).searchParams.get('folder');
+    const ui = { page, chat, input, log, runCommand, maximizeChat, shot, sleep, until, escape, newChat, setMode, ensureModel, state, modeLabel, modelLabel, result, writeResult, resultsDir, STEP_TIMEOUT };
+    await attempt('tools', () => require('./tools.cjs').run(ui, workspace));
   }
   result.done = true;
   writeResult();

@@ -53,6 +53,7 @@ exports.activate = function activate() {
     fs.renameSync(`${file}.tmp`, file); // the driver polls this file: never let it see half of it
   };
   write();
+  reportBridgeSettings();
   // Not awaited inside activate(): selecting models fires activation events of their own.
   setTimeout(() => {
     runSteps(result, write)
@@ -66,6 +67,24 @@ exports.activate = function activate() {
 };
 
 exports.deactivate = function deactivate() {};
+
+/**
+ * The `cursorBridge` settings as the extension host sees them, in bridge-settings.json, rewritten
+ * on every change: the driver's Copilot tools phase edits settings.json and waits here until the
+ * host (and so the bridge, which reads its settings per request) has them.
+ */
+function reportBridgeSettings() {
+  const file = path.join(OUT, 'bridge-settings.json');
+  const report = () => {
+    const c = vscode.workspace.getConfiguration('cursorBridge');
+    fs.writeFileSync(`${file}.tmp`, JSON.stringify({ tools: c.get('tools'), backend: c.get('backend'), at: Date.now() }));
+    fs.renameSync(`${file}.tmp`, file);
+  };
+  report();
+  vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration('cursorBridge')) report();
+  });
+}
 
 // ------------------------------------------------------------------------------------------ helpers
 

@@ -32,6 +32,9 @@ cargo xtask e2e [--setup-only]
   --setup-only   install what is missing, then stop
   Env: CURSOR_BRIDGE_E2E_NETNS=0   no private network namespace
        E2E_CHAT_VIEW=0              the API half only (the Chat view checks then fail)
+       E2E_TOOLS_ONLY=1             only the Copilot tools phase of the Chat view (the others are not checked)
+       E2E_TOOLS_BACKENDS=print,acp the backends the Copilot tools phase runs on, in order
+       E2E_TERMINAL_WAIT_S=70       how long the person waits before allowing the terminal command
 ";
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {

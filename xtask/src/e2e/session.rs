@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-/// How long the driver may take in all (the API half and every Chat view step).
+/// How long the driver may take in all (the API half and every Chat view step; the whole takes
+/// about 6 minutes, of which the Copilot tools phase about 4, two of them the person waiting
+/// before Allow).
 const DRIVER_DEADLINE: Duration = Duration::from_secs(25 * 60);
 /// The double's start-up delay: small, but not zero, so the warm spares have something to hide.
 const DOUBLE_STARTUP_MS: &str = "50";
@@ -222,7 +224,10 @@ pub fn run(plan: &Plan) -> Result<bool> {
         driver
             .env("PLAYWRIGHT_CORE", &plan.playwright)
             .env("CHROMIUM", &plan.chromium)
-            .env("CURSOR_BRIDGE_E2E_RUN", &run_name);
+            .env("CURSOR_BRIDGE_E2E_RUN", &run_name)
+            // The Copilot tools phase switches `cursorBridge.tools` and `.backend` in this file, as
+            // a person editing their settings.json would.
+            .env("E2E_USER_SETTINGS", d.user_data.join("User").join("settings.json"));
         let mut driver = driver.stdin(Stdio::null()).spawn().context("starting the driver")?;
         let code = wait_deadline(&mut driver, DRIVER_DEADLINE)?;
         eprintln!(
@@ -339,11 +344,11 @@ impl Env {
 /// Chat view's title/progress requests (utility requests) sent to a Cursor model, so they reach
 /// the provider (and can be seen not to disturb sessions): the picker entry Composer 2.5, whose
 /// utility requests the extension runs on the SKU composer-2.5-fast (`cursorBridge.utilityModel`).
-/// Print mode (`cursorBridge.backend`): the checks read the double's print-mode records (argv,
-/// `--resume`, one process per turn); a run on the ACP backend is not written yet. Cursor's own
-/// tools (`cursorBridge.tools`): the checks drive Cursor's agent mode (its tool deltas, `--force`
-/// absent); the Chat view driving Copilot's tools through the bridge is a run of its own, not
-/// written yet (docs/client-tools.md).
+/// Print mode (`cursorBridge.backend`) and Cursor's own tools (`cursorBridge.tools`) for every phase
+/// but the last: their checks read the double's print-mode records (argv, `--resume`, one process
+/// per turn) and drive Cursor's agent mode (its tool deltas, `--force` absent). The last phase, the
+/// Copilot tools one (`vscode-client/e2e/tools.cjs`), switches to `tools: "copilot"` (the default
+/// outside the test) in the Settings JSON editor and runs once on `print` and once on `acp`.
 const USER_SETTINGS: &str = r#"{
   "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off",
