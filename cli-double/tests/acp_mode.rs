@@ -261,6 +261,52 @@ fn a_turn_streams_thoughts_plan_todos_tools_chunks_and_usage() {
 }
 
 #[test]
+fn token_counts_in_the_answer_by_knob_and_each_turns_mode_model_and_end_in_the_store() {
+    // Default: Cursor's answer has no token counts (docs/cursor-acp.md §13 #6).
+    let plain = setup();
+    let mut a = plain.spawn();
+    a.init();
+    let sid = a.new_session();
+    let (_, resp) = a.turn(&sid, "hi");
+    assert!(at(&resp, &["result", "usage"]).is_none(), "{}", s(&resp));
+    a.close();
+
+    let counted = setup().env("CURSOR_DOUBLE_ACP_PROMPT_USAGE", "tokens");
+    let mut a = counted.spawn();
+    a.init();
+    let sid = a.new_session();
+    a.result("session/set_mode", &format!(r#"{{"sessionId":"{sid}","modeId":"ask"}}"#));
+    let (_, resp) = a.turn(&sid, &format!("{}\nwhat is foo?", "x".repeat(400)));
+    let usage = at(&resp, &["result", "usage"]).expect("usage in the answer");
+    let n = |k: &str| match usage.get(k) {
+        Some(Json::Num(n)) => n.as_u64().unwrap(),
+        other => panic!("{k}: {other:?}"),
+    };
+    // Print mode's formula: 1000 + prompt/4 in, streamed/4 out ("Echo: what is foo?" is 18).
+    assert_eq!(n("inputTokens"), 1000 + 413 / 4);
+    assert_eq!(n("outputTokens"), 4);
+    assert_eq!(n("totalTokens"), n("inputTokens") + n("outputTokens"));
+    // A cancelled turn is stored with what it streamed and its end.
+    let id = a.prompt(&sid, r#"[[double:{"answer":"slowly, slowly","chunkChars":2,"deltaDelayMs":300}]] slow"#);
+    while kind_of(&a.next(LONG).expect("a chunk")) != "agent_message_chunk" {}
+    a.notify("session/cancel", &format!(r#"{{"sessionId":"{sid}"}}"#));
+    let (_, resp) = a.until_response(id, LONG);
+    assert_eq!(stop_reason(&resp), "cancelled");
+    a.close();
+    let file = counted.home.join(".cursor/acp-sessions").join(&sid).join("cursor-agent-double.json");
+    let stored = j(&std::fs::read_to_string(&file).unwrap());
+    let turns = match stored.get("turns") {
+        Some(Json::Arr(t)) => t.clone(),
+        other => panic!("turns: {other:?}"),
+    };
+    assert_eq!(values(stored.get("turns").unwrap(), "mode"), ["ask", "ask"]);
+    assert_eq!(values(stored.get("turns").unwrap(), "stopReason"), ["end_turn", "cancelled"]);
+    assert_eq!(values(stored.get("turns").unwrap(), "model"), ["default[]", "default[]"]);
+    let streamed = str_at(&turns[1], &["agent"]).unwrap();
+    assert!(!streamed.is_empty() && streamed.len() < "slowly, slowly".len(), "{streamed:?}");
+}
+
+#[test]
 fn permission_requests_offer_cursors_three_options() {
     // (answer to the request, knob for rejected status, final status, rejected?)
     let cases = [

@@ -27,29 +27,6 @@ mod leftovers;
 mod summary;
 mod workflows;
 
-/// Integration tests the ACP pass leaves out for now, each with why (printed when the pass runs).
-/// Every entry is a debt: the test runs on print mode, and the list should shrink to nothing.
-const NOT_YET_ON_ACP: &[(&str, &str)] = &[(
-    "http_openai::the_openai_python_client_works_against_serve",
-    "openai_client.py reads print-mode records (`--mode`/`--resume` argv, stdin, one CLI pid per turn) and \
-     expects token counts, which Cursor's ACP prompt answer lacks; its ACP reading is not written yet",
-)];
-
-/// The nextest filter of the ACP pass: everything but `NOT_YET_ON_ACP`.
-fn acp_filter() -> String {
-    if NOT_YET_ON_ACP.is_empty() {
-        return "all()".into();
-    }
-    let tests: Vec<String> = NOT_YET_ON_ACP.iter().map(|(t, _)| format!("test(={t})")).collect();
-    format!("not ({})", tests.join(" | "))
-}
-
-fn print_not_yet_on_acp() {
-    for (test, why) in NOT_YET_ON_ACP {
-        eprintln!("xtask: not yet on ACP: {test} — {why}");
-    }
-}
-
 /// Seconds each fuzz target runs inside `cargo xtask test` (`CURSOR_BRIDGE_FUZZ_SECONDS` overrides).
 const FUZZ_SECONDS: u64 = 60;
 
@@ -216,13 +193,11 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
             summary::number_before(last, " failed").unwrap_or(0),
         );
         // The integration suite again on the ACP backend (it runs on print mode above): both
-        // backends must pass all of it, fault matrix and soak included, but `NOT_YET_ON_ACP`.
+        // backends must pass all of it, fault matrix and soak included.
         let acp_started = Instant::now();
-        print_not_yet_on_acp();
         let lines = summary::run_scanned(
             cargo()
                 .args(["nextest", "run", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"])
-                .args(["-E", &acp_filter()])
                 .args(extra)
                 .env("CURSOR_BRIDGE_TEST_BACKEND", "acp"),
             |l| l.contains(" tests run: "),
@@ -237,13 +212,8 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
     } else {
         eprintln!("xtask: cargo-nextest not found; using `cargo test`");
         run_cmd(cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]).args(extra))?;
-        print_not_yet_on_acp();
         let mut cmd = cargo();
         cmd.args(["test", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"]).args(extra);
-        if !extra.iter().any(|a| a == "--") {
-            cmd.arg("--");
-        }
-        cmd.arg("--exact").args(NOT_YET_ON_ACP.iter().flat_map(|(t, _)| ["--skip", t]));
         run_cmd(cmd.env("CURSOR_BRIDGE_TEST_BACKEND", "acp"))?;
     }
     eprintln!("xtask: cargo tests passed in {:.0?}", started.elapsed());

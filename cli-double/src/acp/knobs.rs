@@ -111,6 +111,8 @@ pub struct Knobs {
     pub mcp_ask: McpAsk,
     /// A `tools/call` result with `structuredContent` or non-text content never completes.
     pub mcp_structured_hangs: bool,
+    /// The prompt answer carries token counts (`usage`, ACP's unstable end-of-turn usage).
+    pub prompt_usage: bool,
 }
 
 fn pick<T: Copy>(name: &str, default: T, table: &[(&str, T)]) -> Result<T, String> {
@@ -231,6 +233,7 @@ impl Knobs {
                 &[("ok", ListModels::Ok), ("unsupported", ListModels::Unsupported), ("empty", ListModels::Empty)],
             )?,
             set_model: pick("CURSOR_DOUBLE_ACP_SET_MODEL", false, &[("unsupported", false), ("ok", true)])?,
+            prompt_usage: pick("CURSOR_DOUBLE_ACP_PROMPT_USAGE", false, &[("none", false), ("tokens", true)])?,
             load: pick(
                 "CURSOR_DOUBLE_ACP_LOAD",
                 LoadPolicy::Replay,

@@ -27,6 +27,11 @@ pub struct Turn {
     /// turns of several sessions and processes.
     pub pid: u32,
     pub at_ms: u64,
+    /// The session's mode and the model's wire id the turn ran with, and how it ended, so a test
+    /// can see what a client's settings did while the process runs.
+    pub mode: String,
+    pub model: String,
+    pub stop_reason: String,
 }
 
 #[derive(Clone, Debug)]
@@ -59,6 +64,9 @@ impl Stored {
                         ("agent", t.agent.as_str().into()),
                         ("pid", t.pid.into()),
                         ("atMs", t.at_ms.into()),
+                        ("mode", t.mode.as_str().into()),
+                        ("model", t.model.as_str().into()),
+                        ("stopReason", t.stop_reason.as_str().into()),
                     ])
                 })),
             ),
@@ -85,6 +93,9 @@ impl Stored {
                         agent: t.get("agent")?.as_str()?.to_owned(),
                         pid: n("pid").unwrap_or(0) as u32,
                         at_ms: n("atMs").unwrap_or(0),
+                        mode: t.get("mode").and_then(Json::as_str).unwrap_or("").to_owned(),
+                        model: t.get("model").and_then(Json::as_str).unwrap_or("").to_owned(),
+                        stop_reason: t.get("stopReason").and_then(Json::as_str).unwrap_or("").to_owned(),
                     })
                 })
                 .collect(),

@@ -74,7 +74,7 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         RpcError::invalid_params(&format!("cursor-agent-double: {e}"))
     })?;
     let ctl = Arc::new(TurnCtl::default());
-    let (cwd, model, first, tool_state, link) = {
+    let (cwd, model, mode, first, tool_state, link) = {
         let mut st = server.state();
         let p = st.parameterized;
         let Some(s) = st.sessions.get_mut(&sid) else {
@@ -91,7 +91,8 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         if s.tools.stored.is_none() {
             s.tools.stored = Some(crate::tool_script::chat_fields(&directives));
         }
-        (s.cwd.clone(), server.catalogue.effective(&s.model, p), s.prompts == 1, s.tools.clone(), Arc::clone(&s.link))
+        let model = server.catalogue.effective(&s.model, p);
+        (s.cwd.clone(), model, s.mode.clone(), s.prompts == 1, s.tools.clone(), Arc::clone(&s.link))
     };
     let parsed = crate::prompt_protocol::parse(&prompt);
     let directive_startup = directives.iter().rev().find_map(|d| match d.get("startupMs") {
@@ -109,6 +110,7 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         directive_startup,
         cwd,
         model,
+        mode,
         first,
         streamed: String::new(),
         chunks: 0,
@@ -135,6 +137,8 @@ pub(super) struct Turn {
     pub(super) cwd: String,
     /// The wire id the turn runs on.
     model: String,
+    /// The session's mode when the prompt came.
+    mode: String,
     first: bool,
     /// Message text sent so far.
     streamed: String,
@@ -158,12 +162,33 @@ fn chunks(t: &str, n: usize) -> Vec<String> {
 }
 
 impl Turn {
+    /// The prompt's answer: the stop reason and, with `CURSOR_DOUBLE_ACP_PROMPT_USAGE=tokens`, the
+    /// token counts of ACP's unstable end-of-turn usage (the same figures as print mode's `usage`).
+    fn answer(&self, stop_reason: String) -> Json {
+        let mut answer = obj([("stopReason", stop_reason.into())]);
+        if self.server.knobs.prompt_usage {
+            let input = 1000 + self.prompt.chars().count() as u64 / 4;
+            let output = (self.streamed.chars().count() as u64 / 4).max(1);
+            answer.set(
+                "usage",
+                obj([
+                    ("totalTokens", (input + output).into()),
+                    ("inputTokens", input.into()),
+                    ("outputTokens", output.into()),
+                    ("cachedReadTokens", 17920u64.into()),
+                    ("cachedWriteTokens", 0u64.into()),
+                ]),
+            );
+        }
+        answer
+    }
+
     fn run(mut self) {
         let outcome = self.play();
         let server = Arc::clone(&self.server);
         let result = match outcome {
-            Ok(reason) => Ok(obj([("stopReason", reason.into())])),
-            Err(Stop::Cancelled) => Ok(obj([("stopReason", "cancelled".into())])),
+            Ok(reason) => Ok(self.answer(reason)),
+            Err(Stop::Cancelled) => Ok(self.answer("cancelled".into())),
             Err(Stop::Error(e)) => Err(e),
         };
         // History and the end of the turn are settled before the answer, so a client that reacts
@@ -176,12 +201,15 @@ impl Turn {
                         s.turn = None;
                     }
                     s.tools = std::mem::take(&mut self.tool_state);
-                    if result.is_ok() {
+                    if let Ok(answer) = &result {
                         s.turns.push(super::store::Turn {
                             user: self.raw.clone(),
                             agent: self.streamed.clone(),
                             pid: std::process::id(),
                             at_ms: super::now_ms(),
+                            mode: self.mode.clone(),
+                            model: self.model.clone(),
+                            stop_reason: answer.get("stopReason").and_then(Json::as_str).unwrap_or("").to_owned(),
                         });
                     }
                     Some(s.stored())

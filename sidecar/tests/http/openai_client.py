@@ -4,8 +4,11 @@ Run by sidecar/tests/process/http_openai.rs, which starts two servers against th
 passes, in the environment:
   OPEN_URL      base URL (…/v1) of a server without a client key
   OPEN_RECORD   the CLI double's record file of that server (one JSON line per CLI run)
+  OPEN_ACP_SESSIONS  on ACP: the double's session store of that server (one folder per session,
+                each with its turns: cli-double README §8.6)
   KEYED_URL     base URL of a server that requires KEY
   KEY           that server's client key
+  BACKEND       `print` (default) or `acp`: which records tell what reached the CLI
 Each check prints `ok` or `FAIL`; the last line is `N passed, N failed`.
 """
 
@@ -24,10 +27,8 @@ OPEN_URL = os.environ["OPEN_URL"]
 OPEN_RECORD = os.environ["OPEN_RECORD"]
 KEYED_URL = os.environ["KEYED_URL"]
 KEY = os.environ["KEY"]
-# `tools`: only the function-calling checks, which hold on every backend (the ones that read the
-# double's print-mode records say so and skip those reads on ACP, where the MCP path serves).
-ONLY = os.environ.get("CHECKS", "all")
 BACKEND = os.environ.get("BACKEND", "print")
+ACP_SESSIONS = os.environ.get("OPEN_ACP_SESSIONS", "")
 
 # No retries: an error must show up as the first answer, not after the client's back-off.
 client = openai.OpenAI(base_url=OPEN_URL, api_key="unused", max_retries=0, timeout=60)
@@ -52,15 +53,51 @@ def print_runs():
     return [r for r in runs if r["subcommand"] == "print"]
 
 
+def acp_turns():
+    """On ACP, the turns in the double's session store, in print-mode records' terms: `sessionId`,
+    `cwd`, `prompt` and `stdin` (the prompt text as sent), `pid` (the agent process), and what only
+    ACP has: `mode`, `model`, `stopReason`, `agent` (what was streamed). Stored when a turn ends."""
+    turns = []
+    for entry in os.scandir(ACP_SESSIONS) if os.path.isdir(ACP_SESSIONS) else []:
+        try:
+            with open(os.path.join(entry.path, "cursor-agent-double.json"), encoding="utf-8") as f:
+                session = json.load(f)
+        except (OSError, ValueError):
+            continue  # written through a rename: a folder without its file yet
+        for t in session["turns"]:
+            turns.append({"sessionId": session["sessionId"], "cwd": session["cwd"], "prompt": t["user"], "stdin": t["user"], **t})
+    return sorted(turns, key=lambda t: t["atMs"])
+
+
+def chat_turns():
+    """What reached the CLI, one entry per turn: print-mode runs or ACP turns."""
+    return acp_turns() if BACKEND == "acp" else print_runs()
+
+
 def run_with(marker):
-    """The recorded CLI run whose prompt contains `marker` (waits for the double to record it)."""
+    """The recorded CLI turn whose prompt contains `marker` (waits for the double to record it)."""
     deadline = time.time() + 10
     while time.time() < deadline:
-        found = [r for r in print_runs() if marker in (r["prompt"] or "")]
+        found = [r for r in chat_turns() if marker in (r["prompt"] or "")]
         if found:
             return found[-1]
         time.sleep(0.05)
     raise AssertionError(f"no CLI run recorded for {marker!r}")
+
+
+def continues(later, earlier):
+    """Whether turn `later` ran in the chat of turn `earlier`: print mode resumed its chat id, ACP
+    prompted the same session."""
+    if BACKEND == "acp":
+        return later["sessionId"] == earlier["sessionId"]
+    return resume_id(later) == earlier["sessionId"]
+
+
+def turn_mode(run):
+    if BACKEND == "acp":
+        return run["mode"]
+    argv = run["argv"]
+    return argv[argv.index("--mode") + 1]
 
 
 def resume_id(run):
@@ -193,7 +230,7 @@ def check_history_resumes():
     run2 = run_with(second)
     # The second request continues the first one's chat (whichever id the first run had: a
     # prefetched one it resumed, or the one the CLI created and reported).
-    assert resume_id(run2) == run1["sessionId"], (run1["argv"], run1["sessionId"], run2["argv"])
+    assert continues(run2, run1), (run1, run2)
     assert run2["stdin"] == second, f"only the new message goes to the CLI, got {run2['stdin']!r}"
     assert run1["cwd"] == run2["cwd"], "one conversation, one workspace"
     # Another conversation works in a folder of its own.
@@ -202,7 +239,7 @@ def check_history_resumes():
     assert run_with(other)["cwd"] != run1["cwd"]
 
 
-def check_disconnect_kills_the_cli():
+def check_disconnect_stops_the_turn():
     marker = unique("slow")
     answer = "".join(chr(ord("a") + i % 26) for i in range(60))
     content = directed(marker, answer=answer, chunkChars=1, deltaDelayMs=150)
@@ -213,6 +250,18 @@ def check_disconnect_kills_the_cli():
             got += c.choices[0].delta.content
             if len(got) >= 2:
                 break
+    if BACKEND == "acp":
+        # One agent per conversation stays warm; Stop ends the turn, not the agent: the turn must
+        # end as cancelled (the double stores it then, with what it streamed) within 2 s.
+        stream.close()
+        closed = time.time()
+        turn = run_with(marker)
+        assert turn["stopReason"] == "cancelled", turn
+        assert time.time() - closed < 2, f"the turn ended {time.time() - closed:.2f} s after the client hung up"
+        assert len(turn["agent"]) < len(answer), f"the whole answer streamed: {turn['agent']!r}"
+        state = "warm" if alive(turn["pid"]) else "gone"
+        print(f"    turn cancelled {time.time() - closed:.2f} s after the client closed the stream (agent {state})")
+        return
     pid = run_with(marker)["pid"]
     assert alive(pid), "the CLI runs while the client reads"
     stream.close()
@@ -279,15 +328,13 @@ def check_mode():
         lambda: client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], extra_body={"mode": "plan"}),
     )
     assert e.status_code == 403 and e.code == "mode_not_allowed" and "at most `ask`" in e.message, (e.status_code, e.code, e.message)
-    assert all(marker not in (r["prompt"] or "") for r in print_runs()), "a refused request never reaches the CLI"
+    assert all(marker not in (r["prompt"] or "") for r in chat_turns()), "a refused request never reaches the CLI"
     marker = unique("explicit ask")
     client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], extra_body={"mode": "ask"})
-    argv = run_with(marker)["argv"]
-    assert argv[argv.index("--mode") + 1] == "ask", argv
+    assert turn_mode(run_with(marker)) == "ask", run_with(marker)
     marker = unique("default mode")
     client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], user="someone")
-    argv = run_with(marker)["argv"]
-    assert argv[argv.index("--mode") + 1] == "ask", argv
+    assert turn_mode(run_with(marker)) == "ask", run_with(marker)
 
 
 TOOL = {
@@ -390,18 +437,18 @@ def check_tool_choice():
         tool_choice="none",
     )
     assert r.choices[0].finish_reason == "stop" and r.choices[0].message.content == "sunny", r.choices[0]
-    if BACKEND != "print":
-        print("  (tool_choice prompts: print-mode records only; skipped on", BACKEND + ")")
-        return
-    # `required` and a named function are said to the model.
+    # `required` and a named function are said to the model (on print mode in the prompt, which
+    # the record shows; on ACP the session's MCP server offers only what may be called).
     marker = unique("required")
-    client.chat.completions.create(
+    r = client.chat.completions.create(
         model="auto",
         messages=[scripted(marker, {"call": [weather_call("Oslo")]})],
         tools=[TOOL, CLOCK],
         tool_choice="required",
     )
-    assert "You must call a tool" in run_with(marker)["prompt"], run_with(marker)["prompt"]
+    assert r.choices[0].message.tool_calls[0].function.name == "get_weather", r.choices[0]
+    if BACKEND == "print":
+        assert "You must call a tool" in run_with(marker)["prompt"], run_with(marker)["prompt"]
     marker = unique("named")
     r = client.chat.completions.create(
         model="auto",
@@ -409,8 +456,9 @@ def check_tool_choice():
         tools=[TOOL, CLOCK],
         tool_choice={"type": "function", "function": {"name": "get_weather"}},
     )
-    prompt = run_with(marker)["prompt"]
-    assert "You must call `get_weather`" in prompt and "get_time" not in prompt, prompt
+    if BACKEND == "print":
+        prompt = run_with(marker)["prompt"]
+        assert "You must call `get_weather`" in prompt and "get_time" not in prompt, prompt
     assert r.choices[0].message.tool_calls[0].function.name == "get_weather"
     # One call per reply when the client asks for that.
     r = client.chat.completions.create(
@@ -480,8 +528,6 @@ def check_auth():
     assert r.choices[0].message.content == "welcome", r.choices[0].message.content
 
 
-TOOL_CHECKS = [check_function_calling_round_trip, check_parallel_calls_streamed, check_tool_choice]
-
 CHECKS = [
     check_models_list,
     check_non_streaming,
@@ -489,7 +535,7 @@ CHECKS = [
     check_streaming_without_usage,
     check_reasoning,
     check_history_resumes,
-    check_disconnect_kills_the_cli,
+    check_disconnect_stops_the_turn,
     check_unknown_model,
     check_engine_errors_keep_their_status,
     check_failure_mid_stream,
@@ -506,7 +552,7 @@ CHECKS = [
 def main():
     print(f"openai {openai.__version__}, Python {sys.version.split()[0]}")
     passed = failed = 0
-    for check in TOOL_CHECKS if ONLY == "tools" else CHECKS:
+    for check in CHECKS:
         name = check.__name__.removeprefix("check_")
         started = time.time()
         try:
