@@ -33,13 +33,7 @@ struct Args {
 
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut out = Args::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{name} needs a value"));
+    crate::util::args::each_option(args, |name, value| {
         match name {
             "--json" => out.json = true,
             "--untrusted" => out.untrusted = true,
@@ -47,7 +41,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--workspace" => out.workspace = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown option `{other}`")),
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

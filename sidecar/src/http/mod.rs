@@ -95,13 +95,7 @@ impl ServeArgs {
             max_concurrent: None,
             backend: None,
         };
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            let (name, inline) = match arg.split_once('=') {
-                Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-                _ => (arg.as_str(), None),
-            };
-            let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{name} needs a value"));
+        crate::util::args::each_option(args, |name, value| {
             match name {
                 "--listen" => out.listen = value()?,
                 "--workspace" => out.workspace = Some(PathBuf::from(value()?)),
@@ -121,7 +115,8 @@ impl ServeArgs {
                 "--backend" => out.backend = Some(value()?.parse().map_err(|e| format!("--backend: {e}"))?),
                 other => return Err(format!("unknown option `{other}`")),
             }
-        }
+            Ok(())
+        })?;
         Ok(out)
     }
 }
