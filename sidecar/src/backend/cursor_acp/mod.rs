@@ -9,6 +9,7 @@
 //! facts these rely on.
 
 pub mod agent;
+mod build_note;
 pub mod catalog;
 pub mod tools;
 pub mod turn;
@@ -23,6 +24,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
 use agent::{Agent, Launch, StartFailure};
+use build_note::BuildNote;
 use turn::Slot;
 
 use super::cursor_print::discovery::CliCommand;
@@ -96,10 +98,10 @@ pub struct CursorAcp {
     /// Display names of the CLI's models (for matching ACP's options by name).
     names: Mutex<HashMap<String, String>>,
     /// A CLI build ACP did not start with, since when, and why.
-    broken: Mutex<Option<(String, Instant, String)>>,
+    broken: BuildNote<String>,
     /// A CLI build whose sessions did not list our tools (it ignores or gates the MCP servers
     /// of a session), since when: the client's tools go in the prompt meanwhile.
-    no_session_mcp: Mutex<Option<(String, Instant)>>,
+    no_session_mcp: BuildNote<()>,
     closed: AtomicBool,
 }
 
@@ -118,8 +120,8 @@ impl CursorAcp {
             warm_idle: settings.warm_idle.max(Duration::from_secs(1)),
             spare_idle: settings.spare_idle.max(Duration::from_secs(1)),
             names: Mutex::default(),
-            broken: Mutex::default(),
-            no_session_mcp: Mutex::default(),
+            broken: BuildNote::new(),
+            no_session_mcp: BuildNote::new(),
             closed: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&backend);
@@ -139,20 +141,13 @@ impl CursorAcp {
     /// `Err(why)` while ACP is known not to start with the current CLI build.
     pub fn usable(&self) -> Result<(), String> {
         let Some(cli) = self.print.known_cli() else { return Ok(()) };
-        match &*lock(&self.broken) {
-            Some((build, since, why)) if *build == build_of(&cli) && since.elapsed() < REPROBE_AFTER => {
-                Err(why.clone())
-            }
-            _ => Ok(()),
-        }
+        self.broken.get(&cli).map_or(Ok(()), Err)
     }
 
     /// Whether sessions of the current CLI build can be given the client's tools.
     pub fn hosts_tools(&self) -> bool {
         let Some(cli) = self.print.known_cli() else { return self.usable().is_ok() };
-        let known_not = matches!(&*lock(&self.no_session_mcp),
-            Some((build, since)) if *build == build_of(&cli) && since.elapsed() < REPROBE_AFTER);
-        self.usable().is_ok() && !known_not
+        self.usable().is_ok() && self.no_session_mcp.get(&cli).is_none()
     }
 
     /// Give `agent` the client's tools and open (or load) its session with them; `Ok(false)`
@@ -185,7 +180,7 @@ impl CursorAcp {
         tracing::warn!(
             "this Cursor CLI build did not list the client's tools given to its session; describing them in the prompt instead"
         );
-        *lock(&self.no_session_mcp) = Some((build_of(cli), Instant::now()));
+        self.no_session_mcp.note(cli, ());
         let error = BridgeError::new(ErrorKind::CliFailed, "Cursor's session did not take the client's tools");
         Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true })
     }
@@ -193,7 +188,7 @@ impl CursorAcp {
     fn note_start(&self, cli: &CliCommand, failure: &StartFailure) {
         if failure.broken {
             tracing::warn!(error = %failure.error.message, "Cursor's ACP mode does not start with this CLI build");
-            *lock(&self.broken) = Some((build_of(cli), Instant::now(), failure.error.message.clone()));
+            self.broken.note(cli, failure.error.message.clone());
         }
     }
 
@@ -483,14 +478,6 @@ fn chat_lost(why: &str) -> TurnFailure {
     let error = BridgeError::new(ErrorKind::CliFailed, why.to_owned())
         .hint("The conversation continues in a new session with its history.");
     TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false }
-}
-
-/// A CLI build's identity without running it: its path, size and modification time.
-fn build_of(cli: &CliCommand) -> String {
-    let meta = std::fs::metadata(&cli.program).ok();
-    let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
-    let modified = meta.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    format!("{}|{:?}|{size}|{}", cli.program.display(), cli.prefix_args, modified.map_or(0, |d| d.as_secs()))
 }
 
 impl Backend for CursorAcp {

@@ -1,0 +1,44 @@
+//! What the backend learnt about one CLI build (ACP does not start with it; its sessions ignore
+//! the client's MCP servers), kept for a while: a note holds for the build it was taken on, until
+//! `REPROBE_AFTER` has passed, so an updated CLI, or the same one later, is tried again.
+
+use std::sync::Mutex;
+
+use tokio::time::Instant;
+
+use super::REPROBE_AFTER;
+use crate::backend::cursor_print::discovery::CliCommand;
+use crate::util::sync::lock;
+
+pub struct BuildNote<T> {
+    note: Mutex<Option<(String, Instant, T)>>,
+}
+
+impl<T: Clone> BuildNote<T> {
+    pub fn new() -> Self {
+        BuildNote { note: Mutex::new(None) }
+    }
+
+    /// Notes `what` for `cli`'s build (replacing a note on any build).
+    pub fn note(&self, cli: &CliCommand, what: T) {
+        *lock(&self.note) = Some((build_of(cli), Instant::now(), what));
+    }
+
+    /// The note, while it holds for `cli`'s build.
+    pub fn get(&self, cli: &CliCommand) -> Option<T> {
+        match &*lock(&self.note) {
+            Some((build, since, what)) if *build == build_of(cli) && since.elapsed() < REPROBE_AFTER => {
+                Some(what.clone())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A CLI build's identity without running it: its path, size and modification time.
+fn build_of(cli: &CliCommand) -> String {
+    let meta = std::fs::metadata(&cli.program).ok();
+    let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+    let modified = meta.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    format!("{}|{:?}|{size}|{}", cli.program.display(), cli.prefix_args, modified.map_or(0, |d| d.as_secs()))
+}
