@@ -1,10 +1,12 @@
 // check.cjs RUN_DIR
 //
-// The verdict of an e2e run. Reads what the two halves observed (results/api-result.json from the
-// consumer extension, results/chat-result.json from the Playwright driver) and what really happened
-// underneath: the CLI double's record of every invocation (double-record.jsonl: argv, stdin, pid,
-// chat id) and the sidecar's persisted sessions (sidecar-state/sessions.json). Prints one line per
-// check and closes with "e2e: N passed, N failed"; exits 1 on any failure.
+// The verdict of an e2e session. Reads what the two halves observed (results/api-result.json from
+// the consumer extension, results/chat-result.json from the Playwright driver) and what really
+// happened underneath: the CLI double's record of every invocation (double-record.jsonl: argv,
+// stdin, pid, chat id), on ACP also the double's session store (home/.cursor/acp-sessions: each
+// turn's prompt, mode, model and end), and the sidecar's persisted sessions
+// (sidecar-state/sessions.json). E2E_BACKEND (print, acp) is the session's `cursorBridge.backend`.
+// Prints one line per check and closes with "e2e: N passed, N failed"; exits 1 on any failure.
 
 const fs = require('fs');
 const path = require('path');
@@ -15,8 +17,26 @@ if (!run) {
   console.error('usage: check.cjs RUN_DIR');
   process.exit(2);
 }
-const MAIN_MODEL = 'composer-2.5';
+const BACKEND = process.env.E2E_BACKEND || 'print';
+if (!['print', 'acp'].includes(BACKEND)) {
+  console.error(`E2E_BACKEND: unknown backend ${BACKEND} (print, acp)`);
+  process.exit(2);
+}
+const ACP = BACKEND === 'acp';
 const UTILITY_MODEL = 'composer-2.5-fast';
+/**
+ * The id a turn ran with: print mode's `--model` is the CLI's slug; ACP takes only the exact values
+ * of its own catalogue (the double derives them from the same list, cli-double README §8.3).
+ */
+const ACP_WIRE = {
+  'composer-2.5': 'composer-2.5[fast=false]',
+  'composer-2.5-fast': 'composer-2.5[fast=true]',
+  'gpt-5.5': 'gpt-5.5[]',
+  'gpt-5.5-high': 'gpt-5.5-high[]',
+};
+const wire = (slug) => (ACP ? ACP_WIRE[slug] : slug);
+/** The mode a turn ran in: print mode passes `--mode ask` and nothing for agent; ACP sets the session's mode. */
+const modeOf = (chatMode) => (ACP ? chatMode : chatMode === 'ask' ? 'ask' : undefined);
 const MARKER = 'cursor-bridge:v1:';
 const CANCEL_LIMIT_MS = 1000;
 /** A file path (two or more segments), a Windows path, or a source position: never in an error a person sees. */
@@ -74,13 +94,40 @@ const arg = (line, flag) => {
   return i >= 0 ? line.argv[i + 1] : undefined;
 };
 const prints = record.filter((l) => l.subcommand === 'print');
-const isUtility = (l) => arg(l, '--model') === UTILITY_MODEL;
-const mainRuns = prints.filter((l) => !isUtility(l));
-const utilityRuns = prints.filter(isUtility);
-/** The one main CLI run whose prompt carries `tag` (throws when there is none, or several). */
+/** The turns in the double's ACP session store, each session's in order. */
+function acpTurns() {
+  const store = path.join(run, 'home', '.cursor', 'acp-sessions');
+  const turns = [];
+  for (const dir of fs.existsSync(store) ? fs.readdirSync(store) : []) {
+    let session;
+    try {
+      session = JSON.parse(fs.readFileSync(path.join(store, dir, 'cursor-agent-double.json'), 'utf8'));
+    } catch {
+      continue;
+    }
+    session.turns.forEach((t, i) =>
+      turns.push({ ...t, sessionId: session.sessionId, cwd: session.cwd, prompt: t.user, stdin: t.user, resumed: i > 0 ? session.sessionId : undefined }),
+    );
+  }
+  return turns.sort((a, b) => a.atMs - b.atMs);
+}
+/**
+ * Every turn the CLI ran, in one shape on both backends: `prompt`, `stdin` (the text sent),
+ * `sessionId` (the Cursor chat), `resumed` (the chat it continued: print mode's `--resume`; on ACP
+ * the session, for all but its first turn), `mode`, `model`, `pid`.
+ */
+const turns = ACP
+  ? acpTurns()
+  : prints.map((l) => ({ ...l, mode: arg(l, '--mode'), model: arg(l, '--model'), resumed: arg(l, '--resume') }));
+/** The chat id the sidecar saves for a turn's chat. */
+const chatIdOf = (t) => (ACP ? `acp:${t.sessionId}` : t.sessionId);
+const isUtility = (t) => t.model === wire(UTILITY_MODEL);
+const mainTurns = turns.filter((t) => !isUtility(t));
+const utilityTurns = turns.filter(isUtility);
+/** The one main turn whose prompt carries `tag` (throws when there is none, or several). */
 function runOf(tag) {
-  const found = mainRuns.filter((l) => (l.prompt || '').includes(tag));
-  if (found.length !== 1) throw new Error(`${found.length} main CLI runs carry "${tag}"`);
+  const found = mainTurns.filter((l) => (l.prompt || '').includes(tag));
+  if (found.length !== 1) throw new Error(`${found.length} main CLI turns carry "${tag}"`);
   return found[0];
 }
 const step = (name) => {
@@ -144,15 +191,24 @@ guarded('resume: the second turn resumes the same Cursor chat with only the new 
   const s = step('resume');
   const first = runOf('e2e-api stream');
   const second = runOf('e2e-api resume');
-  const ok = s.text === s.expectedAnswer && arg(second, '--resume') === first.sessionId && second.stdin === s.prompt;
-  return [ok, `answer ${show(s.text)}; chat ${first.sessionId} then --resume ${arg(second, '--resume')}; stdin ${second.stdin === s.prompt ? 'is exactly the new message' : show(second.stdin)}`];
+  const ok = s.text === s.expectedAnswer && second.resumed === first.sessionId && second.stdin === s.prompt;
+  return [ok, `answer ${show(s.text)}; chat ${first.sessionId} then resumed ${second.resumed}; stdin ${second.stdin === s.prompt ? 'is exactly the new message' : show(second.stdin)}`];
 });
-guarded(`cancel: the stream ends quietly and the CLI is dead within ${CANCEL_LIMIT_MS} ms`, () => {
-  const s = step('cancel');
-  const cli = runOf('e2e-api cancel');
-  const ok = !s.error && s.text.length < s.fullAnswerChars && cli.pid === s.cliPid && s.cliDeadAfterCancelMs <= CANCEL_LIMIT_MS;
-  return [ok, `CLI pid ${s.cliPid} ${s.cliEndState} ${s.cliDeadAfterCancelMs} ms after cancel(); stream ended after ${s.streamEndedAfterCancelMs} ms with ${s.text.length}/${s.fullAnswerChars} chars${s.error ? `, error ${show(s.error)}` : ''}`];
-});
+if (ACP) {
+  guarded(`cancel: the stream ends quietly and the turn ends cancelled within ${CANCEL_LIMIT_MS} ms; the agent stays warm`, () => {
+    const s = step('cancel');
+    const turn = runOf('e2e-api cancel');
+    const ok = !s.error && s.text.length < s.fullAnswerChars && turn.stopReason === 'cancelled' && s.turnEndedAfterCancelMs <= CANCEL_LIMIT_MS && s.streamedChars < s.fullAnswerChars;
+    return [ok, `turn ${turn.stopReason} ${s.turnEndedAfterCancelMs} ms after cancel() with ${s.streamedChars}/${s.fullAnswerChars} chars streamed; agent pid ${s.cliPid} ${s.cliEndState}; stream ended after ${s.streamEndedAfterCancelMs} ms${s.error ? `, error ${show(s.error)}` : ''}`];
+  });
+} else {
+  guarded(`cancel: the stream ends quietly and the CLI is dead within ${CANCEL_LIMIT_MS} ms`, () => {
+    const s = step('cancel');
+    const cli = runOf('e2e-api cancel');
+    const ok = !s.error && s.text.length < s.fullAnswerChars && cli.pid === s.cliPid && s.cliDeadAfterCancelMs <= CANCEL_LIMIT_MS;
+    return [ok, `CLI pid ${s.cliPid} ${s.cliEndState} ${s.cliDeadAfterCancelMs} ms after cancel(); stream ended after ${s.streamEndedAfterCancelMs} ms with ${s.text.length}/${s.fullAnswerChars} chars${s.error ? `, error ${show(s.error)}` : ''}`];
+  });
+}
 guarded('refresh: Refresh Models fires onDidChangeChatModels and lists the new model', () => {
   const s = step('refresh');
   const ok = s.changeEvents > 0 && !s.before.includes('e2e-new-model') && s.after.includes('e2e-new-model');
@@ -185,8 +241,8 @@ guarded('recovery: the conversation resumed its Cursor chat after the restart', 
   const s = step('recovery');
   const one = runOf('e2e-api recovery-one');
   const three = runOf('e2e-api recovery-three');
-  const ok = arg(three, '--resume') === one.sessionId && three.stdin === s.thirdPrompt;
-  return [ok, `chat ${one.sessionId}; after the restart --resume ${arg(three, '--resume')}; stdin ${three.stdin === s.thirdPrompt ? 'is exactly the new message' : show(three.stdin)}`];
+  const ok = three.resumed === one.sessionId && three.stdin === s.thirdPrompt;
+  return [ok, `chat ${one.sessionId}; after the restart resumed ${three.resumed}; stdin ${three.stdin === s.thirdPrompt ? 'is exactly the new message' : show(three.stdin)}`];
 });
 
 // ---------------------------------------------------------------- Chat view half (Playwright)
@@ -220,16 +276,17 @@ guarded('chat view ask-error: a failed turn shows one clean error box (no stack,
   return [ok, `${show(s.errors)}; ${s.screenshot}`];
 });
 for (const mode of ['agent', 'ask']) {
-  const modeArg = mode === 'ask' ? 'ask' : undefined;
-  guarded(`chat view ${mode}: the CLI ran in ${mode} mode${modeArg ? ' (--mode ask)' : ' (no --mode)'}`, () => {
+  const expected = modeOf(mode);
+  const how = ACP ? `(session mode ${expected})` : expected ? '(--mode ask)' : '(no --mode)';
+  guarded(`chat view ${mode}: the CLI ran in ${mode} mode ${how}`, () => {
     const runs = ['t1', 't2', 'new'].map((t) => runOf(`e2e-chat ${mode}-${t}`));
-    return [runs.every((r) => arg(r, '--mode') === modeArg), `--mode ${runs.map((r) => arg(r, '--mode') ?? '(none)').join(', ')}`];
+    return [runs.every((r) => r.mode === expected), `mode ${runs.map((r) => r.mode ?? '(none)').join(', ')}`];
   });
   guarded(`chat view ${mode}: the second turn resumed the first turn's Cursor chat with only the new message`, () => {
     const t1 = runOf(`e2e-chat ${mode}-t1`);
     const t2 = runOf(`e2e-chat ${mode}-t2`);
-    const ok = arg(t2, '--resume') === t1.sessionId && !t2.stdin.includes(`${mode}-t1`) && t2.stdin.includes(`${mode}-t2`);
-    return [ok, `chat ${t1.sessionId}, then --resume ${arg(t2, '--resume')}; the new message only: ${!t2.stdin.includes(`${mode}-t1`)}`];
+    const ok = t2.resumed === t1.sessionId && !t2.stdin.includes(`${mode}-t1`) && t2.stdin.includes(`${mode}-t2`);
+    return [ok, `chat ${t1.sessionId}, then resumed ${t2.resumed}; the new message only: ${!t2.stdin.includes(`${mode}-t1`)}`];
   });
   guarded(`chat view ${mode}: the new chat started a different Cursor chat`, () => {
     const t1 = runOf(`e2e-chat ${mode}-t1`);
@@ -250,15 +307,18 @@ guarded('picker: the effort menu offers Standard (the default), Low and High', (
   return [ok, `menu ${show(m.menu)}; button ${show(m.before)} → ${show(m.after)}; ${m.screenshot}`];
 });
 for (const [id, sku] of [['variant-default', 'gpt-5.5'], ['variant-high', 'gpt-5.5-high'], ['variant-back', 'gpt-5.5']]) {
-  guarded(`picker ${id}: the turn ran the CLI with exactly --model ${sku}, and was answered`, () => {
+  guarded(`picker ${id}: the turn ran the CLI with exactly the model ${wire(sku)}, and was answered`, () => {
     const r = runOf(`e2e-chat ${id}`);
     const s = send(id);
-    return [arg(r, '--model') === sku && s.answerVisible, `--model ${arg(r, '--model')}; answer ${s.answerVisible ? 'shown' : 'MISSING'}; ${s.screenshot}`];
+    return [r.model === wire(sku) && s.answerVisible, `model ${r.model}; answer ${s.answerVisible ? 'shown' : 'MISSING'}; ${s.screenshot}`];
   });
 }
 guarded('check setup: the report renders the sidecar\'s and VS Code\'s checks', () => {
   const t = (chat.checkSetup || {}).text || '';
-  const want = ['Cursor Bridge: Check Setup', 'Cursor CLI: Found at', 'known to work', 'Cursor login: Logged in as test@example.com', 'Models:', 'Backend: Turns run in print mode (a CLI process per message) (setting: `print`)', 'Utility model', 'GitHub sign-in', 'Not needed'];
+  const backendLine = ACP
+    ? "Backend: Turns run in Cursor's ACP mode (a warm CLI process per conversation) (setting: `acp`)"
+    : 'Backend: Turns run in print mode (a CLI process per message) (setting: `print`)';
+  const want = ['Cursor Bridge: Check Setup', 'Cursor CLI: Found at', 'known to work', 'Cursor login: Logged in as test@example.com', 'Models:', backendLine, 'Utility model', 'GitHub sign-in', 'Not needed'];
   const missing = want.filter((w) => !t.includes(w.replace(/`/g, '')) && !t.includes(w));
   return [t.length > 0 && missing.length === 0, `${missing.length ? `missing ${show(missing)}; ` : ''}${(chat.checkSetup || {}).screenshot}`];
 });
@@ -270,21 +330,21 @@ guarded('walkthrough: renders its five steps, and a signed-out VS Code completes
   return [ok, `before: ${before.steps.map((x) => `${x.title}${x.done ? ' ✓' : ''}`).join(' | ')}; after: ${after.steps.map((x) => `${x.title}${x.done ? ' ✓' : ''}`).join(' | ')}; ${show(ids)}; ${before.screenshot}, ${after.screenshot}`];
 });
 guarded('chat view: title/progress requests reached the provider as ask-mode one-shots', () => {
-  const titles = utilityRuns.filter((l) => (l.prompt || '').includes('write a brief title'));
-  const bad = utilityRuns.filter((l) => arg(l, '--mode') !== 'ask' || l.argv.includes('--resume'));
-  return [titles.length >= 4 && bad.length === 0, `${utilityRuns.length} utility runs (${titles.length} titles), ${bad.length} with --resume or another mode`];
+  const titles = utilityTurns.filter((l) => (l.prompt || '').includes('write a brief title'));
+  const bad = utilityTurns.filter((l) => l.mode !== 'ask' || l.resumed);
+  return [titles.length >= 4 && bad.length === 0, `${utilityTurns.length} utility turns (${titles.length} titles), ${bad.length} resumed or in another mode`];
 });
 // ---------------------------------------------------------------- Copilot tools (tools.cjs)
 others = true;
 const TERMINAL_WAIT_MS = Number(process.env.E2E_TERMINAL_WAIT_S || 70) * 1000;
-const toolChats = checkTools({ guarded, record, mainRuns, arg, show, chat, terminalWaitMs: TERMINAL_WAIT_MS });
+const toolChats = checkTools({ guarded, record, mainRuns: mainTurns, arg, show, chat, terminalWaitMs: TERMINAL_WAIT_MS });
 
 others = !toolsOnly;
 guarded('chat view: the sidecar\'s sessions are exactly the real chats', () => {
   const sessions = sessionsFile.sessions;
-  const utilityChats = new Set(utilityRuns.map((l) => l.sessionId));
-  const mainChats = new Set(mainRuns.map((l) => l.sessionId));
-  const chatViewChats = [...new Set(['agent-t1', 'agent-new', 'ask-t1', 'ask-new', 'variant-default', 'variant-high', 'variant-back'].map((id) => runOf(`e2e-chat ${id}`).sessionId)), ...toolChats];
+  const utilityChats = new Set(utilityTurns.map(chatIdOf));
+  const mainChats = new Set(mainTurns.map(chatIdOf));
+  const chatViewChats = [...new Set(['agent-t1', 'agent-new', 'ask-t1', 'ask-new', 'variant-default', 'variant-high', 'variant-back'].map((id) => chatIdOf(runOf(`e2e-chat ${id}`)))), ...toolChats];
   const byChat = new Map(sessions.map((s) => [s.chatId, s]));
   const ok =
     sessions.every((s) => (mainChats.has(s.chatId) || toolChats.includes(s.chatId)) && !utilityChats.has(s.chatId)) &&
@@ -297,12 +357,13 @@ guarded('closing VS Code left no process of the run behind', () => {
   const left = fs.readFileSync(path.join(run, 'results', 'leftover-processes.txt'), 'utf8').split('\n').filter(Boolean);
   return [left.length === 0, left.length ? `still running 5 s after code-server exited: ${left.join('; ')}` : ''];
 });
-guarded('no CLI run is unaccounted for', () => {
+guarded('no CLI turn is unaccounted for', () => {
   const known = /e2e-(api|chat) |write a brief title|progress messages/;
-  const tagged = new Set(prints.filter((l) => known.test(l.prompt || '')).map((l) => l.sessionId));
-  // The tools phase's TOOL_RESULT prompts carry no tag: they resume a chat whose first run does.
-  const stray = prints.filter((l) => !known.test(l.prompt || '') && !tagged.has(arg(l, '--resume')));
-  return [stray.length === 0, `${prints.length} print runs${stray.length ? `; unexpected: ${stray.map((l) => show((l.prompt || '').slice(0, 80))).join(', ')}` : ''}`];
+  const tagged = new Set(turns.filter((l) => known.test(l.prompt || '')).map((l) => l.sessionId));
+  // The tools phase's tool-result prompts carry no tag: they continue a chat whose first turn does.
+  const stray = turns.filter((l) => !known.test(l.prompt || '') && !tagged.has(l.sessionId));
+  const what = ACP ? `${turns.length} ACP turns (${prints.length} print runs)` : `${prints.length} print runs`;
+  return [stray.length === 0 && (!ACP || prints.length === 0), `${what}${stray.length ? `; unexpected: ${stray.map((l) => show((l.prompt || '').slice(0, 80))).join(', ')}` : ''}`];
 });
 
 if (notRun) console.log(`(E2E_TOOLS_ONLY=1: ${notRun} checks of the other phases not run)`);

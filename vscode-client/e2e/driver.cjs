@@ -18,12 +18,12 @@
 // menu: GPT-5.5 is one entry with a Thinking Effort menu; one message with the default effort,
 // one with High (check.cjs finds the SKU each ran in the double's record).
 //
-// Last, the Copilot tools phase (tools.cjs): `cursorBridge.tools: "copilot"` on each backend,
+// Last, the Copilot tools phase (tools.cjs): `cursorBridge.tools: "copilot"` on the session's backend,
 // Cursor's model calling Copilot's file and terminal tools.
 //
 // Env: PLAYWRIGHT_CORE (the playwright-core folder), CHROMIUM, E2E_API_TIMEOUT_S (default 300),
 // E2E_STEP_TIMEOUT_S (one answer, default 120), E2E_CHAT_VIEW=0 (only wait for the API half),
-// E2E_TOOLS_ONLY=1 (only the tools phase), E2E_TOOLS_BACKENDS, E2E_TERMINAL_WAIT_S (tools.cjs),
+// E2E_TOOLS_ONLY=1 (only the tools phase), E2E_TOOLS_BACKENDS (set by session.rs), E2E_TERMINAL_WAIT_S (tools.cjs),
 // E2E_USER_SETTINGS (the user's settings.json, set by session.rs).
 
 const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');

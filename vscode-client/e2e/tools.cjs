@@ -4,7 +4,8 @@
 // and the confirmation of a terminal command, which the person gives only after a while (longer
 // than the sidecar's 45 s "result pending" detach, so that path runs too).
 //
-// Runs once per backend (E2E_TOOLS_BACKENDS, default "print,acp") with `cursorBridge.tools:
+// Runs once per backend in E2E_TOOLS_BACKENDS (session.rs sets the session's; default "print,acp"
+// when run by hand) with `cursorBridge.tools:
 // "copilot"`, set in the user's settings.json as a person editing it would. What it saw goes to
 // `result.tools[backend]`; check.cjs judges, also against the double's record.
 //
@@ -199,6 +200,15 @@ async function run(ui, workspace) {
     if ((await summary.count()) && !(await summary.evaluate((e) => !!e.closest('details')?.open))) {
       await summary.click();
       await sleep(700);
+    }
+    // Copilot may fold a later tool call into a closed group ("Finished with 1 step"), whose parts
+    // are not rendered until opened: the person opens each to see every pill.
+    const closed = ui.chat().locator(`.monaco-list-row[data-index="${requestIndex + 1}"] .chat-thinking-box .chat-used-context-label a[aria-expanded="false"]`).filter({ visible: true });
+    for (let i = 0; i < 5 && (await closed.count()); i++) {
+      const group = closed.first();
+      log(`person: opens "${(await group.getAttribute('aria-label')) || 'a closed group'}"`);
+      await group.click();
+      await sleep(500);
     }
   }
 

@@ -118,10 +118,39 @@ function recordLines() {
   }
 }
 
-/** The double's record line of the print-mode run whose prompt has `tag`. */
+/** The backend the session runs on (`cursorBridge.backend`: print or acp). */
+const backend = () => vscode.workspace.getConfiguration('cursorBridge').get('backend');
+
+/**
+ * On ACP, the turns in the double's session store (cli-double README §8.6: one file per session,
+ * each turn with its prompt, what it streamed, its agent's pid and how it ended), written as a
+ * turn ends.
+ */
+function acpTurns() {
+  const store = path.join(process.env.HOME || '', '.cursor', 'acp-sessions');
+  const turns = [];
+  let dirs = [];
+  try {
+    dirs = fs.readdirSync(store);
+  } catch {
+    return turns;
+  }
+  for (const dir of dirs) {
+    try {
+      const session = JSON.parse(fs.readFileSync(path.join(store, dir, 'cursor-agent-double.json'), 'utf8'));
+      for (const t of session.turns) turns.push({ sessionId: session.sessionId, prompt: t.user, ...t });
+    } catch {
+      // written through a rename: a folder without its file yet
+    }
+  }
+  return turns;
+}
+
+/** What the double recorded of the turn whose prompt has `tag`: its print-mode run, or its ACP turn. */
 function findRun(tag) {
+  const has = (l) => typeof l.prompt === 'string' && l.prompt.includes(tag);
   return waitFor(`the CLI run of "${tag}" in the record`, 10_000, () =>
-    recordLines().find((l) => l.subcommand === 'print' && typeof l.prompt === 'string' && l.prompt.includes(tag)),
+    backend() === 'acp' ? acpTurns().find(has) : recordLines().find((l) => l.subcommand === 'print' && has(l)),
   );
 }
 
@@ -273,10 +302,18 @@ async function runSteps(result, write) {
     Object.assign(s, summary(got));
     s.fullAnswerChars = LONG_ANSWER.length;
     if (!cancelledAt) throw new Error('no text arrived, so nothing was cancelled');
+    s.backend = backend();
     const run = await findRun('e2e-api cancel');
     s.cliPid = run.pid;
-    await waitFor(`CLI pid ${run.pid} to end`, 10_000, () => ['gone', 'Z'].includes(processState(run.pid)), 10);
-    s.cliDeadAfterCancelMs = Date.now() - cancelledAt;
+    if (s.backend === 'acp') {
+      // The conversation's agent stays warm: Stop ends the turn (stored as it ends), not the process.
+      s.turnStopReason = run.stopReason;
+      s.turnEndedAfterCancelMs = run.atMs - cancelledAt; // the double's clock: when the turn ended
+      s.streamedChars = run.agent.length;
+    } else {
+      await waitFor(`CLI pid ${run.pid} to end`, 10_000, () => ['gone', 'Z'].includes(processState(run.pid)), 10);
+      s.cliDeadAfterCancelMs = Date.now() - cancelledAt;
+    }
     s.cliEndState = processState(run.pid);
   });
 

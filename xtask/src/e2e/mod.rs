@@ -8,7 +8,9 @@
 //! `target/e2e/<run>/`.
 //!
 //! Steps: set-up (cached, `setup.rs`), build (`cargo xtask dist`, the double, the consumer VSIX), then
-//! the session itself (`session.rs`), in a private network namespace where only loopback exists.
+//! one session (`session.rs`) per backend — print mode, then ACP, each in a fresh VS Code profile
+//! and run folder of its own (`<run>/print`, `<run>/acp`) — in a private network namespace where
+//! only loopback exists. `<run>/check.log` holds both verdicts and their sum.
 
 pub mod session;
 pub mod setup;
@@ -27,13 +29,13 @@ cargo xtask e2e [--setup-only]
   Runs the extension in a real, headless VS Code (code-server + Chromium + Playwright) against the
   Cursor CLI test double. Installs what it needs once into $CURSOR_BRIDGE_E2E_CACHE (default
   target/e2e-cache; apt-get for chromium needs root). Each run's logs, results and screenshots are
-  kept in target/e2e/<run>/ (the last 5 runs).
+  kept in target/e2e/<run>/<backend>/ (the last 5 runs). Every phase runs once per backend.
 
   --setup-only   install what is missing, then stop
   Env: CURSOR_BRIDGE_E2E_NETNS=0   no private network namespace
        E2E_CHAT_VIEW=0              the API half only (the Chat view checks then fail)
        E2E_TOOLS_ONLY=1             only the Copilot tools phase of the Chat view (the others are not checked)
-       E2E_TOOLS_BACKENDS=print,acp the backends the Copilot tools phase runs on, in order
+       E2E_BACKENDS=print,acp       the backends (`cursorBridge.backend`) to run the sessions on, in order
        E2E_TERMINAL_WAIT_S=70       how long the person waits before allowing the terminal command
 ";
 
@@ -67,32 +69,77 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     pack_consumer(root, &consumer_vsix)?;
     eprintln!("e2e: built in {:.1?}; run folder {}", build_started.elapsed(), run_dir.display());
 
-    let plan = session::Plan {
-        root: root.to_path_buf(),
-        run_dir: run_dir.clone(),
-        bridge_vsix,
-        consumer_vsix,
-        double,
-        node: tools.node,
-        code_server: tools.code_server,
-        playwright: tools.playwright,
-        chromium: tools.chromium,
-    };
-    plan.save()?;
-    let passed = run_session(&plan)?;
-    eprintln!("e2e: finished in {:.1?}", started.elapsed());
-    if !passed {
-        if !run_dir.join("check.log").is_file() {
-            // The session stopped before its checks (the reason is printed above).
-            println!("e2e: 0 passed, 1 failed");
+    let mut failed_sessions = Vec::new();
+    let mut verdicts = String::new();
+    let (mut passed, mut failed) = (0, 0);
+    for backend in backends()? {
+        let session_dir = run_dir.join(backend);
+        std::fs::create_dir_all(&session_dir)?;
+        let plan = session::Plan {
+            root: root.to_path_buf(),
+            run_dir: session_dir.clone(),
+            backend: backend.to_string(),
+            bridge_vsix: bridge_vsix.clone(),
+            consumer_vsix: consumer_vsix.clone(),
+            double: double.clone(),
+            node: tools.node.clone(),
+            code_server: tools.code_server.clone(),
+            playwright: tools.playwright.clone(),
+            chromium: tools.chromium.clone(),
+        };
+        plan.save()?;
+        let session_started = Instant::now();
+        eprintln!("e2e: the session on {backend} starts");
+        let ok = run_session(&plan)?;
+        eprintln!("e2e: the session on {backend} finished in {:.1?}", session_started.elapsed());
+        let log = std::fs::read_to_string(session_dir.join("check.log")).unwrap_or_default();
+        // A session that stopped before its checks (the reason is printed above) counts as one failure.
+        let (p, f) = log.lines().rev().find_map(verdict).unwrap_or((0, 1));
+        passed += p;
+        failed += f;
+        verdicts.push_str(&format!("== {backend}\n{log}"));
+        if !ok {
+            failed_sessions.push(session_dir);
         }
-        eprintln!("e2e: FAILED; everything is in {}:", run_dir.display());
-        for (what, rel) in session::LOGS {
-            eprintln!("  {what:<22} {}", run_dir.join(rel).display());
+    }
+    let closing = format!("e2e: {passed} passed, {failed} failed");
+    std::fs::write(run_dir.join("check.log"), format!("{verdicts}{closing}\n"))?;
+    println!("{closing} (all sessions)");
+    eprintln!("e2e: finished in {:.1?}", started.elapsed());
+    if !failed_sessions.is_empty() {
+        for dir in &failed_sessions {
+            eprintln!("e2e: FAILED; everything is in {}:", dir.display());
+            for (what, rel) in session::LOGS {
+                eprintln!("  {what:<22} {}", dir.join(rel).display());
+            }
         }
         bail!("the end-to-end test failed (run folder {})", run_dir.display());
     }
     Ok(())
+}
+
+/// The backends the sessions run on: `E2E_BACKENDS` (comma-separated), else print mode then ACP.
+fn backends() -> Result<Vec<&'static str>> {
+    let wanted = std::env::var("E2E_BACKENDS").unwrap_or_else(|_| "print,acp".into());
+    let mut out = Vec::new();
+    for name in wanted.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match name {
+            "print" => out.push("print"),
+            "acp" => out.push("acp"),
+            other => bail!("E2E_BACKENDS: unknown backend `{other}` (print, acp)"),
+        }
+    }
+    if out.is_empty() {
+        bail!("E2E_BACKENDS names no backend (print, acp)");
+    }
+    Ok(out)
+}
+
+/// `(passed, failed)` of check.cjs's closing line `e2e: N passed, N failed`.
+fn verdict(line: &str) -> Option<(usize, usize)> {
+    let rest = line.strip_prefix("e2e: ")?;
+    let (p, f) = rest.split_once(" passed, ")?;
+    Some((p.parse().ok()?, f.strip_suffix(" failed")?.parse().ok()?))
 }
 
 /// `cargo xtask e2e-session <run dir>`: the part that runs inside the network namespace.
@@ -221,7 +268,14 @@ fn pack_consumer(root: &Path, out: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::utc_stamp;
+    use super::{utc_stamp, verdict};
+
+    #[test]
+    fn verdict_lines() {
+        assert_eq!(verdict("e2e: 57 passed, 0 failed"), Some((57, 0)));
+        assert_eq!(verdict("e2e: 3 passed, 2 failed"), Some((3, 2)));
+        assert_eq!(verdict("ok   something"), None);
+    }
 
     #[test]
     fn utc_stamps() {

@@ -36,6 +36,8 @@ pub const LOGS: &[(&str, &str)] = &[
 pub struct Plan {
     pub root: PathBuf,
     pub run_dir: PathBuf,
+    /// `cursorBridge.backend` of the session (`print` or `acp`).
+    pub backend: String,
     pub bridge_vsix: PathBuf,
     pub consumer_vsix: PathBuf,
     pub double: PathBuf,
@@ -61,7 +63,8 @@ impl Plan {
     }
 
     pub fn save(&self) -> Result<()> {
-        let text: String = self.fields().iter().map(|(k, v)| format!("{k}={}\n", v.display())).collect();
+        let mut text: String = self.fields().iter().map(|(k, v)| format!("{k}={}\n", v.display())).collect();
+        text.push_str(&format!("backend={}\n", self.backend));
         std::fs::write(self.run_dir.join("plan.txt"), text)?;
         Ok(())
     }
@@ -78,6 +81,7 @@ impl Plan {
         Ok(Plan {
             root: get("root")?,
             run_dir: get("run_dir")?,
+            backend: get("backend")?.to_string_lossy().into_owned(),
             bridge_vsix: get("bridge_vsix")?,
             consumer_vsix: get("consumer_vsix")?,
             double: get("double")?,
@@ -147,7 +151,7 @@ pub fn run(plan: &Plan) -> Result<bool> {
     let run_name = d.run.to_string_lossy().into_owned();
     std::fs::write(d.workspace.join("README.md"), "# e2e workspace\n\nA folder for the Chat view to work in.\n")?;
     std::fs::copy(plan.e2e_dir().join("models").join("before.txt"), d.run.join("models.txt"))?;
-    std::fs::write(d.user_data.join("User").join("settings.json"), USER_SETTINGS)?;
+    std::fs::write(d.user_data.join("User").join("settings.json"), user_settings(&plan.backend))?;
     // `cursorBridge.cliPath` is machine-scoped, and code-server's windows are remote ones: VS Code
     // takes such settings from the machine's settings (the Settings editor's "Remote" tab), not
     // the user's. (From the user's file it is applied at first, then dropped.)
@@ -227,7 +231,9 @@ pub fn run(plan: &Plan) -> Result<bool> {
             .env("CURSOR_BRIDGE_E2E_RUN", &run_name)
             // The Copilot tools phase switches `cursorBridge.tools` and `.backend` in this file, as
             // a person editing their settings.json would.
-            .env("E2E_USER_SETTINGS", d.user_data.join("User").join("settings.json"));
+            .env("E2E_USER_SETTINGS", d.user_data.join("User").join("settings.json"))
+            // The Copilot tools phase runs on the session's backend.
+            .env("E2E_TOOLS_BACKENDS", &plan.backend);
         let mut driver = driver.stdin(Stdio::null()).spawn().context("starting the driver")?;
         let code = wait_deadline(&mut driver, DRIVER_DEADLINE)?;
         eprintln!(
@@ -254,6 +260,7 @@ pub fn run(plan: &Plan) -> Result<bool> {
     let mut check = Command::new(&plan.node);
     check.arg(plan.e2e_dir().join("check.cjs")).arg(&d.run);
     env.apply(&mut check);
+    check.env("E2E_BACKEND", &plan.backend);
     let out = check.stdin(Stdio::null()).stderr(Stdio::inherit()).output().context("running check.cjs")?;
     std::io::stdout().write_all(&out.stdout)?;
     std::fs::write(&check_log, &out.stdout)?;
@@ -344,11 +351,15 @@ impl Env {
 /// Chat view's title/progress requests (utility requests) sent to a Cursor model, so they reach
 /// the provider (and can be seen not to disturb sessions): the picker entry Composer 2.5, whose
 /// utility requests the extension runs on the SKU composer-2.5-fast (`cursorBridge.utilityModel`).
-/// Print mode (`cursorBridge.backend`) and Cursor's own tools (`cursorBridge.tools`) for every phase
-/// but the last: their checks read the double's print-mode records (argv, `--resume`, one process
-/// per turn) and drive Cursor's agent mode (its tool deltas, `--force` absent). The last phase, the
-/// Copilot tools one (`vscode-client/e2e/tools.cjs`), switches to `tools: "copilot"` (the default
-/// outside the test) in the Settings JSON editor and runs once on `print` and once on `acp`.
+/// The session's backend (`cursorBridge.backend`) and Cursor's own tools (`cursorBridge.tools`) for
+/// every phase but the last, which drive Cursor's agent mode (its tool deltas, `--force` absent). The
+/// last phase, the Copilot tools one (`vscode-client/e2e/tools.cjs`), switches to `tools: "copilot"`
+/// (the default outside the test) in the Settings JSON editor.
+fn user_settings(backend: &str) -> String {
+    USER_SETTINGS
+        .replace("\"cursorBridge.backend\": \"print\"", &format!("\"cursorBridge.backend\": {}", json_string(backend)))
+}
+
 const USER_SETTINGS: &str = r#"{
   "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off",
