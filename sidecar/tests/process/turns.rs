@@ -31,11 +31,32 @@ fn streamed_text_equals_the_answer_with_unicode_intact() {
     assert_eq!(deltas[0]["kind"], "session");
     assert_eq!(r["result"]["turnId"], "t1");
     assert_eq!(r["result"]["stopReason"], "end");
-    // Token counts: print mode's result has them; Cursor's ACP prompt answer does not (the
-    // double models none, cli-double README §8.9), so there is no usage delta to check there.
-    if !acp() {
-        assert!(r["result"]["usage"]["outputTokens"].as_u64().is_some(), "{r}");
-        assert_eq!(deltas.last().unwrap()["kind"], "usage");
+}
+
+/// Token counts reach the client when the CLI reports them, and are never made up: print mode's
+/// result event has them; on ACP only an unstable field of the prompt's answer can (whether Cursor
+/// sends it is unknown, docs/cursor-acp.md §13 #6: the double's knob plays both).
+#[test]
+fn token_counts_arrive_when_the_cli_reports_them_and_only_then() {
+    let cases: &[(&str, bool)] =
+        if acp() { &[("none", false), ("tokens", true)] } else { &[("print mode's result event", true)] };
+    for (knob, reported) in cases {
+        let dir = TestDir::new();
+        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_PROMPT_USAGE", if acp() { *knob } else { "none" }).start();
+        s.initialize(&dir, json!({}));
+        let prompt = directed("count me", json!({"answer": "twelve chars"}));
+        let (deltas, r) = s.chat(send("t1", "auto", "agent", json!([user(&prompt)])));
+        let usage = &r["result"]["usage"];
+        let usage_deltas: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "usage").collect();
+        if *reported {
+            assert!(usage["inputTokens"].as_u64().is_some_and(|n| n > 1000), "{knob}: {r}");
+            assert_eq!(usage["outputTokens"], 3, "{knob}: {r}");
+            assert_eq!(usage_deltas.len(), 1, "{knob}: {deltas:?}");
+            assert_eq!(deltas.last().unwrap()["kind"], "usage", "{knob}");
+        } else {
+            assert!(usage.is_null(), "{knob}: no counts were reported, none may be shown: {r}");
+            assert!(usage_deltas.is_empty(), "{knob}: {deltas:?}");
+        }
     }
 }
 
