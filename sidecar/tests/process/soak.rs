@@ -1,7 +1,7 @@
 //! Soak: 1,000 turns through one sidecar, 8 at a time, mixing answers, cancels, crashes and
 //! timeouts. Afterwards every turn was answered exactly once, no process is left, and the
-//! sidecar's open file descriptors and RSS are back near where they started.
-//! Prints `soak: N turns, N answered, leaked processes = 0, fds a → b, rss a → b KiB`.
+//! sidecar's open file descriptors (beyond those of its live children) and RSS are back near where
+//! they started. Prints `soak: N turns, N answered, leaked processes = 0, fds a → b (…), rss a → b KiB`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -42,8 +42,43 @@ fn prompt(i: usize, kind: Kind) -> String {
     }
 }
 
-fn fd_count(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
+fn fd_targets(pid: u32) -> Vec<(String, String)> {
+    let dir = format!("/proc/{pid}/fd");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let target = std::fs::read_link(e.path()).ok()?.to_string_lossy().into_owned();
+            Some((e.file_name().to_string_lossy().into_owned(), target))
+        })
+        .collect()
+}
+
+/// `(all, own)`: the sidecar's open file descriptors, and those that are not a live child's. A
+/// warm agent or spare holds its pipes and pidfd for as long as it lives, and how many are alive
+/// at a given moment depends on timing (on ACP every conversation keeps one warm), so a leak is
+/// what is left beyond them: a pipe no descendant holds the other end of, a pidfd of a process
+/// that is not a descendant, anything else.
+fn fd_counts(pid: u32) -> (usize, usize) {
+    let kids = descendants(pid);
+    let kid_pipes: std::collections::HashSet<String> =
+        kids.iter().flat_map(|k| fd_targets(*k)).map(|(_, target)| target).filter(|t| t.starts_with("pipe:")).collect();
+    let mine = fd_targets(pid);
+    let theirs = mine
+        .iter()
+        .filter(|(fd, target)| {
+            if target.starts_with("pipe:") {
+                return kid_pipes.contains(target);
+            }
+            if target == "anon_inode:[pidfd]" {
+                let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
+                let of = info.lines().find_map(|l| l.strip_prefix("Pid:")).and_then(|p| p.trim().parse::<u32>().ok());
+                return of.is_some_and(|p| kids.contains(&p));
+            }
+            false
+        })
+        .count();
+    (mine.len(), mine.len() - theirs)
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -105,7 +140,7 @@ fn soak_1000_turns() {
         }
         if i == 100 && baseline.is_none() {
             // After warm-up (allocator arenas, caches), not at a cold start.
-            baseline = Some((fd_count(pid), rss_kib(pid)));
+            baseline = Some((fd_counts(pid), rss_kib(pid)));
         }
     }
     // Stragglers: a second answer to anything would show up here.
@@ -120,7 +155,7 @@ fn soak_1000_turns() {
     let twice: Vec<_> = answers.iter().filter(|(_, n)| **n > 1).collect();
     // Measure before shutdown (spares are part of a running sidecar), count leftovers after it.
     std::thread::sleep(Duration::from_millis(300));
-    let (fd1, rss1) = (fd_count(pid), rss_kib(pid));
+    let ((all1, fd1), rss1) = (fd_counts(pid), rss_kib(pid));
     assert!(s.request("shutdown", json!(null)).get("result").is_some());
     let leftover = {
         let mut left = descendants(pid);
@@ -131,9 +166,9 @@ fn soak_1000_turns() {
         }
         left
     };
-    let (fd0, rss0) = baseline.unwrap_or((0, 0));
+    let ((all0, fd0), rss0) = baseline.unwrap_or(((0, 0), 0));
     let summary = format!(
-        "soak: {TURNS} turns, {answered_once} answered, leaked processes = {}, fds {fd0} → {fd1}, rss {rss0} → {rss1} KiB, {:.1} s",
+        "soak: {TURNS} turns, {answered_once} answered, leaked processes = {}, fds {fd0} → {fd1} (with live children's {all0} → {all1}), rss {rss0} → {rss1} KiB, {:.1} s",
         leftover.len(),
         started.elapsed().as_secs_f64()
     );
