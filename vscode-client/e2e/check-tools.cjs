@@ -14,7 +14,8 @@ const EDITED = 'The following files were successfully edited:';
  */
 function checkTools(c) {
   const { guarded, record, mainRuns, arg, show, chat } = c;
-  const backends = chat.toolsBackends || ['print', 'acp'];
+  // What the driver ran; if it never got there, the session's backend (check.cjs's E2E_BACKEND).
+  const backends = chat.toolsBackends || [process.env.E2E_BACKEND || 'print'];
   const chats = [];
   const seen = (backend) => {
     const t = (chat.tools || {})[backend];

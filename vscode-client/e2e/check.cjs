@@ -198,7 +198,8 @@ if (ACP) {
   guarded(`cancel: the stream ends quietly and the turn ends cancelled within ${CANCEL_LIMIT_MS} ms; the agent stays warm`, () => {
     const s = step('cancel');
     const turn = runOf('e2e-api cancel');
-    const ok = !s.error && s.text.length < s.fullAnswerChars && turn.stopReason === 'cancelled' && s.turnEndedAfterCancelMs <= CANCEL_LIMIT_MS && s.streamedChars < s.fullAnswerChars;
+    const warm = !['gone', 'Z'].includes(s.cliEndState) && turn.pid === s.cliPid;
+    const ok = !s.error && s.text.length < s.fullAnswerChars && turn.stopReason === 'cancelled' && s.turnEndedAfterCancelMs <= CANCEL_LIMIT_MS && s.streamedChars < s.fullAnswerChars && warm;
     return [ok, `turn ${turn.stopReason} ${s.turnEndedAfterCancelMs} ms after cancel() with ${s.streamedChars}/${s.fullAnswerChars} chars streamed; agent pid ${s.cliPid} ${s.cliEndState}; stream ended after ${s.streamEndedAfterCancelMs} ms${s.error ? `, error ${show(s.error)}` : ''}`];
   });
 } else {
@@ -241,8 +242,10 @@ guarded('recovery: the conversation resumed its Cursor chat after the restart', 
   const s = step('recovery');
   const one = runOf('e2e-api recovery-one');
   const three = runOf('e2e-api recovery-three');
-  const ok = three.resumed === one.sessionId && three.stdin === s.thirdPrompt;
-  return [ok, `chat ${one.sessionId}; after the restart resumed ${three.resumed}; stdin ${three.stdin === s.thirdPrompt ? 'is exactly the new message' : show(three.stdin)}`];
+  // On ACP the restarted sidecar's new agent process loaded the session (`session/load`).
+  const loaded = !ACP || three.pid !== one.pid;
+  const ok = three.resumed === one.sessionId && three.stdin === s.thirdPrompt && loaded;
+  return [ok, `chat ${one.sessionId}; after the restart resumed ${three.resumed}${ACP ? ` by agent ${three.pid} (before: ${one.pid})` : ''}; stdin ${three.stdin === s.thirdPrompt ? 'is exactly the new message' : show(three.stdin)}`];
 });
 
 // ---------------------------------------------------------------- Chat view half (Playwright)

@@ -44,7 +44,14 @@ fn token_counts_arrive_when_the_cli_reports_them_and_only_then() {
         let dir = TestDir::new();
         let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_PROMPT_USAGE", if acp() { *knob } else { "none" }).start();
         s.initialize(&dir, json!({}));
-        let prompt = directed("count me", json!({"answer": "twelve chars"}));
+        // On ACP the turn also reports its context use (`usage_update`: used/size), which is not a
+        // count of this turn's tokens and must not be shown as one.
+        let scenario = if acp() {
+            json!({"answer": "twelve chars", "usageUpdate": true})
+        } else {
+            json!({"answer": "twelve chars"})
+        };
+        let prompt = directed("count me", scenario);
         let (deltas, r) = s.chat(send("t1", "auto", "agent", json!([user(&prompt)])));
         let usage = &r["result"]["usage"];
         let usage_deltas: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "usage").collect();

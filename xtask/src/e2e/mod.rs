@@ -90,7 +90,11 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         plan.save()?;
         let session_started = Instant::now();
         eprintln!("e2e: the session on {backend} starts");
-        let ok = run_session(&plan)?;
+        // A session that could not run is a failed one; the next backend still runs.
+        let ok = run_session(&plan).unwrap_or_else(|e| {
+            eprintln!("e2e: the session on {backend} did not run: {e:#}");
+            false
+        });
         eprintln!("e2e: the session on {backend} finished in {:.1?}", session_started.elapsed());
         let log = std::fs::read_to_string(session_dir.join("check.log")).unwrap_or_default();
         // A session that stopped before its checks (the reason is printed above) counts as one failure.

@@ -229,8 +229,8 @@ pub fn run(plan: &Plan) -> Result<bool> {
             .env("PLAYWRIGHT_CORE", &plan.playwright)
             .env("CHROMIUM", &plan.chromium)
             .env("CURSOR_BRIDGE_E2E_RUN", &run_name)
-            // The Copilot tools phase switches `cursorBridge.tools` and `.backend` in this file, as
-            // a person editing their settings.json would.
+            // The Copilot tools phase switches `cursorBridge.tools` in this file (and sets `.backend`
+            // to the session's), as a person editing their settings.json would.
             .env("E2E_USER_SETTINGS", d.user_data.join("User").join("settings.json"))
             // The Copilot tools phase runs on the session's backend.
             .env("E2E_TOOLS_BACKENDS", &plan.backend);

@@ -249,6 +249,33 @@ async fn a_hosted_call_parks_the_turn_and_its_result_continues_the_same_turn() {
     assert_eq!(h.backend.turn(1).prompt, "thanks");
 }
 
+/// On the MCP path the tool choice is what the agent's server lists: a named tool alone, or all
+/// of them when a call is required (the prompt protocol says it in words instead).
+#[tokio::test(start_paused = true)]
+async fn a_hosted_session_lists_only_what_the_tool_choice_allows() {
+    let other = ToolDefinition {
+        name: "get_time".into(),
+        description: "The time".into(),
+        input_schema: json!({"type": "object"}),
+    };
+    for (choice, listed) in [
+        (ToolChoice::Named("create_file".into()), vec!["create_file"]),
+        (ToolChoice::Required, vec!["create_file", "get_time"]),
+        (ToolChoice::Auto, vec!["create_file", "get_time"]),
+    ] {
+        let h = hosting();
+        let req = in_conversation("c1", vec![user(HOSTED)]);
+        let set = ToolSet { tools: vec![create_file(), other.clone()], choice: choice.clone(), parallel: true };
+        let (_, first) = h.send(TurnRequest { tools: Some(set), ..req }).await;
+        assert!(first.unwrap().tool_calls, "{choice:?}");
+        let t = h.backend.turn(0);
+        let hosted = t.hosted_tools.as_ref().expect("the backend was given the tools");
+        let names: Vec<&str> = hosted.tools.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, listed, "{choice:?}");
+        assert!(!t.prompt.contains("You must call"), "{choice:?}: hosted tools are not described in the prompt");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn parallel_hosted_calls_reach_the_client_in_one_response() {
     let h = hosting();
