@@ -210,6 +210,21 @@ async function run(ui, workspace) {
       await group.click();
       await sleep(500);
     }
+    // An opened group renders its parts after its animation (seen empty 500 ms after the click):
+    // the person waits until every open group shows something, up to 5 s.
+    const row = ui.chat().locator(`.monaco-list-row[data-index="${requestIndex + 1}"]`);
+    await until(
+      'the opened groups to render',
+      () =>
+        row
+          .evaluate((r) =>
+            [...r.querySelectorAll('.chat-thinking-box')]
+              .filter((b) => b.querySelector('a[aria-expanded="true"]'))
+              .every((b) => (b.querySelector('.chat-thinking-collapsible')?.innerText || '').trim().length > 0),
+          )
+          .catch(() => false),
+      5000,
+    ).catch((e) => log(`  (${e.message})`));
   }
 
   async function editStep(item) {
