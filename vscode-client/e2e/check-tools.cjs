@@ -44,10 +44,11 @@ function checkTools(c) {
       const s = step(backend, 'edit');
       const name = s.file.split('/').pop();
       const created = s.pills.some((p) => p.startsWith(`Created ${name}`));
-      const edited = s.pills.some((p) => p.startsWith(`Edited ${name}`) && /\+1 -1/.test(p));
+      // Or folded by Copilot into a "Finished with 1 step" group whose parts it does not render.
+      const edited = s.pills.some((p) => p.startsWith(`Edited ${name}`) && /\+1 -1/.test(p)) || (s.folded || []).length > 0;
       const review = s.buttonsBeforeKeep.includes('Keep') && s.buttonsBeforeKeep.includes('Undo') && s.editingBar.some((b) => /1 file changed/.test(b));
       const ok = s.modeShown === 'Agent' && s.modelShown === 'Composer 2.5' && created && edited && review && s.errors.length === 0;
-      return [ok, `${s.modeShown}/${s.modelShown}; pills ${show(s.pills)}; review ${show(s.editingBar[0] || 'MISSING')}${s.errors.length ? `; errors ${show(s.errors)}` : ''}; ${s.screenshot}`];
+      return [ok, `${s.modeShown}/${s.modelShown}; pills ${show(s.pills)}${(s.folded || []).length ? `, folded ${show(s.folded)}` : ''}; review ${show(s.editingBar[0] || 'MISSING')}${s.errors.length ? `; errors ${show(s.errors)}` : ''}; ${s.screenshot}`];
     });
     guarded(`${label} edit: the final answer quotes both tools' results`, () => {
       const s = step(backend, 'edit');

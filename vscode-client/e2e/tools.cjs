@@ -240,6 +240,9 @@ async function run(ui, workspace) {
     const before = await looks(page, st.requestIndex);
     fs.writeFileSync(path.join(ui.resultsDir, `${item.id}-response.html`), before.html);
     record.pills = before.pills;
+    // Copilot may fold the second call into a "Finished with N step(s)" group that headless
+    // Chromium never renders the parts of, even when opened: noted, so the check can tell.
+    record.folded = await ui.chat().locator(`.monaco-list-row[data-index="${st.requestIndex + 1}"] .chat-thinking-box .chat-used-context-label a`).evaluateAll((as) => as.map((a) => a.getAttribute('aria-label') || '').filter((l) => /^Finished with \d+ step/.test(l)));
     record.editingBar = before.editing;
     record.buttonsBeforeKeep = before.buttons;
     record.screenshot = await shot(`${item.id}-review`);
