@@ -98,7 +98,11 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         eprintln!("e2e: the session on {backend} finished in {:.1?}", session_started.elapsed());
         let log = std::fs::read_to_string(session_dir.join("check.log")).unwrap_or_default();
         // A session that stopped before its checks (the reason is printed above) counts as one failure.
-        let (p, f) = log.lines().rev().find_map(verdict).unwrap_or((0, 1));
+        let closing = log.lines().rev().find(|l| l.starts_with("e2e: "));
+        let counts = closing.and_then(|l| {
+            Some((crate::summary::number_before(l, " passed")?, crate::summary::number_before(l, " failed")?))
+        });
+        let (p, f) = counts.unwrap_or((0, 1));
         passed += p;
         failed += f;
         verdicts.push_str(&format!("== {backend}\n{log}"));
@@ -137,13 +141,6 @@ fn backends() -> Result<Vec<&'static str>> {
         bail!("E2E_BACKENDS names no backend (print, acp)");
     }
     Ok(out)
-}
-
-/// `(passed, failed)` of check.cjs's closing line `e2e: N passed, N failed`.
-fn verdict(line: &str) -> Option<(usize, usize)> {
-    let rest = line.strip_prefix("e2e: ")?;
-    let (p, f) = rest.split_once(" passed, ")?;
-    Some((p.parse().ok()?, f.strip_suffix(" failed")?.parse().ok()?))
 }
 
 /// `cargo xtask e2e-session <run dir>`: the part that runs inside the network namespace.
@@ -272,14 +269,7 @@ fn pack_consumer(root: &Path, out: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{utc_stamp, verdict};
-
-    #[test]
-    fn verdict_lines() {
-        assert_eq!(verdict("e2e: 57 passed, 0 failed"), Some((57, 0)));
-        assert_eq!(verdict("e2e: 3 passed, 2 failed"), Some((3, 2)));
-        assert_eq!(verdict("ok   something"), None);
-    }
+    use super::utc_stamp;
 
     #[test]
     fn utc_stamps() {
