@@ -295,14 +295,11 @@ fn token_counts_in_the_answer_by_knob_and_each_turns_mode_model_and_end_in_the_s
     a.close();
     let file = counted.home.join(".cursor/acp-sessions").join(&sid).join("cursor-agent-double.json");
     let stored = j(&std::fs::read_to_string(&file).unwrap());
-    let turns = match stored.get("turns") {
-        Some(Json::Arr(t)) => t.clone(),
-        other => panic!("turns: {other:?}"),
-    };
-    assert_eq!(values(stored.get("turns").unwrap(), "mode"), ["ask", "ask"]);
-    assert_eq!(values(stored.get("turns").unwrap(), "stopReason"), ["end_turn", "cancelled"]);
-    assert_eq!(values(stored.get("turns").unwrap(), "model"), ["default[]", "default[]"]);
-    let streamed = str_at(&turns[1], &["agent"]).unwrap();
+    let turns = stored.get("turns").expect("the stored turns");
+    assert_eq!(values(turns, "mode"), ["ask", "ask"]);
+    assert_eq!(values(turns, "stopReason"), ["end_turn", "cancelled"]);
+    assert_eq!(values(turns, "model"), ["default[]", "default[]"]);
+    let streamed = &values(turns, "agent")[1];
     assert!(!streamed.is_empty() && streamed.len() < "slowly, slowly".len(), "{streamed:?}");
 }
 
