@@ -57,6 +57,11 @@ impl Record {
                 .map(Json::Str)
                 .collect(),
         );
+        // Every variable's name (never a value): what of its parent's environment the CLI, and
+        // so every command it runs, inherits.
+        let mut names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
+        names.sort();
+        let env_names = Json::Arr(names.into_iter().map(Json::Str).collect());
         let cwd = std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).ok();
         let mut record = obj([
             ("pid", std::process::id().into()),
@@ -72,6 +77,7 @@ impl Record {
             ("bridgeEnv", bridge_env),
             ("sessionId", self.session_id.clone().into()),
             ("grandchildPid", self.grandchild_pid.into()),
+            ("envNames", env_names),
         ]);
         if let Some(tools) = &self.tools {
             record.set("tools", tools.clone());

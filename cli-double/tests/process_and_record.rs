@@ -42,6 +42,10 @@ fn records_a_one_mebibyte_stdin_intact() {
     assert_eq!(str_at(r, &["env", "NO_COLOR"]), Some("1"));
     assert!(r.get("env").unwrap().get("FORCE_COLOR").is_none());
     assert_eq!(r.get("grandchildPid"), Some(&Json::Null));
+    // Names only: the key's name is there, its value is not.
+    let Some(Json::Arr(names)) = r.get("envNames") else { panic!("envNames: {r:?}") };
+    assert!(names.iter().any(|n| n.as_str() == Some("CURSOR_API_KEY")));
+    assert!(!names.iter().any(|n| n.as_str() == Some("sekrit")));
     let keys: Vec<&str> = r.as_object().unwrap().iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(&keys[..8], ["pid", "ppid", "pgid", "argv", "cwd", "subcommand", "stdin", "stdinBytes"]);
     let _ = std::fs::remove_file(path);

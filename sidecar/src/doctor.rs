@@ -72,7 +72,11 @@ pub fn main(args: &[String]) -> i32 {
     let options = Options { workspace_trusted: !args.untrusted, ..Options::default() };
     let report = started.runtime.block_on(async {
         let config = Config::new(options.clone(), vec![workspace], started.paths.state_dir.clone())?;
-        let backend = select::backend(select::Settings::new(args.cli_path.clone(), None, &options));
+        let settings = select::Settings {
+            neutral_dir: Some(config.neutral_folder()?),
+            ..select::Settings::new(args.cli_path.clone(), None, &options)
+        };
+        let backend = select::backend(settings);
         let engine = Engine::new(config, backend);
         let report = engine.doctor().await;
         engine.shutdown();

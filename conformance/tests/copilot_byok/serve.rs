@@ -87,6 +87,8 @@ impl Serve {
             ("CURSOR_BRIDGE_CLI_PATH", binary("cursor-agent-double")),
             ("CURSOR_BRIDGE_API_KEY", client_key.into()),
             ("CURSOR_DOUBLE_RECORD", folders.record_file()),
+            // `serve` hands the CLI only what it needs; the double's knobs are passed on purpose.
+            ("CURSOR_BRIDGE_PASS_ENV", "CURSOR_DOUBLE_*".into()),
         ];
         let spec = SpawnSpec {
             program: binary("cursor-bridge"),

@@ -77,6 +77,8 @@ pub struct Scripted {
     /// Every turn as the engine asked for it, in order of arrival at the backend.
     pub turns: Mutex<Vec<TurnSpec>>,
     pub warmed: Mutex<Vec<Warm>>,
+    /// Every folder the engine had locked down for client-tools mode.
+    pub locked: Mutex<Vec<std::path::PathBuf>>,
     pub models: Mutex<Vec<ModelInfo>>,
     pub model_calls: AtomicUsize,
     pub running: AtomicUsize,
@@ -289,6 +291,11 @@ impl Backend for Scripted {
 
     fn warm(&self, hint: Warm) {
         lock(&self.warmed).push(hint);
+    }
+
+    fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()> {
+        lock(&self.locked).push(folder.to_path_buf());
+        crate::backend::isolation::lock_down(folder)
     }
 
     fn health(&self) -> BoxFuture<'_, CliStatus> {

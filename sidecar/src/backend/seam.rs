@@ -134,6 +134,26 @@ pub struct Settings {
     /// Warm ACP sessions kept at most, and how long an unused one lives.
     pub warm_sessions: usize,
     pub warm_idle: Duration,
+    /// Where the agent's own subcommands run (`--version`, `status`, `models`, the search for
+    /// the program): a private folder of ours, never a user's, so nothing of a repository is
+    /// read before a turn asks for it (`None`: a private temporary folder).
+    pub neutral_dir: Option<PathBuf>,
+    /// What of the sidecar's environment reaches the agent and every tool it runs.
+    pub env: EnvPolicy,
+}
+
+/// What of the sidecar's own environment the agent inherits (docs/cursor-cli.md §7.2 for what
+/// the bridge sets on top).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum EnvPolicy {
+    /// Everything but the bridge's own variables: an editor's agent works in the user's
+    /// shell environment (their PATH, SDKs, proxies), as a terminal would.
+    #[default]
+    Inherit,
+    /// Only what the agent needs to run, find its login and reach the network, plus the names
+    /// (or `PREFIX*` patterns) the operator passes on purpose (`serve`: a server's environment
+    /// is the operator's, not something to hand to every HTTP client's turns).
+    Minimal { pass: Vec<String> },
 }
 
 impl Settings {
@@ -150,6 +170,8 @@ impl Settings {
             backend: options.backend.or_else(backend_from_env).unwrap_or_default(),
             warm_sessions: options.warm_sessions,
             warm_idle: Duration::from_secs(options.warm_idle_seconds),
+            neutral_dir: None,
+            env: EnvPolicy::Inherit,
         }
     }
 }

@@ -8,7 +8,7 @@ use super::auto::Auto;
 use super::cursor_acp::CursorAcp;
 use super::cursor_print::CursorPrint;
 use super::seam::Backend;
-pub use super::seam::Settings;
+pub use super::seam::{EnvPolicy, Settings};
 use crate::protocol::BackendChoice;
 
 pub fn backend(settings: Settings) -> Arc<dyn Backend> {

@@ -122,6 +122,12 @@ impl Config {
             .map_err(|e| BridgeError::internal(format!("cannot create a scratch folder under {}: {e}", root.display())))
     }
 
+    /// Where the agent's own subcommands (`--version`, `status`, `models`) run: a private folder
+    /// in the state folder, so they never read a user's folder, trusted or not.
+    pub fn neutral_folder(&self) -> Result<PathBuf> {
+        self.scratch_folder("agent-commands")
+    }
+
     pub fn scratch_root(&self) -> &Path {
         match &self.scratch {
             Scratch::Under(dir) => dir,

@@ -72,11 +72,21 @@ impl Engine {
         self.backend.name()
     }
 
-    /// Find the agent and prepare what the first turn in each of `workspaces` will need.
+    /// Find the agent and prepare what the first turn in each of `workspaces` will need, in the
+    /// folder that turn will really run in: never a folder the user has not trusted (an
+    /// untrusted window's turns run in a scratch folder of its own, and so does its warm-up: a
+    /// session opened ahead in the user's folder would have the CLI read and trust its
+    /// `.cursor/` before anybody typed a word).
     pub async fn warm_up(&self, workspaces: &[std::path::PathBuf]) -> Result<Located> {
         let located = self.backend.locate().await?;
+        let mut warmed: Vec<std::path::PathBuf> = Vec::new();
         for w in workspaces {
-            self.backend.warm(Warm::Workspace(w.clone()));
+            let Some(folder) = w.to_str() else { continue };
+            let Ok(place) = self.config.placement(Some(folder), crate::protocol::Mode::Ask) else { continue };
+            if !place.per_conversation && !warmed.contains(&place.folder) {
+                warmed.push(place.folder.clone());
+                self.backend.warm(Warm::Workspace(place.folder));
+            }
         }
         Ok(located)
     }

@@ -28,7 +28,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use tracing::Instrument;
 
-use crate::backend::select;
+use crate::backend::select::{self, EnvPolicy};
 use crate::engine::{Config, Engine};
 use crate::protocol::{Mode, Options, Secret, StatusResult};
 use crate::startup::{self, Paths};
@@ -63,9 +63,13 @@ Options:
                          how turns run: Cursor's ACP mode with warm sessions, print mode (a
                          process per turn), or auto (ACP, print mode when ACP does not work;
                          default; also CURSOR_BRIDGE_BACKEND)
+  --pass-env NAMES       more of this server's environment for the CLI and the commands it runs
+                         (comma-separated names, NAME* for a prefix; also CURSOR_BRIDGE_PASS_ENV).
+                         By default they get only what the CLI needs: PATH, HOME, the locale,
+                         temporary folders, proxies and certificates, the CLI's own folders
 
 Environment: CURSOR_BRIDGE_API_KEY (client key), CURSOR_API_KEY (the Cursor key the CLI uses),
-and the CURSOR_BRIDGE_* variables of `cursor-bridge --help`.
+CURSOR_BRIDGE_PASS_ENV, and the CURSOR_BRIDGE_* variables of `cursor-bridge --help`.
 ";
 
 /// `cursor-bridge serve` options.
@@ -80,6 +84,8 @@ pub struct ServeArgs {
     pub idle_timeout: Option<u64>,
     pub max_concurrent: Option<usize>,
     pub backend: Option<crate::protocol::BackendChoice>,
+    /// Names (or `PREFIX*`) of the server's variables the CLI inherits beyond the minimal set.
+    pub pass_env: Vec<String>,
 }
 
 impl ServeArgs {
@@ -94,6 +100,7 @@ impl ServeArgs {
             idle_timeout: None,
             max_concurrent: None,
             backend: None,
+            pass_env: std::env::var(PASS_ENV).map(|v| names(&v)).unwrap_or_default(),
         };
         crate::util::args::each_option(args, |name, value| {
             match name {
@@ -113,12 +120,20 @@ impl ServeArgs {
                 "--idle-timeout" => out.idle_timeout = Some(positive(name, &value()?)?),
                 "--max-concurrent" => out.max_concurrent = Some(positive(name, &value()?)? as usize),
                 "--backend" => out.backend = Some(value()?.parse().map_err(|e| format!("--backend: {e}"))?),
+                "--pass-env" => out.pass_env.extend(names(&value()?)),
                 other => return Err(format!("unknown option `{other}`")),
             }
             Ok(())
         })?;
         Ok(out)
     }
+}
+
+/// `serve --pass-env`'s environment twin.
+pub const PASS_ENV: &str = "CURSOR_BRIDGE_PASS_ENV";
+
+fn names(list: &str) -> Vec<String> {
+    list.split(',').map(str::trim).filter(|n| !n.is_empty()).map(String::from).collect()
 }
 
 fn positive(name: &str, value: &str) -> Result<u64, String> {
@@ -305,9 +320,23 @@ async fn serve(
         // A folder per conversation, chosen by the engine with the conversation's session.
         config.conversation_folders = Some(root.clone());
     }
-    // The CLI inherits CURSOR_API_KEY anyway; passing it makes `status` and the logs say so.
+    // The CLI's key is the one thing of the operator's credentials it gets (set in its
+    // environment, never on a command line); the rest of the server's environment stays behind
+    // (`EnvPolicy::Minimal`), but for what the operator passes on purpose.
     let api_key = std::env::var("CURSOR_API_KEY").ok().filter(|k| !k.is_empty()).map(Secret::new);
-    let engine = Engine::new(config, select::backend(select::Settings::new(args.cli_path.clone(), api_key, &options)));
+    let neutral_dir = match config.neutral_folder() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("cursor-bridge serve: {}", e.message);
+            return 1;
+        }
+    };
+    let settings = select::Settings {
+        neutral_dir: Some(neutral_dir),
+        env: EnvPolicy::Minimal { pass: args.pass_env.clone() },
+        ..select::Settings::new(args.cli_path.clone(), api_key, &options)
+    };
+    let engine = Engine::new(config, select::backend(settings));
     // Warm start, as `initialize` does for the editor: a chat id ready for the first turn (only
     // with a fixed folder: private ones are made per conversation).
     let warm: Vec<PathBuf> = match &workspaces {
@@ -389,6 +418,12 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<ServeArgs, String> {
         ServeArgs::parse(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn passed_variables_are_a_comma_list_and_the_flag_may_repeat() {
+        let a = parse(&["--pass-env", "JAVA_HOME, MY_TOOL_*,", "--pass-env=GOPATH"]).unwrap();
+        assert!(a.pass_env.ends_with(&["JAVA_HOME".into(), "MY_TOOL_*".into(), "GOPATH".into()]), "{:?}", a.pass_env);
     }
 
     #[test]

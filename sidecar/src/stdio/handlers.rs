@@ -128,7 +128,11 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
     let config = Config::new(params.options.clone(), folders, conn.paths.state_dir.clone())?;
     let api_key = params.api_key.clone().filter(|k| !k.expose().is_empty());
     let has_key = api_key.is_some();
-    let backend = conn.backend(select::Settings::new(params.cli_path.clone(), api_key, &params.options));
+    let settings = select::Settings {
+        neutral_dir: Some(config.neutral_folder()?),
+        ..select::Settings::new(params.cli_path.clone(), api_key, &params.options)
+    };
+    let backend = conn.backend(settings);
     let engine = Engine::new(config, backend);
     conn.set_engine(engine.clone())?;
     tracing::info!(client = %client, workspaces = engine.config().workspaces.len(), api_key = has_key, "initialized");

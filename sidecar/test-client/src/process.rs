@@ -26,6 +26,7 @@ pub struct Launcher {
     env: Vec<(OsString, Option<OsString>)>,
     stderr_file: Option<PathBuf>,
     first_id: u64,
+    cwd: Option<PathBuf>,
 }
 
 impl Launcher {
@@ -38,6 +39,7 @@ impl Launcher {
             env: Vec::new(),
             stderr_file: None,
             first_id: 1,
+            cwd: None,
         }
     }
 
@@ -81,6 +83,12 @@ impl Launcher {
         self
     }
 
+    /// Start it in this folder (else this process's current one), as an editor may.
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
     /// The id of the first request (each next one is one more).
     pub fn first_id(mut self, id: u64) -> Self {
         self.first_id = id;
@@ -90,6 +98,9 @@ impl Launcher {
     /// The command with its environment, without arguments or stdio.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.exe);
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
         if !self.inherit_env {
             cmd.env_clear();
         }

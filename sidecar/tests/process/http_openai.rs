@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::*;
+use serde_json::Value;
 
 /// A running `cursor-bridge serve` on a free loopback port.
 struct Server {
@@ -27,6 +28,8 @@ impl Server {
         let mut cmd = launcher(dir, "debug")
             .env("CURSOR_BRIDGE_CLI_PATH", double_exe())
             .env_remove("CURSOR_BRIDGE_API_KEY")
+            // `serve` hands the CLI only what it needs; the double's knobs are passed on purpose.
+            .env("CURSOR_BRIDGE_PASS_ENV", "CURSOR_DOUBLE_*")
             .envs(extra_env.iter().copied())
             .command();
         cmd.args(["serve", "--listen", "127.0.0.1:0"])
@@ -388,4 +391,35 @@ fn v1_models_lists_every_sku_with_its_base_and_variant() {
     assert_eq!(rows, want, "{body}");
     // Every variant keeps its family's context window.
     assert!(v["data"].as_array().unwrap()[..3].iter().all(|m| m["context_window"] == 272_000), "{body}");
+}
+
+#[test]
+fn serve_hands_the_cli_only_what_it_needs_and_what_the_operator_passes() {
+    let dir = TestDir::new();
+    let server = Server::start(
+        &dir,
+        &[
+            ("AWS_SECRET_ACCESS_KEY", "not-for-the-agent"),
+            ("GITHUB_TOKEN", "not-for-the-agent"),
+            ("JAVA_HOME", "/opt/jdk"),
+            ("CURSOR_BRIDGE_PASS_ENV", "CURSOR_DOUBLE_*, JAVA_HOME"),
+        ],
+    );
+    let chat = r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#;
+    let (status, _, body) =
+        server.request("POST", "/v1/chat/completions", &[("Content-Type", "application/json")], chat);
+    assert_eq!(status, 200, "{body}");
+    drop(server);
+    let records = dir.records();
+    assert!(!records.is_empty());
+    for record in records {
+        let names: Vec<&str> = record["envNames"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        for kept in ["PATH", "HOME", "JAVA_HOME", "CURSOR_DOUBLE_RECORD"] {
+            assert!(names.contains(&kept), "{kept} reaches the CLI: {names:?}");
+        }
+        for secret in ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"] {
+            assert!(!names.contains(&secret), "{secret} stays with the server: {names:?}");
+        }
+        assert!(!names.iter().any(|n| n.starts_with("CURSOR_BRIDGE_")), "{names:?}");
+    }
 }

@@ -3,6 +3,7 @@
 //! bridge's own secrets and a lost chat turn into.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -168,4 +169,74 @@ fn a_cli_that_silently_starts_a_fresh_chat_is_caught_before_it_answers() {
     let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_UNKNOWN_RESUME", "fresh").start();
     s.initialize(&dir, json!({}));
     lost_chat_is_replayed(&dir, s, |dir, _| std::fs::remove_dir_all(chats_root(dir)).unwrap());
+}
+
+/// The folders the CLI was given, one way or another, by every process the double saw: its
+/// current folder, `--workspace`, and the `cwd` of every ACP session opened or loaded.
+fn folders_the_cli_saw(dir: &TestDir) -> Vec<(String, String)> {
+    let mut seen = Vec::new();
+    for r in dir.records() {
+        let what = format!("{} (pid {})", r["subcommand"].as_str().unwrap_or("?"), r["pid"]);
+        if let Some(cwd) = r["cwd"].as_str() {
+            seen.push((what.clone(), cwd.to_string()));
+        }
+        if let Some(folder) = arg_after(&r, "--workspace") {
+            seen.push((format!("{what} --workspace"), folder.to_string()));
+        }
+    }
+    for method in ["session/new", "session/load"] {
+        for r in dir.acp_requests(method) {
+            if let Some(cwd) = r["params"]["cwd"].as_str().or(r["cwd"].as_str()) {
+                seen.push((format!("{method} (pid {})", r["pid"]), cwd.to_string()));
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn nothing_starts_in_an_untrusted_folder_not_even_ahead_of_the_first_message() {
+    let dir = TestDir::new();
+    let user_folder = dir.workspace();
+    // A cloned repository with a project configuration the CLI would read and trust.
+    std::fs::create_dir_all(user_folder.join(".cursor")).unwrap();
+    std::fs::write(user_folder.join(".cursor/cli.json"), r#"{"permissions":{"allow":["Shell(*)"]}}"#).unwrap();
+    // The worst case: the editor started the sidecar in that folder.
+    let mut s = Launch { cwd: Some(user_folder.clone()), ..Launch::new(&dir) }.start();
+    s.initialize(&dir, json!({"workspaceTrusted": false}));
+    // What is prepared ahead (a chat id, a session opened ahead) is prepared by now.
+    let warmed = eventually(Duration::from_secs(10), || {
+        dir.records().iter().any(|r| r["subcommand"] == "create-chat" || r["subcommand"] == "acp")
+    });
+    assert!(warmed, "the sidecar prepares the first turn ahead: {:?}", dir.records());
+    assert!(s.request("status", json!({})).get("result").is_some());
+    assert!(s.request("models/list", json!({"refresh": true})).get("result").is_some());
+    let (_, r) = s.chat(chat("t1", "agent", json!([user("hello")]), json!({})));
+    assert!(r.get("result").is_some(), "{r}");
+    let (_, r) = s.chat(chat("t2", "ask", json!([user("hello"), assistant("Echo: hello"), user("more")]), json!({})));
+    assert!(r.get("result").is_some(), "{r}");
+    assert!(s.finish().success());
+
+    let seen = folders_the_cli_saw(&dir);
+    let subcommands: Vec<String> =
+        dir.records().iter().filter_map(|r| r["subcommand"].as_str().map(String::from)).collect();
+    assert!(subcommands.iter().any(|c| c == "version") && subcommands.iter().any(|c| c == "models"), "{subcommands:?}");
+    for (what, folder) in &seen {
+        assert!(!PathBuf::from(folder).starts_with(&user_folder), "{what} ran in the untrusted folder {folder}");
+    }
+}
+
+#[test]
+fn the_editors_cli_inherits_the_users_environment_but_never_the_bridges() {
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("MY_PROJECT_SDK", "/opt/sdk").env("CURSOR_BRIDGE_PASS_ENV", "X").start();
+    s.initialize(&dir, json!({}));
+    let (_, r) = s.chat(chat("t1", "ask", json!([user("hi")]), json!({})));
+    assert!(r.get("result").is_some(), "{r}");
+    assert!(s.finish().success());
+    for record in dir.records() {
+        let names: Vec<&str> = record["envNames"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert!(names.contains(&"MY_PROJECT_SDK"), "an editor's agent works in the user's environment: {names:?}");
+        assert!(!names.iter().any(|n| n.starts_with("CURSOR_BRIDGE_")), "{names:?}");
+    }
 }

@@ -174,6 +174,8 @@ pub struct Launch<'a> {
     /// Put the double on the sidecar's env as `CURSOR_BRIDGE_CLI_PATH` (else: `initialize.cliPath`).
     pub cli_via_env: bool,
     pub log_level: &'a str,
+    /// The sidecar's current folder (else the test's).
+    pub cwd: Option<PathBuf>,
 }
 
 /// The sidecar with its folders in `dir` and nothing of this machine's Cursor set-up in reach.
@@ -202,7 +204,7 @@ pub fn acp() -> bool {
 
 impl<'a> Launch<'a> {
     pub fn new(dir: &'a TestDir) -> Self {
-        Launch { dir, env: Vec::new(), cli_via_env: false, log_level: "debug" }
+        Launch { dir, env: Vec::new(), cli_via_env: false, log_level: "debug", cwd: None }
     }
     pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
@@ -212,6 +214,9 @@ impl<'a> Launch<'a> {
         let mut launcher = launcher(self.dir, self.log_level).first_id(101);
         if self.cli_via_env {
             launcher = launcher.env("CURSOR_BRIDGE_CLI_PATH", double_exe());
+        }
+        if let Some(cwd) = self.cwd {
+            launcher = launcher.cwd(cwd);
         }
         let Process { child, conn, stderr, .. } =
             launcher.envs(self.env).start(json_frame).expect("start cursor-bridge");

@@ -156,7 +156,11 @@ mod tests {
     /// run into the 1 ms timeout at once instead of passing unnoticed.
     async fn take_at_once(cache: &ChatIdCache, cli: &CliCommand, ws: &Path) -> Option<String> {
         tokio::time::pause();
-        let taken = tokio::time::timeout(Duration::from_millis(1), cache.take(cli, child_env(None), ws)).await;
+        let taken = tokio::time::timeout(
+            Duration::from_millis(1),
+            cache.take(cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), ws),
+        )
+        .await;
         tokio::time::resume();
         let (id, refill) = taken.expect("the turn waited although no fetch was running");
         std::mem::forget(refill); // this one is not the turn under test
@@ -172,8 +176,8 @@ mod tests {
         let cache = ChatIdCache::default();
 
         // Warm-up: a turn right after it waits for the fetch in progress and gets its id.
-        cache.prefetch(cli.clone(), child_env(None), ws.clone());
-        let (id, mut refill) = cache.take(&cli, child_env(None), &ws).await;
+        cache.prefetch(cli.clone(), child_env(None, &crate::backend::seam::EnvPolicy::Inherit), ws.clone());
+        let (id, mut refill) = cache.take(&cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0001"));
 
         // Taking the id started no fetch (the slot is empty and unlocked): a new conversation
@@ -184,12 +188,12 @@ mod tests {
         // The turn's CLI is done: the refill runs, and the next new conversation gets its id.
         refill.start();
         refill.start(); // once only
-        let (id, refill) = cache.take(&cli, child_env(None), &ws).await;
+        let (id, refill) = cache.take(&cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0002"));
 
         // A turn refills when its Refill is dropped (its CLI done, or the turn failed or cancelled).
         drop(refill);
-        let (id, _refill) = cache.take(&cli, child_env(None), &ws).await;
+        let (id, _refill) = cache.take(&cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0003"));
         assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 3, "one create-chat per refill");
     }
@@ -201,9 +205,13 @@ mod tests {
         let cli = counting_cli(&calls);
         let cache = ChatIdCache::default();
         assert_eq!(take_at_once(&cache, &cli, dir.path()).await, None, "no slot: no wait");
-        drop(cache.take(&cli, child_env(None), dir.path()).await);
+        drop(cache.take(&cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), dir.path()).await);
         cache.stop();
-        cache.prefetch(cli.clone(), child_env(None), dir.path().to_path_buf());
+        cache.prefetch(
+            cli.clone(),
+            child_env(None, &crate::backend::seam::EnvPolicy::Inherit),
+            dir.path().to_path_buf(),
+        );
         assert_eq!(take_at_once(&cache, &cli, dir.path()).await, None);
         assert!(!calls.exists(), "create-chat ran for an unwarmed folder or after stop");
     }

@@ -101,14 +101,16 @@ pub fn spawn_error(cli: &CliCommand, e: &std::io::Error) -> BridgeError {
     }
 }
 
-pub async fn version(cli: &CliCommand, env: &ChildEnv) -> Option<String> {
-    let out = run(cli, &["--version"], env, None, VERSION_TIMEOUT).await.ok()?;
+// `--version`, `models` and `status` run in `cwd`, a folder of ours: run in a repository, the CLI
+// would read (and on some builds act on) its `.cursor/` configuration before any turn asked.
+pub async fn version(cli: &CliCommand, env: &ChildEnv, cwd: &Path) -> Option<String> {
+    let out = run(cli, &["--version"], env, Some(cwd), VERSION_TIMEOUT).await.ok()?;
     let v = strip_ansi(out.stdout.trim()).trim().to_string();
     (out.code == Some(0) && !v.is_empty()).then_some(v)
 }
 
-pub async fn list_models(cli: &CliCommand, env: &ChildEnv) -> Result<Vec<CliModel>> {
-    let out = run(cli, &["models"], env, None, MODELS_TIMEOUT).await?;
+pub async fn list_models(cli: &CliCommand, env: &ChildEnv, cwd: &Path) -> Result<Vec<CliModel>> {
+    let out = run(cli, &["models"], env, Some(cwd), MODELS_TIMEOUT).await?;
     // `models` exits 0 even when it refuses (docs/cursor-cli.md §7.1); read what it printed on
     // both pipes.
     let text = if out.stdout.trim().is_empty() { &out.stderr } else { &out.stdout };
@@ -156,8 +158,8 @@ pub struct LoginStatus {
 
 /// `status`: `✓ Logged in as <email>` or `Not logged in`, exit 0 both ways
 /// (docs/cursor-cli.md §7.4).
-pub async fn status(cli: &CliCommand, env: &ChildEnv) -> LoginStatus {
-    let Ok(out) = run(cli, &["status"], env, None, STATUS_TIMEOUT).await else {
+pub async fn status(cli: &CliCommand, env: &ChildEnv, cwd: &Path) -> LoginStatus {
+    let Ok(out) = run(cli, &["status"], env, Some(cwd), STATUS_TIMEOUT).await else {
         return LoginStatus::default();
     };
     parse_status(&format!("{}\n{}", out.stdout, out.stderr))

@@ -18,11 +18,14 @@ pub struct Locator {
     /// The last CLI found, for callers that must not wait (starting a spare before a turn's
     /// answer is sent).
     known: std::sync::Mutex<Option<CliCommand>>,
+    /// Where the search runs `--version` and resolves relative PATH entries: a folder of ours.
+    neutral: PathBuf,
 }
 
 impl Locator {
-    pub fn new(setting: Option<String>) -> Self {
+    pub fn new(setting: Option<String>, neutral: PathBuf) -> Self {
         Locator {
+            neutral,
             setting: setting.filter(|p| !p.trim().is_empty()),
             cached: tokio::sync::Mutex::new(None),
             known: std::sync::Mutex::new(None),
@@ -43,14 +46,19 @@ impl Locator {
         let setting = self.setting.clone();
         let env = env.clone();
         let handle = tokio::runtime::Handle::current();
+        let neutral = self.neutral.clone();
         let found = tokio::task::spawn_blocking(move || {
-            let version_of = |p: &Path| handle.block_on(commands::version(&CliCommand::plain(p.to_path_buf()), &env));
+            let version_of =
+                |p: &Path| handle.block_on(commands::version(&CliCommand::plain(p.to_path_buf()), &env, &neutral));
             discovery::discover(&Lookup {
                 configured: setting.as_deref(),
                 env_path: std::env::var_os(discovery::ENV_CLI_PATH),
                 path_var: std::env::var_os("PATH"),
                 home: dirs::home_dir(),
-                cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+                // A relative PATH entry (`.`, `node_modules/.bin`) must not find a program in
+                // whatever folder the sidecar was started from: a repository cannot choose
+                // what runs.
+                cwd: neutral.clone(),
                 version_of: &version_of,
             })
         })

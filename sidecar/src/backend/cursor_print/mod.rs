@@ -31,7 +31,9 @@ use spares::Spares;
 
 use crate::backend::events::EventSink;
 use crate::backend::process::{self, SpawnSpec};
-use crate::backend::seam::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::backend::seam::{
+    Backend, BoxFuture, Chat, EnvPolicy, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm,
+};
 use crate::error::BridgeError;
 use crate::protocol::{CliStatus, Mode, ModelInfo, Secret};
 
@@ -42,6 +44,9 @@ pub struct CursorPrint {
     /// Itself, for work that outlives the call that starts it (warming up).
     me: std::sync::Weak<CursorPrint>,
     api_key: Option<Secret>,
+    env_policy: EnvPolicy,
+    /// Where the CLI's own subcommands run: a private folder of ours (`Settings::neutral_dir`).
+    neutral: Neutral,
     locator: Locator,
     chat_ids: ChatIdCache,
     spares: Spares,
@@ -49,10 +54,13 @@ pub struct CursorPrint {
 
 impl CursorPrint {
     pub fn new(config: Settings) -> Arc<CursorPrint> {
+        let neutral = Neutral::new(config.neutral_dir);
         let backend = Arc::new_cyclic(|me| CursorPrint {
             me: me.clone(),
             api_key: config.api_key.filter(|k| !k.expose().is_empty()),
-            locator: Locator::new(config.cli_path),
+            env_policy: config.env,
+            locator: Locator::new(config.cli_path, neutral.path().to_path_buf()),
+            neutral,
             chat_ids: ChatIdCache::default(),
             spares: Spares::new(config.spares, config.spare_idle.max(Duration::from_secs(1))),
         });
@@ -75,7 +83,12 @@ impl CursorPrint {
 
     /// The CLI's environment (shared with the ACP backend: the same program).
     pub fn env(&self) -> ChildEnv {
-        child_env(self.api_key.as_ref().map(Secret::expose))
+        child_env(self.api_key.as_ref().map(Secret::expose), &self.env_policy)
+    }
+
+    /// The folder the CLI's subcommands run in (never a user's).
+    pub fn neutral_dir(&self) -> &Path {
+        self.neutral.path()
     }
 
     pub async fn cli(&self) -> Result<CliCommand, BridgeError> {
@@ -168,6 +181,33 @@ impl CursorPrint {
     }
 }
 
+/// The folder the CLI's subcommands run in: the front door's (in the state folder), else a
+/// private temporary one that lives as long as the backend.
+enum Neutral {
+    Given(std::path::PathBuf),
+    Temporary(tempfile::TempDir),
+}
+
+impl Neutral {
+    fn new(given: Option<std::path::PathBuf>) -> Neutral {
+        if let Some(dir) = given {
+            return Neutral::Given(dir);
+        }
+        match tempfile::Builder::new().prefix("cursor-bridge-cli-").tempdir() {
+            Ok(dir) => Neutral::Temporary(dir),
+            // No temporary folder at all: the system's, which is still no user's repository.
+            Err(_) => Neutral::Given(std::env::temp_dir()),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Neutral::Given(dir) => dir,
+            Neutral::Temporary(dir) => dir.path(),
+        }
+    }
+}
+
 struct CommandLine<'a> {
     model: &'a str,
     mode: Mode,
@@ -194,7 +234,7 @@ impl Backend for CursorPrint {
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>, BridgeError>> {
         Box::pin(async move {
             let cli = self.cli().await?;
-            let listed = commands::list_models(&cli, &self.env()).await?;
+            let listed = commands::list_models(&cli, &self.env(), self.neutral_dir()).await?;
             Ok(models::to_model_infos(&listed))
         })
     }
@@ -247,7 +287,8 @@ impl Backend for CursorPrint {
                 }
             };
             let env = this.env();
-            let (version, login) = tokio::join!(commands::version(&cli, &env), commands::status(&cli, &env));
+            let cwd = this.neutral_dir();
+            let (version, login) = tokio::join!(commands::version(&cli, &env, cwd), commands::status(&cli, &env, cwd));
             let hint = (login.logged_in == Some(false) && !api_key).then(|| hints::LOGIN_HINT.to_string());
             CliStatus {
                 found: true,

@@ -53,3 +53,67 @@ async fn a_window_without_folders_runs_in_a_scratch_folder_not_the_current_one()
     assert_ne!(folder, std::env::current_dir().unwrap());
     assert!(folder.starts_with(engine.config().scratch_root()));
 }
+
+/// Every folder the backend was handed, by any call: turns, warm-ups, follow-ups, lock-downs.
+fn folders_given(backend: &crate::backend::scripted::Scripted) -> Vec<(String, std::path::PathBuf)> {
+    use crate::backend::Warm;
+    let mut seen: Vec<(String, std::path::PathBuf)> = Vec::new();
+    for t in crate::util::sync::lock(&backend.turns).iter() {
+        seen.push((format!("turn ({:?})", t.chat), t.workspace.clone()));
+    }
+    for w in crate::util::sync::lock(&backend.warmed).iter() {
+        match w {
+            Warm::Workspace(folder) => seen.push(("warm-up".into(), folder.clone())),
+            Warm::FollowUp { workspace, .. } => seen.push(("follow-up".into(), workspace.clone())),
+        }
+    }
+    for folder in crate::util::sync::lock(&backend.locked).iter() {
+        seen.push(("lock-down".into(), folder.clone()));
+    }
+    seen
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_backend_call_of_any_kind_ever_receives_an_untrusted_folder() {
+    use crate::engine::tools::ToolSet;
+    use crate::protocol::{ToolChoice, ToolDefinition};
+    let h = Harness::with_state(untrusted(true), true);
+    let user_folder = h.engine.config().workspaces[0].clone();
+    let inside = user_folder.join("src");
+    std::fs::create_dir_all(&inside).unwrap();
+    // Start-up, as `initialize` does it.
+    h.engine.warm_up(&h.engine.config().workspaces.clone()).await.unwrap();
+    // Every kind of turn, some naming the folder (or one inside it) outright.
+    let folder = |p: &std::path::Path| Some(p.to_string_lossy().into_owned());
+    let tools = ToolSet {
+        tools: vec![ToolDefinition {
+            name: "read_file".into(),
+            description: "Read a file".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        }],
+        choice: ToolChoice::Auto,
+        parallel: true,
+    };
+    let requests = [
+        TurnRequest { mode: Mode::Agent, ..in_conversation("c1", vec![user("build it")]) },
+        TurnRequest {
+            mode: Mode::Agent,
+            ..in_conversation("c1", vec![user("build it"), assistant("Echo: build it"), user("again")])
+        },
+        TurnRequest { mode: Mode::Plan, workspace: folder(&user_folder), ..in_conversation("c2", vec![user("plan")]) },
+        TurnRequest { workspace: folder(&inside), ..in_conversation("c3", vec![user("explain")]) },
+        TurnRequest { utility: true, ..request(vec![user("a title please")]) },
+        TurnRequest { tools: Some(tools), mode: Mode::Agent, ..in_conversation("c4", vec![user("read it")]) },
+    ];
+    for req in requests {
+        h.send(req).await.1.unwrap();
+    }
+    let seen = folders_given(&h.backend);
+    assert!(seen.iter().any(|(what, _)| what == "warm-up"), "the first turn is prepared ahead: {seen:?}");
+    assert!(seen.iter().any(|(what, _)| what == "lock-down"), "{seen:?}");
+    assert!(h.backend.turn_count() >= 6, "{seen:?}");
+    for (what, folder) in &seen {
+        assert!(!folder.starts_with(&user_folder), "{what} was given the untrusted folder {}", folder.display());
+        assert!(folder.starts_with(h.engine.config().scratch_root()), "{what}: {}", folder.display());
+    }
+}
