@@ -296,3 +296,50 @@ fn auto_shows_acps_own_error_and_never_reruns_it_in_print_mode() {
     let status = s.request("status", json!({}));
     assert_eq!(status["result"]["backend"]["lastTurn"]["backend"], "acp", "{status}");
 }
+
+#[test]
+fn under_auto_a_conversation_in_an_acp_session_that_cannot_start_again_says_so_instead_of_moving_to_print() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "auto", &[]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    // From now on ACP exits at start in this folder, and the conversation's agent is gone.
+    std::fs::create_dir_all(dir.workspace().join(".cursor")).unwrap();
+    std::fs::write(dir.workspace().join(".cursor/cli.json"), r#"{"model": "gpt-5"}"#).unwrap();
+    let starts_before = acp_pids(&dir).len();
+    for pid in acp_pids(&dir) {
+        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert!(eventually(Duration::from_secs(5), || acp_pids(&dir).iter().all(|p| !alive(*p))));
+    let (d2, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
+    assert_eq!(error_kind(&r2), "cliFailed", "{r2}");
+    assert!(r2["error"]["message"].as_str().unwrap().contains("cli.json"), "ACP's own error: {r2}");
+    assert_eq!(text_of(&d2), "", "no replayed chat's answer: {d2:?}");
+    let starts = dir.records().iter().filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start").count();
+    assert!(starts >= starts_before + 2, "a failed start is tried once more before ACP is given up: {starts}");
+    // ACP is now known not to start: the conversation fails saying what to do.
+    let (_, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(error_kind(&r3), "cliFailed", "{r3}");
+    assert!(r3["error"]["message"].as_str().unwrap().contains("ACP mode"), "{r3}");
+    assert!(r3["error"]["data"]["hint"].as_str().unwrap().contains("new chat"), "{r3}");
+    assert!(dir.turns().is_empty(), "nothing was replayed into print mode: {:?}", dir.turns());
+}
+
+#[test]
+fn under_auto_a_new_chat_whose_acp_turn_fails_before_output_tries_acp_once_more_then_print() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "auto", &[]);
+    let prompt = directed("q", json!({"rpcError": true}));
+    let (d, r) = s.chat(send("t1", "c1", "ask", json!([user(&prompt)])));
+    assert!(r.get("result").is_some(), "print mode answered in the end: {r}");
+    assert_eq!(text_of(&d), "Echo: q");
+    assert_eq!(dir.turns().len(), 1, "print mode ran it once");
+    assert!(s.finish().success());
+    let failed_prompts = dir
+        .acp_records("exit")
+        .iter()
+        .flat_map(|r| r["acp"]["received"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["method"] == "session/prompt" && m["answer"] == "error")
+        .count();
+    assert_eq!(failed_prompts, 2, "ACP was tried twice before print mode");
+}
