@@ -54,7 +54,8 @@ impl Auto {
             Chat::Resume(_) => return self.resume_on_acp(t, sink).await,
             Chat::New => {}
         }
-        for attempt in 1..=NEW_CHAT_ATTEMPTS {
+        let mut attempt = 1;
+        loop {
             if let Err(why) = self.acp.usable() {
                 return self.on_print(t, sink, format!("ACP mode does not start with this CLI: {why}")).await;
             }
@@ -73,12 +74,12 @@ impl Auto {
             }
             if attempt < NEW_CHAT_ATTEMPTS && f.error.kind != ErrorKind::InvalidModel {
                 tracing::info!(kind = %f.error.kind, error = %f.error.message, "the new chat's ACP turn failed before any output; ACP tries once more");
+                attempt += 1;
                 continue;
             }
             tracing::warn!(kind = %f.error.kind, error = %f.error.message, "the new chat's ACP turn failed before any output; print mode runs it");
             return self.on_print(t, sink, format!("ACP failed before any output: {}", f.error.message)).await;
         }
-        unreachable!("the last attempt returns")
     }
 
     /// A conversation in an ACP session: only ACP can continue it, and what goes wrong is said.
