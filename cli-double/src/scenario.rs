@@ -126,6 +126,8 @@ pub struct Scenario {
     pub rpc_error: Option<Json>,
     pub extra_updates: Vec<Json>,
     pub fail_times: Option<u64>,
+    /// ACP: once a step's MCP calls are done, the prompt fails with the PING transport drop.
+    pub drop_after_calls: bool,
     // The tool-calling model (`tool_script.rs`), both modes.
     pub tools_model: ToolKnobs,
 }
@@ -169,6 +171,7 @@ impl Default for Scenario {
             rpc_error: None,
             extra_updates: Vec::new(),
             fail_times: None,
+            drop_after_calls: false,
             tools_model: ToolKnobs::default(),
         }
     }
@@ -357,6 +360,7 @@ fn from_json(v: &Json) -> Result<Scenario, String> {
                 s.extra_updates = items
             }
             "failTimes" => s.fail_times = Some(count(k, value)?),
+            "dropAfterCalls" => s.drop_after_calls = boolean(k, value)?,
             "toolScript" => s.tools_model.script = Some(tool_script::parse_script(value)?),
             "malformedToolCallsOnce" => s.tools_model.malformed_once = boolean(k, value)?,
             "toolCallsWithTrailingText" => s.tools_model.trailing_text = tool_script::parse_trailing(value)?,

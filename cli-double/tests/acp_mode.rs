@@ -613,6 +613,33 @@ fn load_replays_across_processes_and_the_not_found_knobs() {
         }
         c.close();
     }
+    // What a successful load answers: the catalogue (default), `{}` (ACP v1 makes it all
+    // optional), or nothing at all; the replay comes first either way.
+    for (knob, answer) in [("full", Some(true)), ("empty", Some(false)), ("none", None)] {
+        let mut c = first.clone().env("CURSOR_DOUBLE_ACP_LOAD_ANSWER", knob).spawn();
+        c.init();
+        let id = Json::from(c.request("session/load", &load));
+        let mut replayed = 0;
+        let answered = loop {
+            match c.next(Duration::from_millis(1500)) {
+                Some(m) if m.get("method").is_none() && m.get("id") == Some(&id) => break Some(m),
+                Some(m) if kind_of(&m).ends_with("_message_chunk") => replayed += 1,
+                Some(_) => {}
+                None => break None,
+            }
+        };
+        assert!(replayed >= 4, "{knob}: {replayed}");
+        match (answer, answered) {
+            (Some(true), Some(m)) => assert!(at(&m, &["result", "configOptions"]).is_some(), "{knob}: {}", s(&m)),
+            (Some(false), Some(m)) => assert_eq!(s(m.get("result").unwrap()), "{}", "{knob}"),
+            (None, None) => {}
+            (_, m) => panic!("{knob}: {m:?}"),
+        }
+        // The session is loaded even when the answer never came.
+        let (_, resp) = c.turn(&sid, "after the load");
+        assert_eq!(stop_reason(&resp), "end_turn", "{knob}");
+        c.close();
+    }
     // A session this process made loads even under foreign-not-found.
     let mut d = setup().env("CURSOR_DOUBLE_ACP_LOAD", "foreign-not-found").spawn();
     d.init();

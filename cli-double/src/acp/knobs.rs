@@ -47,6 +47,17 @@ pub enum LoadPolicy {
     NotFound,
 }
 
+/// What a successful `session/load` answers (ACP v1 makes `modes` and `configOptions` optional).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadAnswer {
+    /// `{modes, models, configOptions}`, as captured.
+    Full,
+    /// `{}`.
+    Empty,
+    /// Never answered (the process goes on serving).
+    None,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ListModels {
     Ok,
@@ -96,6 +107,7 @@ pub struct Knobs {
     pub list_models: ListModels,
     pub set_model: bool,
     pub load: LoadPolicy,
+    pub load_answer: LoadAnswer,
     pub force_skips_permission: bool,
     pub rejected_status: String,
     pub request_timeout: Duration,
@@ -243,6 +255,11 @@ impl Knobs {
                     ("foreign-not-found", LoadPolicy::ForeignNotFound),
                     ("not-found", LoadPolicy::NotFound),
                 ],
+            )?,
+            load_answer: pick(
+                "CURSOR_DOUBLE_ACP_LOAD_ANSWER",
+                LoadAnswer::Full,
+                &[("full", LoadAnswer::Full), ("empty", LoadAnswer::Empty), ("none", LoadAnswer::None)],
             )?,
             force_skips_permission: pick(
                 "CURSOR_DOUBLE_ACP_FORCE_PERMISSIONS",

@@ -38,7 +38,7 @@ use crate::tool_state::{ChatTools, ToolLog};
 use crate::{ids, process, settings};
 
 use catalogue::{AcpCatalogue, ExtraError, ModelState};
-use knobs::{AuthAnswer, CommandsTiming, Knobs, ListModels, LoadPolicy, StartFail};
+use knobs::{AuthAnswer, CommandsTiming, Knobs, ListModels, LoadAnswer, LoadPolicy, StartFail};
 
 /// The `initialize` answer's fixed part (docs/cursor-acp.md §3.1, observed 2026.07.01 and
 /// 2026.08.31).
@@ -830,7 +830,14 @@ fn spawn_session_request(server: &Arc<Server>, req: Req, params: Json) {
             _ => load_session(&worker, &params, false),
         };
         let sid = outcome.as_ref().ok().map(|(sid, _)| sid.clone());
-        finish_session_request(&worker, &req, outcome);
+        let outcome = match (req.method.as_str(), worker.knobs.load_answer) {
+            ("session/load", LoadAnswer::None) if outcome.is_ok() => None,
+            ("session/load", LoadAnswer::Empty) => Some(outcome.map(|(sid, _)| (sid, obj([])))),
+            _ => Some(outcome),
+        };
+        if let Some(outcome) = outcome {
+            finish_session_request(&worker, &req, outcome);
+        }
         if let Some(sid) = sid.filter(|_| !worker.knobs.mcp_connect_at_prompt) {
             let found = worker.state().sessions.get(&sid).map(|s| (Arc::clone(&s.link), s.cwd.clone()));
             if let Some((link, cwd)) = found {

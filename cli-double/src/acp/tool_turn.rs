@@ -112,6 +112,10 @@ impl Host for Turn {
                 }
             }
         }
+        if self.sc.drop_after_calls && !outcomes.is_empty() {
+            // The connection to Cursor's servers drops after the tools ran (docs/cursor-acp.md §6).
+            return Err(Stop::Error(super::RpcError::new(-32603, crate::print_mode::PING_TIMEOUT)));
+        }
         let mut texts = Vec::new();
         let mut waiting = Vec::new();
         for (call, done) in outcomes {

@@ -1,9 +1,14 @@
 //! `backend: "auto"`: Cursor's ACP mode when it works with the installed CLI, print mode when it
-//! does not — decided per CLI build (a build whose ACP mode fails to start is remembered for a
-//! while and tried again later), and per turn: a turn whose ACP attempt fails before any output
-//! runs again in print mode, so the person never sees ACP's failure. Print-mode chats continue in
-//! print mode (their context lives there); one-shot turns (titles) run in print mode, since a
-//! session nobody resumes gains nothing from being warm.
+//! does not — decided per CLI build (a build whose ACP mode fails to start, twice in a row, is
+//! remembered for a while and tried again later), and per turn. A new chat whose ACP attempt
+//! fails before any output is tried on ACP once more, then runs in print mode, so the person
+//! never sees a failure of ACP itself; failures print mode would only repeat (a limit, a login,
+//! the network) are shown as they are. A conversation already in an ACP session stays there:
+//! print mode cannot continue it, and rerunning it there would replace the real error with a
+//! replayed new chat, so its failures come back unchanged (and while ACP does not start, it
+//! fails saying so). Print-mode chats continue in print mode (their context lives there);
+//! one-shot turns (titles) run in print mode, since a session nobody resumes gains nothing from
+//! being warm.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,6 +19,9 @@ use super::seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnS
 use crate::error::BridgeError;
 use crate::protocol::{BackendStatus, CliStatus, ErrorKind, ModelInfo, ServedTurn};
 use crate::util::sync::lock;
+
+/// ACP attempts of a new chat before it runs in print mode.
+const NEW_CHAT_ATTEMPTS: usize = 2;
 
 pub struct Auto {
     print: Arc<CursorPrint>,
@@ -33,15 +41,6 @@ impl Auto {
     }
 
     async fn on_print(&self, t: TurnSpec, sink: &mut EventSink, reason: String) -> Result<TurnEnd, TurnFailure> {
-        if let Chat::Resume(chat) = &t.chat {
-            if cursor_acp::session_of(chat).is_some() {
-                // An ACP session cannot be resumed by print mode: the engine replays it.
-                self.served("print", reason);
-                let error = BridgeError::new(ErrorKind::CliFailed, "This conversation's session belongs to ACP mode")
-                    .hint("The conversation continues in a new chat with its history.");
-                return Err(TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false });
-            }
-        }
         self.served("print", reason);
         self.print.run_turn(t, sink).await
     }
@@ -52,26 +51,63 @@ impl Auto {
             Chat::Resume(chat) if cursor_acp::session_of(chat).is_none() => {
                 return self.on_print(t, sink, "the conversation's chat is a print-mode chat".into()).await
             }
-            _ => {}
+            Chat::Resume(_) => return self.resume_on_acp(t, sink).await,
+            Chat::New => {}
         }
-        if let Err(why) = self.acp.usable() {
-            return self.on_print(t, sink, format!("ACP mode does not start with this CLI: {why}")).await;
-        }
-        match self.acp.run_turn(t.clone(), sink).await {
-            Ok(end) => {
+        let mut attempt = 1;
+        loop {
+            if let Err(why) = self.acp.usable() {
+                return self.on_print(t, sink, format!("ACP mode does not start with this CLI: {why}")).await;
+            }
+            let f = match self.acp.run_turn(t.clone(), sink).await {
+                Ok(end) => {
+                    self.served("acp", "ACP mode works with this CLI");
+                    return Ok(end);
+                }
+                Err(f) => f,
+            };
+            // Shown (or the engine's to handle: the tools go in the prompt), or the person's
+            // own problem, which print mode would only repeat.
+            if f.spoke || f.chat_lost || f.tools_not_hosted || print_would_repeat(f.error.kind) {
                 self.served("acp", "ACP mode works with this CLI");
-                Ok(end)
+                return Err(f);
             }
-            Err(f) if f.spoke || f.chat_lost => {
-                self.served("acp", "ACP mode works with this CLI");
-                Err(f)
+            if attempt < NEW_CHAT_ATTEMPTS && f.error.kind != ErrorKind::InvalidModel {
+                tracing::info!(kind = %f.error.kind, error = %f.error.message, "the new chat's ACP turn failed before any output; ACP tries once more");
+                attempt += 1;
+                continue;
             }
-            Err(f) => {
-                tracing::warn!(kind = %f.error.kind, error = %f.error.message, "the ACP turn failed before any output; print mode runs it");
-                self.on_print(t, sink, format!("ACP failed before any output: {}", f.error.message)).await
-            }
+            tracing::warn!(kind = %f.error.kind, error = %f.error.message, "the new chat's ACP turn failed before any output; print mode runs it");
+            return self.on_print(t, sink, format!("ACP failed before any output: {}", f.error.message)).await;
         }
     }
+
+    /// A conversation in an ACP session: only ACP can continue it, and what goes wrong is said.
+    async fn resume_on_acp(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+        if let Err(why) = self.acp.usable() {
+            self.served("acp", format!("ACP mode does not start with this CLI: {why}"));
+            let error = BridgeError::new(
+                ErrorKind::CliFailed,
+                format!(
+                    "This conversation runs in Cursor's ACP mode, which does not start with this CLI right now: {why}"
+                ),
+            )
+            .hint(
+                "Try again in a few minutes (ACP is tried again then), or start a new chat, which runs in print mode. \
+                 `cursorBridge.backend: \"print\"` stops using ACP.",
+            );
+            return Err(error.into());
+        }
+        let outcome = self.acp.run_turn(t, sink).await;
+        self.served("acp", "the conversation's chat is an ACP session");
+        outcome
+    }
+}
+
+/// Failures that are the person's to see wherever the turn runs: print mode would only repeat
+/// them (and, for a limit, bill a second attempt).
+fn print_would_repeat(kind: ErrorKind) -> bool {
+    matches!(kind, ErrorKind::UsageLimit | ErrorKind::RateLimited | ErrorKind::AuthRequired | ErrorKind::Network)
 }
 
 impl Backend for Auto {
@@ -91,6 +127,11 @@ impl Backend for Auto {
     /// and the engine describes the tools in the prompt.
     fn hosts_tools(&self) -> bool {
         self.acp.hosts_tools()
+    }
+
+    /// Print-mode chats as print mode; an ACP session's failure says itself when it is gone.
+    fn silent_failure_loses(&self, chat: &str) -> bool {
+        cursor_acp::session_of(chat).is_none()
     }
 
     fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {

@@ -94,6 +94,9 @@ pub struct Scripted {
     pub hosts: std::sync::atomic::AtomicBool,
     /// Its next hosted turn finds the agent cannot take the tools (a build ignoring session MCP).
     pub refuse_hosting: std::sync::atomic::AtomicBool,
+    /// It says when a chat is gone (`chat_lost`), as ACP does, so its other failures before
+    /// output are not taken for a lost chat (`Backend::silent_failure_loses`).
+    pub says_lost: std::sync::atomic::AtomicBool,
     chats: AtomicUsize,
 }
 
@@ -125,7 +128,8 @@ impl Scripted {
             Chat::Resume(id) => {
                 if lock(&self.lost_chats).contains(id) {
                     let e = BridgeError::new(ErrorKind::CliFailed, "chat not found").hint("scripted");
-                    return Err(TurnFailure { error: e, spoke: false, chat_lost: false, tools_not_hosted: false });
+                    let chat_lost = self.says_lost.load(Ordering::SeqCst);
+                    return Err(TurnFailure { error: e, spoke: false, chat_lost, tools_not_hosted: false });
                 }
                 Some(id.clone())
             }
@@ -267,6 +271,10 @@ impl Backend for Scripted {
 
     fn hosts_tools(&self) -> bool {
         self.hosts.load(Ordering::SeqCst)
+    }
+
+    fn silent_failure_loses(&self, _chat: &str) -> bool {
+        !self.says_lost.load(Ordering::SeqCst)
     }
 
     fn locate(&self) -> BoxFuture<'_, Result<Located, BridgeError>> {

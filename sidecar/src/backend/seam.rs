@@ -239,6 +239,14 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// Whether a resume of `chat` that failed with `cliFailed` before any output means the agent
+    /// no longer has the chat. Print mode's `--resume` of a chat the CLI lost fails just so, with
+    /// nothing more specific; a backend that says itself when a chat is gone
+    /// ([`TurnFailure::chat_lost`]) answers no, so its other failures are shown as they are.
+    fn silent_failure_loses(&self, _chat: &str) -> bool {
+        true
+    }
+
     /// Make `folder` one where the agent can run none of its own tools, only the client's
     /// (client-tools mode). Every backend so far drives the Cursor CLI.
     fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()> {

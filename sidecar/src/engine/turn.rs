@@ -177,6 +177,7 @@ impl Engine {
         if tools.is_some() && !hosted {
             sink.hold_text(Box::new(Hold::new(tools.is_some_and(ToolSet::must_call))));
         }
+        let continued = resumed_parked.is_some();
         let mut drive = match (resumed_parked, tools) {
             (Some((p, results)), Some(set)) => {
                 parked::answer(p.pending, &results);
@@ -188,6 +189,22 @@ impl Engine {
             }
             _ => Drive::Ended(self.attempt(&req, &plan, &workspace, &mut sink, &activity, policy.as_deref()).await),
         };
+        // The client has run tools of this turn (the results just came, or calls went out): it
+        // is never run again nor elsewhere, which would run a command twice or lose the results.
+        // It fails as it is; the client's next request brings the results to the same chat.
+        if let (true, Drive::Ended(Err(f))) = (continued || (tools.is_some() && sink.tools_seen()), &mut drive) {
+            if !f.spoke {
+                tracing::info!(turn = %req.turn_id, "the turn failed after the client ran its tools; not run again");
+                f.spoke = true;
+            }
+            // Its chat was given the request whose tools ran (the parked turn was not counted
+            // as incomplete while it waited).
+            if let (true, Some(s), Some(&request)) =
+                (continued, &plan.session, conversation.all_request_hashes().last())
+            {
+                lock(&self.sessions).note_incomplete(&s.id, &s.chat_id, request, false);
+            }
+        }
         // A build that cannot take the client's tools as its own: describe them in the prompt.
         if let (Some(set), Drive::Ended(Err(f))) = (tools, &drive) {
             if f.tools_not_hosted && !f.spoke {
@@ -201,9 +218,9 @@ impl Engine {
         }
         // A chat the agent no longer has (garbage-collected, other machine) fails before it says
         // anything; start a new chat with the history replayed rather than lose the conversation.
-        if plan.resumed
-            && matches!(&drive, Drive::Ended(Err(f)) if !f.spoke && (f.chat_lost || f.error.kind == ErrorKind::CliFailed))
-        {
+        // Only a failure that says so: any other (a limit, a login, "still stopping") is the
+        // user's to see, and replaying would hide it.
+        if plan.resumed && matches!(&drive, Drive::Ended(Err(f)) if !f.spoke && self.chat_is_lost(&plan.chat, f)) {
             tracing::warn!(turn = %req.turn_id, "resume failed before any output; replaying into a new chat");
             if let Some(i) = incomplete.as_mut() {
                 i.resume_failed = true;
@@ -453,6 +470,16 @@ impl Engine {
             sink.hold_text(Box::new(Hold::new(set.must_call())));
             *end = self.attempt(req, &repair, workspace, sink, activity, policy).await?;
         }
+    }
+
+    /// The resume of `chat` failed because the agent no longer has it: the backend said so, or
+    /// (print mode) it failed with `cliFailed` and nothing more specific.
+    fn chat_is_lost(&self, chat: &Chat, f: &TurnFailure) -> bool {
+        let silent_loss = match chat {
+            Chat::Resume(id) => f.error.kind == ErrorKind::CliFailed && self.backend.silent_failure_loses(id),
+            _ => false,
+        };
+        f.chat_lost || silent_loss
     }
 
     /// Tell the client which session the turn runs in and how (again after a fallback, so what

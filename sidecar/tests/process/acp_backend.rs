@@ -233,3 +233,113 @@ fn a_project_config_the_cli_rejects_is_quoted_with_what_to_fix() {
     assert!(r["error"]["data"]["detail"].as_str().unwrap().contains("Unrecognized key"), "the stderr tail: {r}");
     assert_eq!(text_of(&d), "");
 }
+
+#[test]
+fn after_the_agent_dies_mid_turn_the_conversation_goes_on_in_a_session_loaded_with_an_empty_answer() {
+    // ACP v1 makes `modes` and `configOptions` optional in `session/load`'s answer: `{}`.
+    let env = [("CURSOR_DOUBLE_ACP_LOAD_ANSWER", "empty")];
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &env);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    let crash = directed("two", json!({"answer": "partial answer", "crashAfterDeltas": 1}));
+    let (_, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user(&crash)])));
+    assert_eq!(error_kind(&r2), "network", "{r2}");
+    // The next turns (the client left the failed one out) load the session into a new agent.
+    let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d3), "Echo: three", "{r3}");
+    let history = json!([user("one"), assistant("Echo: one"), user("three"), assistant("Echo: three"), user("four")]);
+    let (d4, r4) = s.chat(send("t4", "c1", "ask", history));
+    assert_eq!(text_of(&d4), "Echo: four", "{r4}");
+    assert!(s.finish().success());
+    // A new sidecar knows no catalogue of its own yet: the agent's model list serves.
+    let mut s = start(&dir, "acp", &env);
+    let history = json!([
+        user("one"),
+        assistant("Echo: one"),
+        user("three"),
+        assistant("Echo: three"),
+        user("four"),
+        assistant("Echo: four"),
+        user("five")
+    ]);
+    let (d5, r5) = s.chat(send("t5", "c1", "ask", history));
+    assert_eq!(r5["result"]["resumed"], true, "{r5}");
+    assert_eq!(text_of(&d5), "Echo: five", "{r5}");
+    let (_, _, prompts) = session_with_prompt(&dir, "one");
+    assert_eq!(prompts.iter().filter(|p| ["three", "four", "five"].contains(&p.as_str())).count(), 3, "{prompts:?}");
+}
+
+#[test]
+fn auto_shows_acps_own_error_and_never_reruns_it_in_print_mode() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "auto", &[]);
+    // A new chat: a usage limit is the person's to see, not one for print mode to hit again.
+    let limited = |text: &str| directed(text, json!({"fail": "planGated"}));
+    let (d0, r0) = s.chat(send("t0", "c0", "ask", json!([user(&limited("zero"))])));
+    assert_eq!(error_kind(&r0), "usageLimit", "{r0}");
+    assert_eq!(text_of(&d0), "");
+    // A conversation in an ACP session: Cursor's limit text, then a normal end of turn.
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    let (d2, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user(&limited("two"))])));
+    assert_eq!(error_kind(&r2), "usageLimit", "the real error, not a replayed chat's answer: {r2} {d2:?}");
+    assert_eq!(text_of(&d2), "");
+    assert!(dir.turns().is_empty(), "print mode never ran: {:?}", dir.turns());
+    // And the conversation goes on in its ACP session.
+    let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d3), "Echo: three");
+    let (_, _, prompts) = session_with_prompt(&dir, "one");
+    assert_eq!(prompts.last().map(String::as_str), Some("three"), "{prompts:?}");
+    let status = s.request("status", json!({}));
+    assert_eq!(status["result"]["backend"]["lastTurn"]["backend"], "acp", "{status}");
+}
+
+#[test]
+fn under_auto_a_conversation_in_an_acp_session_that_cannot_start_again_says_so_instead_of_moving_to_print() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "auto", &[]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    // From now on ACP exits at start in this folder, and the conversation's agent is gone.
+    std::fs::create_dir_all(dir.workspace().join(".cursor")).unwrap();
+    std::fs::write(dir.workspace().join(".cursor/cli.json"), r#"{"model": "gpt-5"}"#).unwrap();
+    let starts_before = acp_pids(&dir).len();
+    for pid in acp_pids(&dir) {
+        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert!(eventually(Duration::from_secs(5), || acp_pids(&dir).iter().all(|p| !alive(*p))));
+    let (d2, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
+    assert_eq!(error_kind(&r2), "cliFailed", "{r2}");
+    assert!(r2["error"]["message"].as_str().unwrap().contains("cli.json"), "ACP's own error: {r2}");
+    assert_eq!(text_of(&d2), "", "no replayed chat's answer: {d2:?}");
+    let starts = dir.records().iter().filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start").count();
+    assert!(starts >= starts_before + 2, "a failed start is tried once more before ACP is given up: {starts}");
+    // ACP is now known not to start: the conversation fails saying what to do.
+    let (_, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(error_kind(&r3), "cliFailed", "{r3}");
+    assert!(r3["error"]["message"].as_str().unwrap().contains("ACP mode"), "{r3}");
+    assert!(r3["error"]["data"]["hint"].as_str().unwrap().contains("new chat"), "{r3}");
+    assert!(dir.turns().is_empty(), "nothing was replayed into print mode: {:?}", dir.turns());
+}
+
+#[test]
+fn under_auto_a_new_chat_whose_acp_turn_fails_before_output_tries_acp_once_more_then_print() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "auto", &[]);
+    let prompt = directed("q", json!({"rpcError": true}));
+    let (d, r) = s.chat(send("t1", "c1", "ask", json!([user(&prompt)])));
+    assert!(r.get("result").is_some(), "print mode answered in the end: {r}");
+    assert_eq!(text_of(&d), "Echo: q");
+    assert_eq!(dir.turns().len(), 1, "print mode ran it once");
+    assert!(s.finish().success());
+    let failed_prompts = dir
+        .acp_records("exit")
+        .iter()
+        .flat_map(|r| r["acp"]["received"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["method"] == "session/prompt" && m["answer"] == "error")
+        .count();
+    assert_eq!(failed_prompts, 2, "ACP was tried twice before print mode");
+}

@@ -318,3 +318,50 @@ fn a_new_conversation_with_tools_on_acp_takes_a_session_opened_ahead_with_those_
     let hosted = exit.iter().any(|r| r["tools"]["mcpServers"][0]["connected"] == true && r["pid"] == json!(pid));
     assert!(hosted, "the spare's agent connected to our server: {exit:?}");
 }
+
+#[test]
+fn a_connection_drop_after_the_client_ran_a_tool_fails_the_turn_and_never_sends_the_prompt_again() {
+    if !acp() {
+        println!("skipped on print mode: the MCP path needs the ACP backend (print mode uses the prompt protocol)");
+        return;
+    }
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let target = dir.workspace().join("run.txt");
+    let call = json!({"name": "create_file", "arguments": {"filePath": target.to_str().unwrap(), "content": "once"}});
+    let script = json!({"toolScript": [{"call": [call]}, {"say": "Ran it."}], "dropAfterCalls": true});
+    let prompt = directed("run it once", script);
+    // A conversation with a turn before (its session recorded), whose next turn calls the tool.
+    let (hello, r) = s.chat(tools_turn("t0", json!([user("hello")])));
+    assert!(r.get("result").is_some(), "{r}");
+    let hello = text_of(&hello);
+    let (deltas, r) =
+        s.chat(tools_turn("t1", json!([user("hello"), {"role": "assistant", "text": hello}, user(&prompt)])));
+    assert_eq!(r["result"]["stopReason"], "toolCalls", "{r}");
+    let call = deltas.iter().find(|d| d["kind"] == "toolCall").expect("the call").clone();
+    let messages = json!([
+        user("hello"),
+        {"role": "assistant", "text": hello},
+        user(&prompt),
+        {"role": "assistant", "text": text_of(&deltas), "toolCalls": [{"callId": call["callId"], "name": "create_file", "input": call["input"]}]},
+        {"role": "user", "text": "", "toolResults": [{"callId": call["callId"], "content": "created run.txt"}]}
+    ]);
+    // The client ran the tool; then the agent's connection to Cursor drops.
+    let (deltas, r) = s.chat(tools_turn("t2", messages.clone()));
+    assert_eq!(error_kind(&r), "network", "the drop is said as it is: {r}");
+    assert!(!deltas.iter().any(|d| d["kind"] == "toolCall"), "the tool is not called again: {deltas:?}");
+    // The client's next request brings the results to the same session.
+    let (_, r) = s.chat(tools_turn("t3", messages));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(r["result"]["resumed"], true, "{r}");
+    s.finish();
+    let prompts: Vec<Value> = dir
+        .acp_records("exit")
+        .iter()
+        .flat_map(|r| r["acp"]["received"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["method"] == "session/prompt")
+        .collect();
+    let dropped = prompts.iter().filter(|m| m["answer"] == "error").count();
+    assert_eq!((prompts.len(), dropped), (3, 1), "hello, the tool's prompt once, the results: {prompts:?}");
+}

@@ -274,6 +274,19 @@ impl Agent {
         }
     }
 
+    /// The agent's model catalogue (`cursor/list_available_models`; older builds lack it).
+    pub async fn list_models(&self) -> Option<ModelConfig> {
+        let request = self.conn.request("cursor/list_available_models", json!({}));
+        match tokio::time::timeout(CONFIG_TIMEOUT, request).await {
+            Ok(Ok(result)) => Some(ModelConfig::from_model_list(&result)),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "the ACP agent did not list its models");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     /// Host the client's tools for the session this agent opens next (before `new_session` or
     /// `load`).
     pub async fn attach_tools(&mut self, tools: &[crate::protocol::ToolDefinition]) -> Result<(), BridgeError> {

@@ -70,6 +70,34 @@ impl ModelConfig {
     }
 }
 
+impl ModelConfig {
+    /// From `cursor/list_available_models`' `{models: [{value, name}]}` (no current values).
+    pub fn from_model_list(result: &Value) -> ModelConfig {
+        let options = result
+            .get("models")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| {
+                let value = m.get("value").and_then(Value::as_str)?;
+                let name = m.get("name").and_then(Value::as_str).unwrap_or(value);
+                Some(ModelOption { value: value.to_owned(), name: name.to_owned() })
+            })
+            .collect();
+        ModelConfig { options, ..ModelConfig::default() }
+    }
+
+    /// This session's state with `known`'s catalogue where the session's answer had none
+    /// (`session/load` may answer `{}`: ACP v1 makes `configOptions` optional).
+    pub fn or_catalogue(&self, known: &ModelConfig) -> ModelConfig {
+        if !self.options.is_empty() {
+            return self.clone();
+        }
+        let extras = if self.extras.is_empty() { known.extras.clone() } else { self.extras.clone() };
+        ModelConfig { options: known.options.clone(), extras, ..self.clone() }
+    }
+}
+
 /// A select's options, flat or grouped (`options: [{group, options: […]}]`).
 fn select_values(option: &Value) -> Vec<ModelOption> {
     fn walk(items: &[Value], out: &mut Vec<ModelOption>) {
@@ -271,5 +299,18 @@ mod tests {
             "availableModels": [{"modelId": "default[]", "name": "Auto"}, {"modelId": "opus-5[]", "name": "Opus 5"}]}}));
         assert_eq!(choose(&c, "opus-5", Some("Opus 5")).map(|c| c.value).as_deref(), Some("opus-5[]"));
         assert_eq!(c.current.as_deref(), Some("default[]"));
+    }
+
+    #[test]
+    fn a_load_answered_empty_keeps_a_known_catalogue() {
+        let loaded = ModelConfig::parse(&json!({}));
+        assert!(loaded.options.is_empty() && loaded.current.is_none());
+        assert_eq!(choose(&loaded, "auto", None), None, "nothing to pick from on its own");
+        let known = ModelConfig::from_model_list(&json!({"models": [
+            {"value": "default[]", "name": "Auto"}, {"value": "composer-2.5[fast=true]", "name": "Composer 2.5 Fast"}]}));
+        let c = loaded.or_catalogue(&known);
+        assert_eq!(choose(&c, "auto", None).map(|c| c.value).as_deref(), Some("default[]"));
+        assert_eq!(choose(&c, "composer-2.5-fast", None).map(|c| c.value).as_deref(), Some("composer-2.5[fast=true]"));
+        assert_eq!(c.current, None, "the session's own state stays its own");
     }
 }

@@ -102,6 +102,8 @@ pub struct CursorAcp {
     /// A CLI build whose sessions did not list our tools (it ignores or gates the MCP servers
     /// of a session), since when: the client's tools go in the prompt meanwhile.
     no_session_mcp: BuildNote<()>,
+    /// The model catalogue the last session of a CLI build advertised.
+    catalogue: BuildNote<catalog::ModelConfig>,
     closed: AtomicBool,
 }
 
@@ -122,6 +124,7 @@ impl CursorAcp {
             names: Mutex::default(),
             broken: BuildNote::new(),
             no_session_mcp: BuildNote::new(),
+            catalogue: BuildNote::new(),
             closed: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&backend);
@@ -195,12 +198,21 @@ impl CursorAcp {
     async fn start(&self, cli: &CliCommand, workspace: &Path) -> Result<Agent, TurnFailure> {
         let env = self.print.env();
         let launch = Launch { cli, env: &env, workspace, api_key: self.api_key };
-        let started = Agent::start(&launch).await;
-        match started {
-            Ok(agent) => Ok(agent),
-            Err(failure) => {
-                self.note_start(cli, &failure);
-                Err(failure.error.into())
+        let mut retried = false;
+        loop {
+            match Agent::start(&launch).await {
+                Ok(agent) => return Ok(agent),
+                // One failed start can be the CLI's own moment (it updates itself at start, and
+                // `initialize` waits for that): once more before the build is noted as one ACP
+                // does not work with, for `REPROBE_AFTER`.
+                Err(failure) if failure.broken && !retried => {
+                    tracing::info!(error = %failure.error.message, "Cursor's ACP mode did not start; trying once more");
+                    retried = true;
+                }
+                Err(failure) => {
+                    self.note_start(cli, &failure);
+                    return Err(failure.error.into());
+                }
             }
         }
     }
@@ -388,16 +400,26 @@ impl CursorAcp {
                 Arc::new(AsyncMutex::new(Some(agent))).lock_owned().await
             }
         };
-        drop(opening);
         let agent = slot.as_mut().expect("a live agent");
+        let config = self.catalogue(&cli, agent).await;
+        drop(opening);
         let display = lock(&self.names).get(&t.model).cloned();
-        let Some(choice) = catalog::choose(&agent.config, &t.model, display.as_deref()) else {
-            let error = BridgeError::new(
-                ErrorKind::InvalidModel,
-                format!("The model `{}` is not available in Cursor's ACP mode", t.model),
-            )
-            .hint(crate::backend::cursor_print::errors::HINT_MODEL);
-            return Err(error.into());
+        let choice = match catalog::choose(&config, &t.model, display.as_deref()) {
+            Some(choice) => choice,
+            // Nothing at all is known of the catalogue: the id as given (the agent says if it
+            // refuses it) rather than a conversation stranded on what we do not know.
+            None if config.options.is_empty() => {
+                tracing::info!(model = %t.model, "no ACP model catalogue is known; the model id is tried as given");
+                catalog::Choice { value: t.model.clone(), extras: Vec::new() }
+            }
+            None => {
+                let error = BridgeError::new(
+                    ErrorKind::InvalidModel,
+                    format!("The model `{}` is not available in Cursor's ACP mode", t.model),
+                )
+                .hint(crate::backend::cursor_print::errors::HINT_MODEL);
+                return Err(error.into());
+            }
         };
         let session = agent.session_id.clone();
         if let Some(host) = &agent.tools {
@@ -425,6 +447,26 @@ impl CursorAcp {
         }
         self.trim();
         outcome
+    }
+
+    /// The model catalogue a turn on `agent` picks from: its session's own, else the last one a
+    /// session of this CLI build advertised (a `session/load` may answer `{}`), else the agent's
+    /// `cursor/list_available_models`.
+    async fn catalogue(&self, cli: &CliCommand, agent: &mut Agent) -> catalog::ModelConfig {
+        if !agent.config.options.is_empty() {
+            self.catalogue.note(cli, agent.config.clone());
+            return agent.config.clone();
+        }
+        if let Some(known) = self.catalogue.get(cli) {
+            return agent.config.or_catalogue(&known);
+        }
+        match agent.list_models().await {
+            Some(listed) if !listed.options.is_empty() => {
+                self.catalogue.note(cli, listed.clone());
+                agent.config.or_catalogue(&listed)
+            }
+            _ => agent.config.clone(),
+        }
     }
 
     /// Past the limit, the least recently used idle sessions are stopped.
@@ -499,6 +541,11 @@ impl Backend for CursorAcp {
 
     fn hosts_tools(&self) -> bool {
         CursorAcp::hosts_tools(self)
+    }
+
+    /// ACP says when a session is gone (`session/load` refused, a prompt "not found").
+    fn silent_failure_loses(&self, _chat: &str) -> bool {
+        false
     }
 
     fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {

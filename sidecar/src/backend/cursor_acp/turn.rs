@@ -262,7 +262,9 @@ impl State {
     async fn emit(&mut self, event: Event, sink: &mut EventSink) {
         if let Event::ToolStarted { call_id, .. } | Event::ToolCompleted { call_id, .. } = &event {
             if self.ours.contains(call_id) {
-                // The client sees these as its own tool calls (the engine's `ToolCall`).
+                // The client sees these as its own tool calls (the engine's `ToolCall`). Still
+                // output: the client may run the tool, so the prompt is never sent again.
+                self.spoke = true;
                 return;
             }
         }

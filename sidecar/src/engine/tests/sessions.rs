@@ -277,3 +277,35 @@ async fn each_conversation_gets_a_private_folder_of_its_own_when_asked() {
 }
 
 use crate::engine::Config;
+
+#[tokio::test(start_paused = true)]
+async fn a_resume_failure_that_does_not_say_the_chat_is_gone_is_shown_and_the_chat_kept() {
+    // ACP says when a session is gone; "the previous turn is still stopping" (cliFailed) is not that.
+    let h = Harness::new(Options::default());
+    h.backend.says_lost.store(true, std::sync::atomic::Ordering::SeqCst);
+    h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
+    for _ in 0..3 {
+        h.backend.fail_next.lock().unwrap().push(ErrorKind::CliFailed);
+        let (events, r) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;
+        let e = r.unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::CliFailed, "scripted cliFailed"), "the real error");
+        assert_eq!(text_of(&events), "", "no answer of a replayed chat instead");
+    }
+    assert_eq!(h.backend.turn_count(), 4, "no replays");
+    // Not given up after failures that said nothing about the chat: the next turn resumes it.
+    let (_, r) =
+        h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two"), user("three")])).await;
+    assert!(r.unwrap().resumed);
+    assert_eq!(h.backend.turn(4).chat, Chat::Resume("chat-1".into()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_the_agent_says_is_gone_is_replayed() {
+    let h = Harness::new(Options::default());
+    h.backend.says_lost.store(true, std::sync::atomic::Ordering::SeqCst);
+    h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
+    h.backend.lost_chats.lock().unwrap().push("chat-1".into());
+    let (_, r) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;
+    assert!(r.unwrap().replayed);
+    assert_eq!(h.backend.turn(2).chat, Chat::New);
+}

@@ -244,9 +244,44 @@ async fn a_hosted_call_parks_the_turn_and_its_result_continues_the_same_turn() {
     results.tool_results = vec![ToolResult { call_id: "x".into(), name: None, content: "ok".into(), is_error: false }];
     history.extend([reply, results, assistant("Got: created /w/a.txt Done."), user("thanks")]);
     let (_, third) = h.send(tools_request("c1", history)).await;
-    assert!(third.unwrap().resumed);
+    let third = third.unwrap();
+    assert!(third.resumed, "{third:?} {:?}", h.backend.turn(2).chat);
     assert_eq!(h.backend.turn(1).chat, Chat::Resume("chat-1".into()));
     assert_eq!(h.backend.turn(1).prompt, "thanks");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_that_fails_after_the_client_ran_its_tools_is_not_run_again() {
+    let h = hosting();
+    h.send(tools_request("c1", vec![user("hello")])).await.1.unwrap();
+    // A resumed chat's turn calls a tool, and after the client ran it the agent fails before
+    // saying anything (a dropped connection, "not found"): no replay, no second run.
+    let failing = r#"[[host:create_file:{"filePath": "/w/a.txt", "content": "hi"}|fail:cliFailed]]"#;
+    let opening = vec![user("hello"), assistant("Echo: hello"), user(failing)];
+    let (events, first) = h.send(tools_request("c1", opening.clone())).await;
+    assert!(first.unwrap().tool_calls);
+    let calls = calls_of(&events);
+    let mut reply = assistant("");
+    reply.tool_calls = calls.clone();
+    let mut results = user("");
+    results.tool_results = calls
+        .iter()
+        .map(|c| ToolResult { call_id: c.call_id.clone(), name: None, content: "created".into(), is_error: false })
+        .collect();
+    let mut history = opening;
+    history.extend([reply, results]);
+    let (events, second) = h.send(tools_request("c1", history.clone())).await;
+    let e = second.unwrap_err();
+    assert_eq!((e.kind, e.message.as_str()), (ErrorKind::CliFailed, "scripted cliFailed"), "the failure as it is");
+    assert!(calls_of(&events).is_empty(), "{events:?}");
+    assert_eq!(h.backend.turn_count(), 2, "the prompt was not sent again, nor replayed into a new chat");
+    // The client's next request (a retry) brings the results to the same chat.
+    let (_, third) = h.send(tools_request("c1", history)).await;
+    let third = third.unwrap();
+    assert!(third.resumed, "{third:?} {:?}", h.backend.turn(2).chat);
+    let t = h.backend.turn(2);
+    assert_eq!(t.chat, Chat::Resume("chat-1".into()));
+    assert!(t.prompt.contains("created"), "{}", t.prompt);
 }
 
 /// On the MCP path the tool choice is what the agent's server lists: a named tool alone, or all
