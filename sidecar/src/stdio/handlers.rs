@@ -119,10 +119,13 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
         return Err(BridgeError::invalid_params("`initialize` was already called").into());
     }
     let client = params.client_info.as_ref().map(|c| c.name.clone()).unwrap_or_default();
-    let ignored: Vec<String> = params.options.unknown.keys().cloned().collect();
+    let ignored = params.options.ignored();
     if !ignored.is_empty() {
         // A newer client: it still works, without what this sidecar does not know.
-        tracing::warn!(options = ?ignored, "ignoring initialize options this sidecar does not know");
+        tracing::warn!(
+            options = ?ignored,
+            "ignoring initialize options (or values) this sidecar does not know; their defaults are kept"
+        );
     }
     let folders: Vec<PathBuf> = params.workspace_folders.iter().map(PathBuf::from).collect();
     let config = Config::new(params.options.clone(), folders, conn.paths.state_dir.clone())?;
