@@ -835,6 +835,10 @@ pub struct CliStatus {
     pub api_key: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// Why the CLI was not found, when it was not: a configured path names its setting and the
+    /// path tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -313,6 +313,8 @@ export interface StatusResult {
     account?: string;
     apiKey: boolean;
     hint?: string;
+    /** Why the CLI was not found: a configured path names its setting and the path tried. */
+    problem?: string;
   };
   sessions: number;
   inFlight: number;

@@ -301,6 +301,7 @@ impl Backend for Scripted {
                 account: None,
                 api_key: false,
                 hint: None,
+                problem: None,
             }
         })
     }

@@ -243,6 +243,7 @@ impl Backend for CursorPrint {
                         account: None,
                         api_key,
                         hint: e.hint,
+                        problem: Some(e.message),
                     }
                 }
             };
@@ -257,6 +258,7 @@ impl Backend for CursorPrint {
                 account: login.account,
                 api_key,
                 hint,
+                problem: None,
             }
         })
     }
