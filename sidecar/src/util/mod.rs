@@ -7,5 +7,6 @@ pub mod fs;
 pub mod ids;
 pub mod io;
 pub mod redact;
+pub mod state_dir;
 pub mod sync;
 pub mod text;
