@@ -738,8 +738,12 @@ pub struct SessionSummary {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SessionsClearParams {
-    /// Clear just this session; all sessions when absent.
+    /// Clear just this session.
     pub session_id: Option<String>,
+    /// Without `sessionId`: clear every sidecar's sessions (the session file is shared by the
+    /// user's windows and `serve`), not only the ones this sidecar used.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

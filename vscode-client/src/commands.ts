@@ -60,7 +60,7 @@ export function registerCommands(d: CommandDeps): vscode.Disposable[] {
       try {
         const { cleared } = await sidecar.request(Request.sessionsClear, {});
         void vscode.window.showInformationMessage(
-          `Cursor Bridge: cleared ${cleared} session${cleared === 1 ? '' : 's'}; the next message of a chat starts a new Cursor chat.`,
+          `Cursor Bridge: cleared ${cleared} session${cleared === 1 ? '' : 's'} of this window; the next message of one of its chats starts a new Cursor chat.`,
         );
       } catch (e) {
         await showFailure(log, 'clearing sessions', e);

@@ -297,6 +297,8 @@ export interface SessionsListResult {
 
 export interface SessionsClearParams {
   sessionId?: string;
+  /** Without `sessionId`: every sidecar's sessions, not only this window's. */
+  all?: boolean;
 }
 
 export interface SessionsClearResult {

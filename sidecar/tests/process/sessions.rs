@@ -242,3 +242,38 @@ fn a_resume_the_cli_rejects_falls_back_to_a_replayed_new_chat() {
     assert!(last["stdin"].as_str().unwrap().contains("<conversation_history>"));
     assert_ne!(resume_id(last), resume_id(&turns[0]));
 }
+
+/// Two editor windows (two sidecars) share the session file: Clear Sessions in one forgets that
+/// window's conversations only; `all: true` forgets every window's.
+#[test]
+fn clear_sessions_clears_this_windows_sessions_unless_asked_for_all() {
+    let dir = TestDir::new();
+    let mut window_a = Sidecar::start(&dir);
+    window_a.initialize(&dir, json!({}));
+    let mut window_b = Sidecar::start(&dir);
+    window_b.initialize(&dir, json!({}));
+    let (_, a) = window_a.chat(turn("a1", "ask", json!([user("window a")]), json!({"conversationId": "conv-a"})));
+    let (_, b) = window_b.chat(turn("b1", "ask", json!([user("window b")]), json!({"conversationId": "conv-b"})));
+    let (a, b) = (a["result"]["sessionId"].clone(), b["result"]["sessionId"].clone());
+    let listed = |s: &mut Sidecar| -> Vec<Value> {
+        let r = s.request("sessions/list", json!({}));
+        r["result"]["sessions"].as_array().unwrap().iter().map(|x| x["sessionId"].clone()).collect()
+    };
+    assert_eq!(listed(&mut window_a).len(), 2, "each window sees the shared file");
+    let cleared = window_a.request("sessions/clear", json!({}));
+    assert_eq!(cleared["result"]["cleared"], 1, "{cleared}");
+    assert_eq!(listed(&mut window_b), [b.clone()], "window b's conversation is still there");
+    assert_eq!(listed(&mut window_a), [b.clone()]);
+    // Window b's conversation continues its chat; window a's starts over with a replay.
+    let (_, again) = window_b.chat(turn(
+        "b2",
+        "ask",
+        json!([user("window b"), assistant("Echo: window b"), user("more")]),
+        json!({"conversationId": "conv-b"}),
+    ));
+    assert_eq!((again["result"]["resumed"].clone(), again["result"]["sessionId"].clone()), (json!(true), b.clone()));
+    let all = window_a.request("sessions/clear", json!({"all": true}));
+    assert_eq!(all["result"]["cleared"], 1, "{all}");
+    assert!(listed(&mut window_b).is_empty());
+    assert_ne!(a, b);
+}
