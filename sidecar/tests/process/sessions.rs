@@ -277,3 +277,31 @@ fn clear_sessions_clears_this_windows_sessions_unless_asked_for_all() {
     assert!(listed(&mut window_b).is_empty());
     assert_ne!(a, b);
 }
+
+/// A CLI build that keeps its chats elsewhere than the bridge's "is this chat gone?" check looks
+/// (the double's `CURSOR_DOUBLE_CHAT_STORE=sha256`): the check is calibrated after the first turn
+/// and not used for that build, so every follow-up resumes its chat instead of being replayed.
+#[test]
+fn another_chat_store_layout_never_makes_a_follow_up_a_replay() {
+    if acp() {
+        eprintln!("skipped on acp: the chat store check is print mode's (ACP asks the agent to load a session)");
+        return;
+    }
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_CHAT_STORE", "sha256").start();
+    s.initialize(&dir, json!({}));
+    let mut history = vec![];
+    for (i, said) in ["first", "second", "third"].iter().enumerate() {
+        history.push(user(said));
+        let (_, r) = s.chat(turn(&format!("t{i}"), "ask", json!(history), json!({"conversationId": "c"})));
+        assert_eq!(r["result"]["resumed"], i > 0, "turn {i}: {r}");
+        history.push(assistant(&format!("Echo: {said}")));
+    }
+    let turns = dir.turn_records();
+    assert_eq!(turns.len(), 3, "no turn was tried twice or replayed");
+    let first = resume_id(&turns[0]);
+    assert!(turns.iter().all(|t| resume_id(t) == first), "one chat throughout");
+    assert!(!turns[2]["stdin"].as_str().unwrap().contains("<conversation_history>"), "{}", turns[2]["stdin"]);
+    let log = dir.log_text();
+    assert_eq!(log.matches("does not keep its chats where the bridge looks").count(), 1, "said once:\n{log}");
+}
