@@ -90,7 +90,7 @@ export function registerCommands(d: CommandDeps): vscode.Disposable[] {
       }
     }),
     vscode.commands.registerCommand(InternalCommand.fix, async (id: unknown) => {
-      if (typeof id === 'string' && id in FIX_LABELS) await applyFix(id as FixId, (c) => vscode.commands.executeCommand(c));
+      if (typeof id === 'string' && id in FIX_LABELS) await applyFix(id as FixId, (c, ...args) => vscode.commands.executeCommand(c, ...args));
     }),
     vscode.commands.registerCommand(Command.setApiKey, async () => {
       const value = await vscode.window.showInputBox({
