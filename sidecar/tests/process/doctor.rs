@@ -112,13 +112,15 @@ fn a_missing_cli_fails_the_cli_check_and_says_how_to_install_it() {
     }
 }
 
+/// (arguments, environment, the setting named, the path named)
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str, &'a str);
+
 /// A configured CLI path that points at nothing: the failing check names the setting (or the
 /// variable) and the path it tried, so the fix is the setting, not a reinstall.
 #[test]
 fn a_configured_cli_path_that_points_at_nothing_is_named_with_the_path_it_tried() {
     let dir = TestDir::new();
-    // (arguments, environment, what the summary and the fix name)
-    let cases: [(&[&str], &[(&str, &str)], &str, &str); 2] = [
+    let cases: [Case; 2] = [
         (
             &["--cli-path", "/nonexistent/setting/cursor-agent"],
             &[],
