@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::json::{obj, Json};
-use crate::{md5, settings};
+use crate::{md5, settings, sha256};
 
 pub fn data_root() -> Option<PathBuf> {
     settings::non_empty("CURSOR_DATA_DIR")
@@ -27,7 +27,13 @@ pub fn safe_id(id: &str) -> bool {
 
 pub fn chat_dir(id: &str, workspace: &str) -> Option<PathBuf> {
     let root = data_root().filter(|_| safe_id(id))?;
-    Some(root.join("chats").join(md5::hex_digest(workspace.as_bytes())).join(id))
+    // `CURSOR_DOUBLE_CHAT_STORE=sha256`: another CLI build's layout (the workspace folder named by
+    // the SHA-256 of its path), for the bridge's calibration of its "is this chat gone?" check.
+    let key = match settings::var("CURSOR_DOUBLE_CHAT_STORE").as_deref() {
+        Some("sha256") => sha256::hex_digest(workspace.as_bytes()),
+        _ => md5::hex_digest(workspace.as_bytes()),
+    };
+    Some(root.join("chats").join(key).join(id))
 }
 
 fn created_marker(id: &str) -> Option<PathBuf> {

@@ -203,10 +203,14 @@ pub struct ClientInfo {
 }
 
 /// `initialize.options`. Every field has a default, so `{}` is valid. Keys this sidecar does not
-/// know (a newer client's) are kept aside in `unknown`: logged, reported in `capabilities`, and
-/// otherwise ignored, so a newer client can start an older sidecar.
+/// know (a newer client's) are kept aside in `unknown`, and known keys whose value it cannot read
+/// (a newer client's `backend: "sdk"`) keep their default and are named in `unreadable`: both are
+/// logged, reported in `capabilities.ignoredOptions`, and otherwise ignored, so a newer client can
+/// start an older sidecar.
+// `remote = "Self"`: the derived (strict) code becomes inherent functions, and the trait impls
+// below wrap them: deserializing is lenient per key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(remote = "Self", rename_all = "camelCase", default)]
 pub struct Options {
     /// Overall limit for one turn.
     pub request_timeout_seconds: u64,
@@ -244,9 +248,48 @@ pub struct Options {
     pub warm_idle_seconds: u64,
     #[serde(flatten, skip_serializing)]
     pub unknown: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Known keys whose value was not understood (wrong type, a value from a newer client); each
+    /// keeps its default.
+    #[serde(skip)]
+    pub unreadable: Vec<String>,
+}
+
+impl Serialize for Options {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        Options::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Options {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let mut given = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let known = Options::known_names();
+        let mut unreadable = Vec::new();
+        // Each known key is tried alone, so one value this sidecar cannot read costs only itself.
+        given.retain(|key, value| {
+            if !known.contains(key) {
+                return true; // kept for `unknown`
+            }
+            let alone = serde_json::Value::Object([(key.clone(), value.clone())].into_iter().collect());
+            let readable = Options::deserialize(alone).is_ok();
+            if !readable {
+                unreadable.push(key.clone());
+            }
+            readable
+        });
+        let mut options = Options::deserialize(serde_json::Value::Object(given)).map_err(serde::de::Error::custom)?;
+        options.unreadable = unreadable;
+        Ok(options)
+    }
 }
 
 impl Options {
+    /// Every key that was sent and is ignored: unknown ones, then known ones with a value this
+    /// sidecar cannot read (`capabilities.ignoredOptions`).
+    pub fn ignored(&self) -> Vec<String> {
+        self.unknown.keys().chain(&self.unreadable).cloned().collect()
+    }
+
     /// The option names this sidecar understands, as on the wire.
     pub fn known_names() -> Vec<String> {
         match serde_json::to_value(Options::default()) {
@@ -275,6 +318,7 @@ impl Default for Options {
             warm_sessions: 4,
             warm_idle_seconds: 900,
             unknown: Default::default(),
+            unreadable: Vec::new(),
         }
     }
 }
@@ -694,8 +738,12 @@ pub struct SessionSummary {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SessionsClearParams {
-    /// Clear just this session; all sessions when absent.
+    /// Clear just this session.
     pub session_id: Option<String>,
+    /// Without `sessionId`: clear every sidecar's sessions (the session file is shared by the
+    /// user's windows and `serve`), not only the ones this sidecar used.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -791,6 +839,10 @@ pub struct CliStatus {
     pub api_key: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// Why the CLI was not found, when it was not: a configured path names its setting and the
+    /// path tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -831,4 +883,37 @@ pub enum CheckStatus {
     Fail,
     /// Nothing to judge.
     Info,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A value a newer (or careless) client sends for a known option keeps that option's default
+    /// and is reported, while every other option still takes effect.
+    #[test]
+    fn an_option_value_this_sidecar_cannot_read_keeps_its_default_and_is_reported() {
+        let cases = [
+            (json!({"backend": "sdk", "maxConcurrent": 2}), vec!["backend"]),
+            (json!({"backend": "acp", "maxConcurrent": 2}), vec![]),
+            (json!({"maxConcurrent": "two", "backend": "print"}), vec!["maxConcurrent"]),
+            (json!({"workspaceTrusted": "maybe", "maxConcurrent": 2}), vec!["workspaceTrusted"]),
+            (json!({"fromTheFuture": 1, "backend": 7, "maxConcurrent": 2}), vec!["fromTheFuture", "backend"]),
+        ];
+        for (given, ignored) in cases {
+            let options: Options = serde_json::from_value(given.clone()).expect("never refused");
+            assert_eq!(options.ignored(), ignored, "{given}");
+            let sent = given.as_object().unwrap();
+            let expected = |key: &str, default: serde_json::Value| match sent.get(key) {
+                Some(v) if !ignored.contains(&key) => v.clone(),
+                _ => default,
+            };
+            let got = serde_json::to_value(&options).unwrap();
+            assert_eq!(got["backend"], expected("backend", json!(null)), "{given}");
+            assert_eq!(got["maxConcurrent"], expected("maxConcurrent", json!(4)), "{given}");
+            assert_eq!(got["workspaceTrusted"], expected("workspaceTrusted", json!(true)), "{given}");
+        }
+    }
 }

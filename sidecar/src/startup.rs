@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::backend::process;
 use crate::logging::{self, Logging};
+use crate::util::state_dir;
 
 /// Where the sidecar keeps its files.
 #[derive(Debug, Clone)]
@@ -16,13 +17,11 @@ pub struct Paths {
 pub const ENV_STATE_DIR: &str = "CURSOR_BRIDGE_STATE_DIR";
 
 impl Paths {
-    /// `CURSOR_BRIDGE_STATE_DIR`, else the platform state folder (Linux `~/.local/state`), else the
-    /// cache folder, each with `cursor-bridge/` appended.
-    pub fn state_dir_from_env() -> Option<PathBuf> {
-        std::env::var_os(ENV_STATE_DIR)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| dirs::state_dir().or_else(dirs::cache_dir).map(|d| d.join("cursor-bridge")))
+    /// `CURSOR_BRIDGE_STATE_DIR`, else the platform's state folder with `cursor-bridge/` appended
+    /// (`util/state_dir.rs`: Linux `~/.local/state`, macOS Application Support), and what choosing
+    /// it moved.
+    pub fn state_dir_from_env() -> (Option<PathBuf>, state_dir::Moved) {
+        state_dir::choose(std::env::var_os(ENV_STATE_DIR).filter(|v| !v.is_empty()).map(PathBuf::from))
     }
 }
 
@@ -34,8 +33,19 @@ pub struct Started {
 
 /// Start logging and the runtime; `Err` is the exit code (the reason is already on stderr).
 pub fn start() -> Result<Started, i32> {
-    let state_dir: Option<PathBuf> = Paths::state_dir_from_env();
+    let (state_dir, moved) = Paths::state_dir_from_env();
     let logging = logging::init(state_dir.as_deref());
+    match moved {
+        state_dir::Moved::Nothing => {}
+        state_dir::Moved::From(old) => {
+            tracing::info!(from = %old.display(), to = ?state_dir, "moved the state folder out of Caches")
+        }
+        state_dir::Moved::KeptAt { old, error } => tracing::warn!(
+            folder = %old.display(),
+            %error,
+            "cannot move the state folder out of Caches; using it where it is"
+        ),
+    }
     std::panic::set_hook(Box::new(|info| {
         // A panic inside a request is answered and survived; log it where people look.
         tracing::error!(panic = %info, "panic");

@@ -60,7 +60,7 @@ export function registerCommands(d: CommandDeps): vscode.Disposable[] {
       try {
         const { cleared } = await sidecar.request(Request.sessionsClear, {});
         void vscode.window.showInformationMessage(
-          `Cursor Bridge: cleared ${cleared} session${cleared === 1 ? '' : 's'}; the next message of a chat starts a new Cursor chat.`,
+          `Cursor Bridge: cleared ${cleared} session${cleared === 1 ? '' : 's'} of this window; the next message of one of its chats starts a new Cursor chat.`,
         );
       } catch (e) {
         await showFailure(log, 'clearing sessions', e);
@@ -90,7 +90,7 @@ export function registerCommands(d: CommandDeps): vscode.Disposable[] {
       }
     }),
     vscode.commands.registerCommand(InternalCommand.fix, async (id: unknown) => {
-      if (typeof id === 'string' && id in FIX_LABELS) await applyFix(id as FixId, (c) => vscode.commands.executeCommand(c));
+      if (typeof id === 'string' && id in FIX_LABELS) await applyFix(id as FixId, (c, ...args) => vscode.commands.executeCommand(c, ...args));
     }),
     vscode.commands.registerCommand(Command.setApiKey, async () => {
       const value = await vscode.window.showInputBox({

@@ -297,6 +297,8 @@ export interface SessionsListResult {
 
 export interface SessionsClearParams {
   sessionId?: string;
+  /** Without `sessionId`: every sidecar's sessions, not only this window's. */
+  all?: boolean;
 }
 
 export interface SessionsClearResult {
@@ -313,6 +315,8 @@ export interface StatusResult {
     account?: string;
     apiKey: boolean;
     hint?: string;
+    /** Why the CLI was not found: a configured path names its setting and the path tried. */
+    problem?: string;
   };
   sessions: number;
   inFlight: number;

@@ -23,7 +23,7 @@ export interface SetupSection {
 }
 
 /** Fixes the extension can apply, each after the person agreed to exactly that change. */
-export type FixId = 'utilityMainAgent' | 'agentHostByok' | 'agentsWindow' | 'trust' | 'login' | 'installCli' | 'setApiKey' | 'showLogs';
+export type FixId = 'utilityMainAgent' | 'agentHostByok' | 'agentsWindow' | 'trust' | 'login' | 'installCli' | 'cliPathSetting' | 'setApiKey' | 'showLogs';
 
 export const EXTENSION_ID = 'cursor-bridge.cursor-bridge';
 
@@ -124,6 +124,9 @@ export function vscodeChecks(f: HostFacts): SetupItem[] {
 export function sidecarItems(report: DoctorResult): SetupItem[] {
   const actionOf = (c: Check): FixId | undefined => {
     if (c.status !== 'fail' && c.status !== 'warn') return undefined;
+    // The sidecar names the setting when `cursorBridge.cliPath` points at nothing: the fix is the
+    // setting, not a reinstall.
+    if (c.id === 'cli' && c.summary.includes('cursorBridge.cliPath')) return 'cliPathSetting';
     if (c.id === 'cli' || c.id === 'cliVersion') return 'installCli';
     if (c.id === 'login') return 'login';
     if (c.id === 'workspaceTrust') return 'trust';
@@ -142,6 +145,7 @@ export const FIX_LABELS: Record<FixId, string> = {
   trust: 'Manage Workspace Trust',
   login: 'Run `agent login` in a terminal',
   installCli: 'Install or update the Cursor CLI in a terminal',
+  cliPathSetting: 'Open the cursorBridge.cliPath setting',
   setApiKey: 'Set API Key',
   showLogs: 'Show Logs',
 };
@@ -229,7 +233,7 @@ export async function githubSignedIn(): Promise<boolean> {
 }
 
 /** Applies a fix after asking; true when something changed. */
-export async function applyFix(id: FixId, run: (command: string) => Thenable<unknown>): Promise<boolean> {
+export async function applyFix(id: FixId, run: (command: string, ...args: unknown[]) => Thenable<unknown>): Promise<boolean> {
   const ask = async (what: string, button: string) => (await vscode.window.showWarningMessage(what, { modal: true }, button)) === button;
   const user = vscode.ConfigurationTarget.Global;
   switch (id) {
@@ -257,6 +261,9 @@ export async function applyFix(id: FixId, run: (command: string) => Thenable<unk
       terminal.sendText(line);
       return true;
     }
+    case 'cliPathSetting':
+      await run('workbench.action.openSettings', 'cursorBridge.cliPath');
+      return false;
     case 'trust':
       await run('workbench.trust.manage');
       return false;

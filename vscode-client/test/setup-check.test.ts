@@ -28,6 +28,21 @@ describe('vscodeChecks', () => {
   });
 });
 
+describe('sidecarItems', () => {
+  it('a cliPath that points at nothing names the setting and the path, and offers the setting, not a reinstall', () => {
+    // The sidecar's `cli` check for `initialize.cliPath` = /opt/nowhere/agent.
+    const summary = 'The Cursor CLI was not found at /opt/nowhere/agent, the path in the `cursorBridge.cliPath` setting (`--cli-path` on the command line).';
+    const [cli] = sidecarItems({ ok: false, checks: [{ id: 'cli', title: 'Cursor CLI', status: 'fail', summary, fix: 'Fix the `cursorBridge.cliPath` setting (or `--cli-path`), or clear it to search PATH.' }] });
+    assert.equal(cli.action, 'cliPathSetting');
+    const md = renderReport([{ title: 'Cursor CLI and the sidecar', items: [cli] }]);
+    assert.match(md, /\/opt\/nowhere\/agent, the path in the `cursorBridge\.cliPath` setting/);
+    assert.match(md, /\[Open the cursorBridge\.cliPath setting\]\(#fix-cliPathSetting\)/);
+    assert.doesNotMatch(md, /#fix-installCli/);
+    const missing = sidecarItems({ ok: false, checks: [{ id: 'cli', title: 'Cursor CLI', status: 'fail', summary: 'The Cursor CLI (`cursor-agent`) is not installed or not on PATH.' }] });
+    assert.equal(missing[0].action, 'installCli', 'nothing configured: install it');
+  });
+});
+
 describe('renderReport', () => {
   it('lists every check with its mark, fix and fix link, and counts the problems', () => {
     const sidecar = sidecarItems({

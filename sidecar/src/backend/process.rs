@@ -1089,6 +1089,9 @@ pub(crate) mod tests {
             ("backend/cursor_print/locate.rs", "tokio::task::spawn_blocking(move || {"),
             // Removing folders; starts nothing.
             ("http/mod.rs", "spawn_blocking(move || engine.sweep_conversation_folders(FOLDER_GRACE))"),
+            // Reading and writing the session file; starts nothing.
+            ("engine/session_io.rs", "runtime.spawn_blocking(run)"),
+            ("engine/session_io.rs", "tokio::task::spawn_blocking(work)"),
         ];
         let needle = concat!("spawn_", "blocking(");
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

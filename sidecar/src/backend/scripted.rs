@@ -316,6 +316,7 @@ impl Backend for Scripted {
                 account: None,
                 api_key: false,
                 hint: None,
+                problem: None,
             }
         })
     }

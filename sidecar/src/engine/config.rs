@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::sessions::Door;
 use crate::error::{BridgeError, Result};
 use crate::protocol::{Mode, Options};
 use crate::util::fs::private_dir;
@@ -24,6 +25,8 @@ pub struct Config {
     /// Every conversation gets a private folder of its own below this one (`serve` without
     /// `--workspace`), so two clients never share a folder or a chat.
     pub conversation_folders: Option<PathBuf>,
+    /// The front door this engine serves; its `maxSessions` counts only that door's sessions.
+    pub door: Door,
 }
 
 #[derive(Debug, Clone)]
@@ -65,7 +68,7 @@ impl Config {
                     .map_err(|e| BridgeError::internal(format!("cannot create a scratch folder: {e}")))?,
             )),
         };
-        Ok(Config { options, workspaces, state_dir, scratch, conversation_folders: None })
+        Ok(Config { options, workspaces, state_dir, scratch, conversation_folders: None, door: Door::Stdio })
     }
 
     /// Where a turn for `requested` (a folder, or the default) runs, in which mode. A trusted

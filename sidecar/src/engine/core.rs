@@ -11,7 +11,7 @@ use super::catalog::ModelCatalog;
 use super::config::Config;
 use super::lanes::Lanes;
 use super::pool::Pool;
-use super::sessions::{Clock, SessionStore, SystemClock};
+use super::sessions::{ClearScope, Clock, SessionStore, SystemClock};
 use crate::backend::{Backend, Located, Warm};
 use crate::error::Result;
 use crate::protocol::{ModelInfo, SessionSummary, StatusResult};
@@ -20,7 +20,8 @@ use crate::util::sync::lock;
 pub struct Engine {
     pub(super) config: Config,
     pub(super) backend: Arc<dyn Backend>,
-    pub(super) sessions: Mutex<SessionStore>,
+    /// Shared with the blocking threads that read and write its file (`session_io.rs`).
+    pub(super) sessions: Arc<Mutex<SessionStore>>,
     pub(super) catalog: ModelCatalog,
     pub(super) pool: Pool,
     pub(super) in_flight: AtomicUsize,
@@ -44,7 +45,8 @@ impl Engine {
     pub fn with_clock(config: Config, backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Arc<Engine> {
         let state = config.state_dir.clone();
         let o = &config.options;
-        let sessions = SessionStore::open(
+        let sessions = SessionStore::open_for(
+            config.door,
             state.as_ref().map(|d| d.join("sessions.json")),
             clock,
             o.session_ttl_minutes,
@@ -52,7 +54,7 @@ impl Engine {
         );
         Arc::new(Engine {
             catalog: ModelCatalog::open(state.as_ref().map(|d| d.join("models.json"))),
-            sessions: Mutex::new(sessions),
+            sessions: Arc::new(Mutex::new(sessions)),
             pool: Pool::new(o.max_concurrent),
             in_flight: AtomicUsize::new(0),
             lanes: Lanes::default(),
@@ -91,18 +93,25 @@ impl Engine {
         Ok(located)
     }
 
-    pub fn sessions(&self) -> Vec<SessionSummary> {
-        lock(&self.sessions).list()
+    pub async fn sessions(&self) -> Vec<SessionSummary> {
+        self.refresh_sessions().await;
+        lock(&self.sessions).summaries()
     }
 
     pub fn session_count(&self) -> usize {
         lock(&self.sessions).len()
     }
 
-    /// Forget one session (or all): its next turn starts a new chat with the history replayed.
-    pub fn clear_sessions(&self, id: Option<&str>) -> usize {
-        let cleared = lock(&self.sessions).clear(id);
-        tracing::info!(cleared, "sessions cleared");
+    /// Forget sessions (one, this process's, or every sidecar's): a cleared conversation's next
+    /// turn starts a new chat with the history replayed. On disk when this returns.
+    pub async fn clear_sessions(&self, scope: ClearScope<'_>) -> usize {
+        // `All` counts what the other sidecars have too.
+        self.refresh_sessions().await;
+        let (cleared, write) = lock(&self.sessions).clear_in_memory(scope);
+        if let Some(write) = write {
+            self.save_sessions(write).await;
+        }
+        tracing::info!(cleared, ?scope, "sessions cleared");
         cleared
     }
 

@@ -43,7 +43,15 @@ impl Engine {
         checks.push(match (&cli.path, found) {
             (Some(path), true) => check(CLI.0, CLI.1, CheckStatus::Ok, format!("Found at {path}.")),
             _ => with_fix(
-                check(CLI.0, CLI.1, CheckStatus::Fail, "The Cursor CLI (`cursor-agent` / `agent`) was not found."),
+                check(
+                    CLI.0,
+                    CLI.1,
+                    CheckStatus::Fail,
+                    match &cli.problem {
+                        Some(why) => format!("{why}."),
+                        None => "The Cursor CLI (`cursor-agent` / `agent`) was not found.".to_string(),
+                    },
+                ),
                 cli.hint.clone().unwrap_or_else(|| "Install the Cursor CLI: see cursor.com/cli.".into()),
             ),
         });

@@ -12,6 +12,7 @@ pub mod models;
 pub mod plan;
 pub mod pool;
 pub mod prompt;
+pub mod session_io;
 pub mod sessions;
 pub mod tools;
 pub mod turn;

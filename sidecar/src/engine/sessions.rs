@@ -95,10 +95,38 @@ pub struct Session {
     /// so an unchanged set is not sent again.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tools: u64,
+    /// The sidecar process that last used this session (set when recorded): Clear Sessions clears
+    /// the asking process's own unless asked for all, as the file is shared by every sidecar.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub owner: String,
+    /// The front door whose turns use it (set when recorded): each door's `maxSessions` counts
+    /// only its own, so one door's traffic never pushes out another's conversations.
+    #[serde(default)]
+    pub door: Door,
 }
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// A front door, as far as sessions are concerned. Files written before doors were recorded
+/// read as `stdio`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Door {
+    #[default]
+    Stdio,
+    Http,
+}
+
+/// What Clear Sessions clears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClearScope<'a> {
+    /// The sessions this process last used (this editor window's).
+    Mine,
+    /// Every session in the file, every sidecar's.
+    All,
+    One(&'a str),
 }
 
 pub const MAX_RESUME_FAILURES: u32 = 2;
@@ -190,11 +218,19 @@ pub struct SessionStore {
     path: Option<PathBuf>,
     /// The file's modification time when this process last read it.
     seen: Option<SystemTime>,
+    /// This process, in [`Session::owner`].
+    owner: String,
+    door: Door,
 }
 
 impl SessionStore {
     /// Load from `path` (a missing or unreadable file starts empty: sessions are a cache).
     pub fn open(path: Option<PathBuf>, clock: Arc<dyn Clock>, ttl_minutes: u64, max: usize) -> Self {
+        Self::open_for(Door::Stdio, path, clock, ttl_minutes, max)
+    }
+
+    /// [`SessionStore::open`] for a front door: `max` counts only that door's sessions.
+    pub fn open_for(door: Door, path: Option<PathBuf>, clock: Arc<dyn Clock>, ttl_minutes: u64, max: usize) -> Self {
         let mut store = SessionStore {
             sessions: Vec::new(),
             cleared: BTreeMap::new(),
@@ -204,6 +240,8 @@ impl SessionStore {
             max: max.max(1),
             path,
             seen: None,
+            owner: format!("p-{:016x}", crate::util::ids::random_u64()),
+            door,
         };
         store.refresh();
         store.prune();
@@ -260,18 +298,27 @@ impl SessionStore {
         let ttl = self.ttl_ms;
         self.sessions.retain(|s| now.saturating_sub(s.last_used_ms) <= ttl);
         self.cleared.retain(|_, at| now.saturating_sub(*at) <= ttl);
-        if self.sessions.len() > self.max {
+        // The cap is this door's: other doors' sessions are theirs to bound.
+        let door = self.door;
+        if self.sessions.iter().filter(|s| s.door == door).count() > self.max {
             self.sessions.sort_by_key(|s| std::cmp::Reverse(s.last_used_ms));
-            self.sessions.truncate(self.max);
+            let mut kept = 0;
+            let max = self.max;
+            self.sessions.retain(|s| {
+                if s.door != door {
+                    return true;
+                }
+                kept += 1;
+                kept <= max
+            });
         }
         self.sessions.len() != before
     }
 
+    /// The session for a turn, from what is in memory: take in the file first
+    /// ([`SessionStore::pending_refresh`], off the async workers).
     pub fn find(&mut self, q: &Lookup<'_>) -> Match {
-        self.refresh();
-        if self.prune() {
-            self.persist();
-        }
+        self.prune();
         let by_identity = q
             .conversation_id
             .and_then(|c| {
@@ -317,13 +364,25 @@ impl SessionStore {
     /// [`PendingWrite::run`] it anywhere, then [`SessionStore::absorb`] what it wrote.
     pub fn record_in_memory(&mut self, mut session: Session) -> Option<PendingWrite> {
         session.last_used_ms = self.clock.now_ms();
+        session.owner = self.owner.clone();
+        session.door = self.door;
         match self.sessions.iter_mut().find(|s| s.id == session.id) {
             Some(existing) => *existing = session,
             None => self.sessions.push(session),
         }
         self.prune();
+        self.pending_write()
+    }
+
+    /// A copy of this store to merge with the file and write without its lock (none for a store
+    /// kept in memory only).
+    fn pending_write(&self) -> Option<PendingWrite> {
         self.path.as_ref()?;
-        Some(PendingWrite(SessionStore {
+        Some(PendingWrite(self.detached()))
+    }
+
+    fn detached(&self) -> SessionStore {
+        SessionStore {
             sessions: self.sessions.clone(),
             cleared: self.cleared.clone(),
             cleared_all_ms: self.cleared_all_ms,
@@ -332,7 +391,9 @@ impl SessionStore {
             max: self.max,
             path: self.path.clone(),
             seen: self.seen,
-        }))
+            owner: self.owner.clone(),
+            door: self.door,
+        }
     }
 
     /// Take in what a [`PendingWrite`] wrote (other processes' sessions merged on the way). What
@@ -352,18 +413,41 @@ impl SessionStore {
         }
     }
 
+    /// A copy of this store that takes in what other processes wrote since it last looked (and
+    /// writes back what expired), to [`PendingRefresh::run`] off this store's lock and then
+    /// [`SessionStore::absorb`]; none for a store kept in memory only.
+    pub fn pending_refresh(&self) -> Option<PendingRefresh> {
+        self.path.as_ref()?;
+        Some(PendingRefresh(self.detached()))
+    }
+
     /// A turn on this session's chat did not complete: remember what it was given, and count a
     /// resume that failed before the agent said anything.
     pub fn note_incomplete(&mut self, id: &str, chat_id: &str, request: u64, resume_failed: bool) {
-        let Some(s) = self.sessions.iter_mut().find(|s| s.id == id && s.chat_id == chat_id) else { return };
+        if let Some(write) = self.note_incomplete_in_memory(id, chat_id, request, resume_failed) {
+            self.absorb(write.run());
+        }
+    }
+
+    /// [`SessionStore::note_incomplete`] without the disk, as [`SessionStore::record_in_memory`].
+    pub fn note_incomplete_in_memory(
+        &mut self,
+        id: &str,
+        chat_id: &str,
+        request: u64,
+        resume_failed: bool,
+    ) -> Option<PendingWrite> {
+        let now = self.clock.now_ms();
+        let s = self.sessions.iter_mut().find(|s| s.id == id && s.chat_id == chat_id)?;
         if !s.attempted.contains(&request) {
             s.attempted.push(request);
         }
         if resume_failed {
             s.resume_failures += 1;
         }
-        s.last_used_ms = self.clock.now_ms();
-        self.persist();
+        s.last_used_ms = now;
+        s.owner = self.owner.clone();
+        self.pending_write()
     }
 
     pub fn get(&self, id: &str) -> Option<&Session> {
@@ -375,6 +459,13 @@ impl SessionStore {
         if self.prune() {
             self.persist();
         }
+        self.summaries()
+    }
+
+    /// [`SessionStore::list`] from memory (take in the file first with
+    /// [`SessionStore::pending_refresh`]).
+    pub fn summaries(&mut self) -> Vec<SessionSummary> {
+        self.prune();
         let mut out: Vec<_> = self.sessions.iter().map(Session::summary).collect();
         out.sort_by_key(|s| std::cmp::Reverse(s.last_used_ms));
         out
@@ -395,23 +486,39 @@ impl SessionStore {
         self.sessions.is_empty()
     }
 
-    pub fn clear(&mut self, id: Option<&str>) -> usize {
+    pub fn clear(&mut self, scope: ClearScope<'_>) -> usize {
         self.refresh();
+        let (cleared, write) = self.clear_in_memory(scope);
+        if let Some(write) = write {
+            self.absorb(write.run());
+        }
+        cleared
+    }
+
+    /// [`SessionStore::clear`] without the disk (take in the file first, for `All` to count
+    /// every process's sessions): how many went, and the write that makes it stick.
+    pub fn clear_in_memory(&mut self, scope: ClearScope<'_>) -> (usize, Option<PendingWrite>) {
         let before = self.sessions.len();
         let now = self.clock.now_ms();
-        match id {
-            Some(id) => {
+        match scope {
+            ClearScope::One(id) => {
                 self.sessions.retain(|s| s.id != id);
                 self.cleared.insert(id.to_string(), now);
             }
-            None => {
+            // Each one tombstoned: the file keeps other processes' sessions, and a merge must not
+            // bring these back.
+            ClearScope::Mine => {
+                let owner = &self.owner;
+                let (mine, others): (Vec<_>, Vec<_>) = self.sessions.drain(..).partition(|s| &s.owner == owner);
+                self.sessions = others;
+                self.cleared.extend(mine.into_iter().map(|s| (s.id, now)));
+            }
+            ClearScope::All => {
                 self.sessions.clear();
                 self.cleared_all_ms = now;
             }
         }
-        let cleared = before - self.sessions.len();
-        self.persist();
-        cleared
+        (before - self.sessions.len(), self.pending_write())
     }
 
     /// Merge with the file under its lock and write the result (atomically, 0600).
@@ -458,6 +565,20 @@ impl PendingWrite {
     }
 }
 
+/// A read of the file taken by [`SessionStore::pending_refresh`], run without the store's lock.
+pub struct PendingRefresh(SessionStore);
+
+impl PendingRefresh {
+    /// Take in the file when it changed; write back what expired (blocking).
+    pub fn run(mut self) -> Written {
+        self.0.refresh();
+        if self.0.prune() {
+            self.0.persist();
+        }
+        Written(self.0)
+    }
+}
+
 /// A session id the client can hold on to; not a Cursor chat id (that may change on replay).
 pub fn new_session_id() -> String {
     format!("cb-{:016x}", crate::util::ids::random_u64())
@@ -485,6 +606,8 @@ mod tests {
             created_ms: used,
             last_used_ms: used,
             tools: 0,
+            owner: String::new(),
+            door: Door::Stdio,
         }
     }
 
@@ -634,7 +757,7 @@ mod tests {
             reopened.find(&lookup(Some("c1"), None, Mode::Agent, &hashes(&["a secret prompt"]))),
             Match::Resume { session: x, .. } if x.id == "s1"
         ));
-        assert_eq!(reopened.clear(None), 1);
+        assert_eq!(reopened.clear(ClearScope::All), 1);
         assert_eq!(store(&clock, Some(path)).len(), 0);
     }
 
@@ -665,7 +788,7 @@ mod tests {
         // A session cleared after the write was taken stays cleared when it is absorbed.
         let write = s.record_in_memory(session("s3", None, Mode::Agent, &["d"], 0)).unwrap();
         clock.advance_ms(1);
-        s.clear(Some("s3"));
+        s.clear(ClearScope::One("s3"));
         s.absorb(write.run());
         assert!(s.get("s3").is_none(), "a cleared session came back");
         assert!(
@@ -691,8 +814,8 @@ mod tests {
         let mut s = store(&clock, None);
         s.record(session("s1", None, Mode::Agent, &["a"], 0));
         s.record(session("s2", None, Mode::Agent, &["b"], 0));
-        assert_eq!(s.clear(Some("s1")), 1);
-        assert_eq!(s.clear(Some("nope")), 0);
+        assert_eq!(s.clear(ClearScope::One("s1")), 1);
+        assert_eq!(s.clear(ClearScope::One("nope")), 0);
         assert_eq!(s.len(), 1);
     }
 
@@ -709,13 +832,13 @@ mod tests {
         let ids = |s: &mut SessionStore| s.list().into_iter().map(|x| x.session_id).collect::<Vec<_>>();
         assert_eq!(ids(&mut window_a), ["b1", "a1"], "each window sees the other's sessions");
         clock.advance_ms(1);
-        assert_eq!(window_a.clear(None), 2);
+        assert_eq!(window_a.clear(ClearScope::All), 2);
         clock.advance_ms(1);
         // B still holds a1 and b1 in memory; its next write must not bring them back.
         window_b.record(session("b2", None, Mode::Agent, &["c"], 0));
         assert_eq!(ids(&mut window_b), ["b2"]);
         assert_eq!(ids(&mut SessionStore::open(Some(path.clone()), clock.clone(), 30, 10)), ["b2"]);
-        window_b.clear(Some("b2"));
+        window_b.clear(ClearScope::One("b2"));
         window_a.record(session("a2", None, Mode::Agent, &["d"], 0));
         assert_eq!(ids(&mut window_a), ["a2"], "a single cleared session stays cleared too");
         #[cfg(unix)]
@@ -724,5 +847,63 @@ mod tests {
             assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
             assert_eq!(std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
         }
+    }
+
+    #[test]
+    fn clear_sessions_clears_this_processs_own_unless_asked_for_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/sessions.json");
+        let clock = Arc::new(ManualClock::new(MIN));
+        let mut window_a = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        let mut window_b = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        window_a.record(session("a1", None, Mode::Agent, &["a"], 0));
+        clock.advance_ms(1);
+        window_b.record(session("b1", None, Mode::Agent, &["b"], 0));
+        clock.advance_ms(1);
+        // B used A's session last: it is B's now (the window that used it).
+        let a2 = session("a2", None, Mode::Agent, &["c"], 0);
+        window_a.record(a2.clone());
+        window_b.list();
+        clock.advance_ms(1);
+        window_b.record(a2);
+        clock.advance_ms(1);
+        window_a.list();
+        let ids = |s: &mut SessionStore| s.list().into_iter().map(|x| x.session_id).collect::<Vec<_>>();
+        assert_eq!(window_a.clear(ClearScope::Mine), 1, "only a1 is this window's");
+        assert_eq!(ids(&mut window_a), ["a2", "b1"]);
+        clock.advance_ms(1);
+        // B still holds a1 in memory; its next write must not bring it back.
+        window_b.record(session("b2", None, Mode::Agent, &["d"], 0));
+        assert_eq!(ids(&mut SessionStore::open(Some(path.clone()), clock.clone(), 30, 10)), ["b2", "a2", "b1"]);
+        clock.advance_ms(1);
+        assert_eq!(window_a.clear(ClearScope::All), 3, "all: every window's");
+        assert_eq!(ids(&mut window_b), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_session_cap_counts_each_front_doors_sessions_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/sessions.json");
+        let clock = Arc::new(ManualClock::new(MIN));
+        let mut editor = SessionStore::open_for(Door::Stdio, Some(path.clone()), clock.clone(), 30, 2);
+        let mut serve = SessionStore::open_for(Door::Http, Some(path.clone()), clock.clone(), 30, 2);
+        for id in ["e1", "e2"] {
+            editor.record(session(id, None, Mode::Agent, &[id], 0));
+            clock.advance_ms(1);
+        }
+        // A busy HTTP client: many conversations, newer than the editor's.
+        for id in ["h1", "h2", "h3", "h4"] {
+            serve.record(session(id, None, Mode::Agent, &[id], 0));
+            clock.advance_ms(1);
+        }
+        let ids = |s: &mut SessionStore| {
+            let mut v = s.list().into_iter().map(|x| x.session_id).collect::<Vec<_>>();
+            v.sort();
+            v
+        };
+        assert_eq!(ids(&mut serve), ["e1", "e2", "h3", "h4"], "serve's cap drops serve's oldest only");
+        assert_eq!(ids(&mut editor), ["e1", "e2", "h3", "h4"], "the editor's conversations are all there");
+        editor.record(session("e3", None, Mode::Agent, &["e3"], 0));
+        assert_eq!(ids(&mut SessionStore::open(Some(path), clock.clone(), 30, 2)), ["e2", "e3", "h3", "h4"]);
     }
 }

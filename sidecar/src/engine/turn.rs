@@ -17,6 +17,7 @@ use super::config::Placement;
 use super::core::Engine;
 use super::plan::{ParkedState, Plan};
 use super::prompt::Conversation;
+use super::session_io::{save_detached, PendingSaves};
 use super::sessions::{new_session_id, Lookup, Match, PendingWrite, Session};
 use super::tools::parked::{self, Drive, Parked, Running};
 use super::tools::{self, calls, contract, hold::Hold, Described, ToolSet};
@@ -73,6 +74,19 @@ pub struct TurnOutcome {
 
 impl Engine {
     pub async fn turn(self: &Arc<Self>, req: TurnRequest, events: mpsc::Sender<Event>) -> Result<TurnOutcome> {
+        let saves = PendingSaves::default();
+        let outcome = self.turn_saving(req, events, &saves).await;
+        // What a failed turn noted on its session is on disk before the answer.
+        saves.wait().await;
+        outcome
+    }
+
+    async fn turn_saving(
+        self: &Arc<Self>,
+        req: TurnRequest,
+        events: mpsc::Sender<Event>,
+        saves: &PendingSaves,
+    ) -> Result<TurnOutcome> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let _in_flight = OnDrop(|| {
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -112,11 +126,13 @@ impl Engine {
             Some(c) => Some(self.lanes.enter(&format!("conversation:{c}")).await),
             None => None,
         };
+        self.refresh_sessions().await;
         let mut plan = self.plan(&req, &conversation, &place)?;
         let _session_lane = match (&req.conversation_id, &plan.session) {
             (None, Some(session)) if plan.resumed || plan.replayed => {
                 let lane = self.lanes.enter(&format!("session:{}", session.id)).await;
                 if lane.waited {
+                    self.refresh_sessions().await;
                     plan = self.plan(&req, &conversation, &place)?;
                 }
                 Some(lane)
@@ -169,6 +185,7 @@ impl Engine {
         // that keeps it in its history (after a failure or a cancel) still continues this chat.
         let mut incomplete = plan.session.as_ref().filter(|_| plan.resumed && !plan.continuing).map(|s| Incomplete {
             engine: self,
+            saves,
             session_id: s.id.clone(),
             chat_id: s.chat_id.clone(),
             request: conversation.new_request_hash(),
@@ -581,6 +598,9 @@ impl Engine {
                         created_ms: now,
                         last_used_ms: now,
                         tools: 0,
+                        // The store's, set when it is recorded.
+                        owner: String::new(),
+                        door: Default::default(),
                     },
                 };
                 let replayed = conversation.has_history() || continuing;
@@ -735,6 +755,7 @@ impl Engine {
 /// the session store what the chat was given.
 struct Incomplete<'a> {
     engine: &'a Engine,
+    saves: &'a PendingSaves,
     session_id: String,
     chat_id: String,
     request: u64,
@@ -750,12 +771,17 @@ impl Incomplete<'_> {
 impl Drop for Incomplete<'_> {
     fn drop(&mut self) {
         if !self.session_id.is_empty() {
-            lock(&self.engine.sessions).note_incomplete(
+            let write = lock(&self.engine.sessions).note_incomplete_in_memory(
                 &self.session_id,
                 &self.chat_id,
                 self.request,
                 self.resume_failed,
             );
+            // A drop cannot wait: the write runs on a blocking thread, and the turn waits for it
+            // before it answers (a cancelled turn's lands on its own).
+            if let Some(write) = write {
+                self.saves.push(save_detached(&self.engine.sessions, write));
+            }
         }
     }
 }

@@ -29,6 +29,7 @@ use axum::Router;
 use tracing::Instrument;
 
 use crate::backend::select::{self, EnvPolicy};
+use crate::engine::sessions::Door;
 use crate::engine::{Config, Engine};
 use crate::protocol::{Mode, Options, Secret, StatusResult};
 use crate::startup::{self, Paths};
@@ -316,6 +317,8 @@ async fn serve(
             return 1;
         }
     };
+    // `maxSessions` counts serve's own sessions, never the editor's.
+    config.door = Door::Http;
     if let Workspaces::Private { root, .. } = &workspaces {
         // A folder per conversation, chosen by the engine with the conversation's session.
         config.conversation_folders = Some(root.clone());

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::deltas;
 use super::state::Connection;
 use crate::backend::select;
+use crate::engine::sessions::ClearScope;
 use crate::engine::tools::ToolSet;
 use crate::engine::{Config, Engine, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
@@ -85,8 +86,13 @@ pub fn module(conn: Arc<Connection>) -> RpcModule<Connection> {
                 let turns = turns.clone();
                 async move { chat_send(&c, &turns, p).await.map_err(ErrorObjectOwned::from) }
             })?;
-            m.register_method(request::SESSIONS_LIST, |_, c, _| sessions_list(c).map_err(ErrorObjectOwned::from))?;
-            m.register_method(request::SESSIONS_CLEAR, |p, c, _| sessions_clear(c, p).map_err(ErrorObjectOwned::from))?;
+            // Async: both read the shared session file (and clear writes it) off the workers.
+            m.register_async_method(request::SESSIONS_LIST, |_, c, _| async move {
+                sessions_list(&c).await.map_err(ErrorObjectOwned::from)
+            })?;
+            m.register_async_method(request::SESSIONS_CLEAR, |p, c, _| async move {
+                sessions_clear(&c, p).await.map_err(ErrorObjectOwned::from)
+            })?;
             m.register_async_method(request::STATUS, |_, c, _| async move {
                 status(&c).await.map_err(ErrorObjectOwned::from)
             })?;
@@ -119,10 +125,13 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
         return Err(BridgeError::invalid_params("`initialize` was already called").into());
     }
     let client = params.client_info.as_ref().map(|c| c.name.clone()).unwrap_or_default();
-    let ignored: Vec<String> = params.options.unknown.keys().cloned().collect();
+    let ignored = params.options.ignored();
     if !ignored.is_empty() {
         // A newer client: it still works, without what this sidecar does not know.
-        tracing::warn!(options = ?ignored, "ignoring initialize options this sidecar does not know");
+        tracing::warn!(
+            options = ?ignored,
+            "ignoring initialize options (or values) this sidecar does not know; their defaults are kept"
+        );
     }
     let folders: Vec<PathBuf> = params.workspace_folders.iter().map(PathBuf::from).collect();
     let config = Config::new(params.options.clone(), folders, conn.paths.state_dir.clone())?;
@@ -197,13 +206,19 @@ async fn chat_send(conn: &Connection, turns: &Turns, p: Params<'static>) -> RpcR
     Ok(ChatSendResult { turn_id, session_id, resumed, stop_reason, usage, duration_ms })
 }
 
-fn sessions_list(conn: &Connection) -> RpcResult<SessionsListResult> {
-    Ok(SessionsListResult { sessions: conn.engine()?.sessions() })
+async fn sessions_list(conn: &Connection) -> RpcResult<SessionsListResult> {
+    Ok(SessionsListResult { sessions: conn.engine()?.sessions().await })
 }
 
-fn sessions_clear(conn: &Connection, p: Params<'_>) -> RpcResult<SessionsClearResult> {
+async fn sessions_clear(conn: &Connection, p: Params<'static>) -> RpcResult<SessionsClearResult> {
     let params: SessionsClearParams = parse(&p)?;
-    Ok(SessionsClearResult { cleared: conn.engine()?.clear_sessions(params.session_id.as_deref()) })
+    // This window's unless asked for all: the session file is shared by every sidecar of the user.
+    let scope = match (&params.session_id, params.all) {
+        (Some(id), _) => ClearScope::One(id),
+        (None, true) => ClearScope::All,
+        (None, false) => ClearScope::Mine,
+    };
+    Ok(SessionsClearResult { cleared: conn.engine()?.clear_sessions(scope).await })
 }
 
 async fn status(conn: &Connection) -> RpcResult<StatusResult> {

@@ -255,6 +255,23 @@ async fn options_a_newer_client_sends_are_ignored_and_reported() {
     assert_eq!(c.finish().await, 0);
 }
 
+#[tokio::test]
+async fn a_value_a_newer_client_sends_for_a_known_option_is_ignored_not_refused() {
+    for (options, ignored) in [
+        (json!({"backend": "sdk"}), json!(["backend"])),
+        (json!({"backend": "print", "maxSessions": "lots"}), json!(["maxSessions"])),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Client::start(Scripted::new(), None);
+        let params = json!({"protocolVersion": 1, "workspaceFolders": [dir.path()], "options": options});
+        let init = c.request("initialize", params).await;
+        assert_eq!(init["result"]["capabilities"]["ignoredOptions"], ignored, "{init}");
+        let r = c.request("chat/send", chat("t", "still works")).await;
+        assert!(r.get("result").is_some(), "{r}");
+        assert_eq!(c.finish().await, 0);
+    }
+}
+
 /// The `id` of a response body exactly as written (a `Value` would round a big number).
 fn raw_id(body: &str) -> String {
     #[derive(serde::Deserialize)]

@@ -7,6 +7,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::support::*;
+use cursor_bridge_test_client::initialize_params;
 
 /// `cursor-bridge doctor --json <args>` with nothing of this machine's Cursor set-up in reach.
 fn doctor(dir: &TestDir, args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
@@ -109,6 +110,47 @@ fn a_missing_cli_fails_the_cli_check_and_says_how_to_install_it() {
             assert_eq!(check(&report, id)["summary"], "Not checked: no Cursor CLI.", "{id}");
         }
     }
+}
+
+/// (arguments, environment, the setting named, the path named)
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str, &'a str);
+
+/// A configured CLI path that points at nothing: the failing check names the setting (or the
+/// variable) and the path it tried, so the fix is the setting, not a reinstall.
+#[test]
+fn a_configured_cli_path_that_points_at_nothing_is_named_with_the_path_it_tried() {
+    let dir = TestDir::new();
+    let cases: [Case; 2] = [
+        (
+            &["--cli-path", "/nonexistent/setting/cursor-agent"],
+            &[],
+            "cursorBridge.cliPath",
+            "/nonexistent/setting/cursor-agent",
+        ),
+        (
+            &[],
+            &[("CURSOR_BRIDGE_CLI_PATH", "/nonexistent/env/agent")],
+            "CURSOR_BRIDGE_CLI_PATH",
+            "/nonexistent/env/agent",
+        ),
+    ];
+    for (args, env, setting, path) in cases {
+        let (code, report) = doctor(&dir, args, env);
+        well_formed(&report);
+        assert_eq!((code, failed(&report)), (1, vec!["cli".to_string()]), "{args:?} {env:?}: {report:#}");
+        let cli = check(&report, "cli");
+        let summary = cli["summary"].as_str().unwrap();
+        assert!(summary.contains(setting) && summary.contains(path), "{summary}");
+        assert!(cli["fix"].as_str().unwrap().contains(setting), "{cli}");
+    }
+    // Check Setup: the editor's `cliPath` (the `cursorBridge.cliPath` setting) through the stdio door.
+    let mut sidecar = Sidecar::start(&dir);
+    let params = initialize_params(("tests", "0"), &dir.workspace(), "/nonexistent/editor/agent".as_ref(), json!({}));
+    sidecar.initialize_with(params);
+    let response = sidecar.request("doctor", json!({}));
+    let cli = check(&response["result"], "cli");
+    let summary = cli["summary"].as_str().unwrap();
+    assert!(summary.contains("cursorBridge.cliPath") && summary.contains("/nonexistent/editor/agent"), "{cli}");
 }
 
 #[test]

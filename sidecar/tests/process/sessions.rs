@@ -242,3 +242,66 @@ fn a_resume_the_cli_rejects_falls_back_to_a_replayed_new_chat() {
     assert!(last["stdin"].as_str().unwrap().contains("<conversation_history>"));
     assert_ne!(resume_id(last), resume_id(&turns[0]));
 }
+
+/// Two editor windows (two sidecars) share the session file: Clear Sessions in one forgets that
+/// window's conversations only; `all: true` forgets every window's.
+#[test]
+fn clear_sessions_clears_this_windows_sessions_unless_asked_for_all() {
+    let dir = TestDir::new();
+    let mut window_a = Sidecar::start(&dir);
+    window_a.initialize(&dir, json!({}));
+    let mut window_b = Sidecar::start(&dir);
+    window_b.initialize(&dir, json!({}));
+    let (_, a) = window_a.chat(turn("a1", "ask", json!([user("window a")]), json!({"conversationId": "conv-a"})));
+    let (_, b) = window_b.chat(turn("b1", "ask", json!([user("window b")]), json!({"conversationId": "conv-b"})));
+    let (a, b) = (a["result"]["sessionId"].clone(), b["result"]["sessionId"].clone());
+    let listed = |s: &mut Sidecar| -> Vec<Value> {
+        let r = s.request("sessions/list", json!({}));
+        r["result"]["sessions"].as_array().unwrap().iter().map(|x| x["sessionId"].clone()).collect()
+    };
+    assert_eq!(listed(&mut window_a).len(), 2, "each window sees the shared file");
+    let cleared = window_a.request("sessions/clear", json!({}));
+    assert_eq!(cleared["result"]["cleared"], 1, "{cleared}");
+    assert_eq!(listed(&mut window_b), std::slice::from_ref(&b), "window b's conversation is still there");
+    assert_eq!(listed(&mut window_a), std::slice::from_ref(&b));
+    // Window b's conversation continues its chat; window a's starts over with a replay.
+    let (_, again) = window_b.chat(turn(
+        "b2",
+        "ask",
+        json!([user("window b"), assistant("Echo: window b"), user("more")]),
+        json!({"conversationId": "conv-b"}),
+    ));
+    assert_eq!((again["result"]["resumed"].clone(), again["result"]["sessionId"].clone()), (json!(true), b.clone()));
+    let all = window_a.request("sessions/clear", json!({"all": true}));
+    assert_eq!(all["result"]["cleared"], 1, "{all}");
+    assert!(listed(&mut window_b).is_empty());
+    assert_ne!(a, b);
+}
+
+/// A CLI build that keeps its chats elsewhere than the bridge's "is this chat gone?" check looks
+/// (the double's `CURSOR_DOUBLE_CHAT_STORE=sha256`): the check is calibrated after the first turn
+/// and not used for that build, so every follow-up resumes its chat instead of being replayed.
+#[test]
+fn another_chat_store_layout_never_makes_a_follow_up_a_replay() {
+    if acp() {
+        eprintln!("skipped on acp: the chat store check is print mode's (ACP asks the agent to load a session)");
+        return;
+    }
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_CHAT_STORE", "sha256").start();
+    s.initialize(&dir, json!({}));
+    let mut history = vec![];
+    for (i, said) in ["first", "second", "third"].iter().enumerate() {
+        history.push(user(said));
+        let (_, r) = s.chat(turn(&format!("t{i}"), "ask", json!(history), json!({"conversationId": "c"})));
+        assert_eq!(r["result"]["resumed"], i > 0, "turn {i}: {r}");
+        history.push(assistant(&format!("Echo: {said}")));
+    }
+    let turns = dir.turn_records();
+    assert_eq!(turns.len(), 3, "no turn was tried twice or replayed");
+    let first = resume_id(&turns[0]);
+    assert!(turns.iter().all(|t| resume_id(t) == first), "one chat throughout");
+    assert!(!turns[2]["stdin"].as_str().unwrap().contains("<conversation_history>"), "{}", turns[2]["stdin"]);
+    let log = dir.log_text();
+    assert_eq!(log.matches("does not keep its chats where the bridge looks").count(), 1, "said once:\n{log}");
+}

@@ -78,19 +78,26 @@ impl Locator {
 
 fn not_found_error(e: &DiscoveryError) -> BridgeError {
     match e {
+        // Named with the path tried: "not found" alone sends people to reinstall a CLI they have,
+        // when the fix is the setting that points elsewhere.
         DiscoveryError::ConfiguredPathMissing { path, source } => {
-            let (what, fix) = match source {
-                discovery::Source::EnvVar => {
-                    (format!("`{}`", discovery::ENV_CLI_PATH), "Fix or unset that environment variable.")
-                }
+            let path = path.display();
+            let (message, fix) = match source {
+                discovery::Source::EnvVar => (
+                    format!("The Cursor CLI was not found at {path}, the path in `{}`", discovery::ENV_CLI_PATH),
+                    format!(
+                        "Fix or unset the `{}` environment variable (the sidecar inherits it from the editor or shell that started it).",
+                        discovery::ENV_CLI_PATH
+                    ),
+                ),
                 _ => (
-                    "the configured CLI path".to_string(),
-                    "Fix the `cursorBridge.cliPath` setting, or clear it to search PATH.",
+                    format!(
+                        "The Cursor CLI was not found at {path}, the path in the `cursorBridge.cliPath` setting (`--cli-path` on the command line)"
+                    ),
+                    "Fix the `cursorBridge.cliPath` setting (or `--cli-path`), or clear it to search PATH.".to_string(),
                 ),
             };
-            BridgeError::new(ErrorKind::CliNotFound, format!("The Cursor CLI was not found at {what}"))
-                .hint(fix)
-                .detail(path.display().to_string())
+            BridgeError::new(ErrorKind::CliNotFound, message).hint(fix).detail(path.to_string())
         }
         DiscoveryError::NotFound { searched } => {
             BridgeError::new(ErrorKind::CliNotFound, "The Cursor CLI (`cursor-agent`) is not installed or not on PATH")

@@ -50,6 +50,8 @@ pub struct CursorPrint {
     locator: Locator,
     chat_ids: ChatIdCache,
     spares: Spares,
+    /// Whether the chat store says anything about this CLI build's chats.
+    chat_store: chat_store::Calibration,
 }
 
 impl CursorPrint {
@@ -63,6 +65,7 @@ impl CursorPrint {
             neutral,
             chat_ids: ChatIdCache::default(),
             spares: Spares::new(config.spares, config.spare_idle.max(Duration::from_secs(1))),
+            chat_store: Default::default(),
         });
         if backend.spares.enabled() {
             // Stop spares that sat idle too long; the task ends with the backend.
@@ -122,7 +125,7 @@ impl CursorPrint {
         let mut refill = None;
         let (resume, prestarted) = match &t.chat {
             Chat::Resume(id) => {
-                if chat_store::is_gone(id, &t.workspace) {
+                if self.chat_store.is_gone(&cli.program, id, &t.workspace) {
                     tracing::warn!(chat = %id, "the chat is gone from the CLI's chat store");
                     let error = BridgeError::new(
                         crate::protocol::ErrorKind::CliFailed,
@@ -157,6 +160,9 @@ impl CursorPrint {
         drop(refill); // the CLI is done: now `create-chat` competes with nothing of this turn's
         let mut end = ended?;
         end.chat_id = end.chat_id.or(resume);
+        if let (Some(chat), false) = (&end.chat_id, matches!(t.chat, Chat::OneShot)) {
+            self.chat_store.learn(&cli.program, chat, &t.workspace);
+        }
         Ok(end)
     }
 
@@ -283,6 +289,7 @@ impl Backend for CursorPrint {
                         account: None,
                         api_key,
                         hint: e.hint,
+                        problem: Some(e.message),
                     }
                 }
             };
@@ -298,6 +305,7 @@ impl Backend for CursorPrint {
                 account: login.account,
                 api_key,
                 hint,
+                problem: None,
             }
         })
     }

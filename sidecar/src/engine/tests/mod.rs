@@ -5,6 +5,7 @@
 
 mod models;
 mod queue_and_cancel;
+mod session_io;
 mod sessions;
 mod timeouts;
 mod tools;

@@ -37,7 +37,7 @@ async fn a_cancelled_turn_stops_the_backend_and_records_nothing() {
     assert_eq!(h.backend.dropped.load(Ordering::SeqCst), 1);
     assert_eq!(h.backend.running.load(Ordering::SeqCst), 0);
     assert_eq!(h.engine.in_flight(), 0);
-    assert!(h.engine.sessions().is_empty(), "a cancelled turn is not a turn the chat completed");
+    assert!(h.engine.sessions().await.is_empty(), "a cancelled turn is not a turn the chat completed");
 }
 
 #[tokio::test(start_paused = true)]
@@ -48,7 +48,7 @@ async fn cancel_racing_completion_leaves_a_consistent_engine() {
         let h = Harness::new(Options::default());
         let turn = h.send(in_conversation("c", vec![user("[[busy:1|text:done]]")]));
         let finished = tokio::time::timeout(Duration::from_millis(at_ms), turn).await.is_ok();
-        let recorded = h.engine.sessions().len();
+        let recorded = h.engine.sessions().await.len();
         assert_eq!(recorded, usize::from(finished), "cancel at {at_ms} ms");
         assert_eq!(h.engine.in_flight(), 0, "cancel at {at_ms} ms");
         assert_eq!(h.backend.running.load(Ordering::SeqCst), 0, "cancel at {at_ms} ms");

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::backend::{Chat, Warm};
+use crate::engine::sessions::ClearScope;
 use crate::protocol::Options;
 
 #[tokio::test(start_paused = true)]
@@ -43,7 +44,7 @@ async fn history_alone_identifies_a_conversation_and_a_different_one_starts_a_ne
 async fn a_cleared_session_replays_the_conversation_into_a_new_chat() {
     let h = Harness::new(Options::default());
     h.send(in_conversation("c", vec![user("remember 42")])).await.1.unwrap();
-    assert_eq!(h.engine.clear_sessions(None), 1);
+    assert_eq!(h.engine.clear_sessions(ClearScope::Mine).await, 1);
     let (events, r) =
         h.send(in_conversation("c", vec![user("remember 42"), assistant("ok"), user("what number?")])).await;
     let r = r.unwrap();
@@ -82,7 +83,7 @@ async fn utility_turns_run_one_shot_in_ask_mode_and_touch_no_session() {
     assert!(!events.iter().any(|e| matches!(e, Event::Session { .. })));
     let t = h.backend.turn(0);
     assert_eq!((t.chat, t.mode, t.model.as_str()), (Chat::OneShot, Mode::Ask, "fast-model"));
-    assert!(h.engine.sessions().is_empty());
+    assert!(h.engine.sessions().await.is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -271,7 +272,7 @@ async fn each_conversation_gets_a_private_folder_of_its_own_when_asked() {
     std::fs::create_dir_all(&stray).unwrap();
     assert_eq!(engine.sweep_conversation_folders(std::time::Duration::ZERO), 1);
     assert!(!stray.exists() && a.exists() && b.exists());
-    engine.clear_sessions(None);
+    engine.clear_sessions(ClearScope::Mine).await;
     assert_eq!(engine.sweep_conversation_folders(std::time::Duration::ZERO), 2);
     assert!(!a.exists());
 }
