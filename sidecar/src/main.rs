@@ -20,9 +20,12 @@ Usage:
 Environment:
   CURSOR_BRIDGE_CLI_PATH    path of the Cursor CLI (else cursor-agent / agent on PATH)
   CURSOR_BRIDGE_LOG         log filter, e.g. info, debug, off (default info)
-  CURSOR_BRIDGE_LOG_DIR     log folder (default: <state folder>/cursor-bridge/logs)
-  CURSOR_BRIDGE_STATE_DIR   state folder for sessions and the model cache
+  CURSOR_BRIDGE_LOG_DIR     log folder (default: logs/ in the state folder)
+  CURSOR_BRIDGE_STATE_DIR   state folder for sessions and the model cache (default: cursor-bridge/
+                            in ~/.local/state on Linux, ~/Library/Application Support on macOS,
+                            %LOCALAPPDATA% on Windows)
   CURSOR_BRIDGE_API_KEY     serve: the key HTTP clients must send (Authorization: Bearer)
+  CURSOR_BRIDGE_PASS_ENV    serve: more variables for the CLI (`cursor-bridge serve --help`)
 ";
 
 fn main() {
