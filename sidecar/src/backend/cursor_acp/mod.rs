@@ -235,7 +235,9 @@ impl CursorAcp {
     /// with `None`, no tools).
     fn take_spare(&self, workspace: &Path, tools: Option<&[crate::protocol::ToolDefinition]>) -> Option<Agent> {
         let mut spares = lock(&self.spares);
-        spares.retain_mut(|s| s.agent.alive());
+        for dead in spares.extract_if(.., |s| !s.agent.alive()) {
+            retire(dead.agent);
+        }
         let i = spares.iter().position(|s| s.workspace == workspace && s.hosts(tools))?;
         Some(spares.remove(i).agent)
     }
@@ -308,7 +310,9 @@ impl CursorAcp {
         };
         if let Some(agent) = slot.as_mut() {
             if !agent.alive() || agent.workspace != workspace {
-                *slot = None;
+                if let Some(agent) = slot.take() {
+                    retire(agent);
+                }
             }
         }
         Ok(slot)
@@ -317,6 +321,8 @@ impl CursorAcp {
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         let cli = self.print.cli().await?;
         let mut one_shot = false;
+        // A new session is kept warm only once its first turn succeeded (below).
+        let mut fresh: Option<SlotCell> = None;
         // Starting an agent and opening a session have their own bounds (agent.rs): that is not
         // the model being silent.
         let opening = sink.opening();
@@ -375,10 +381,8 @@ impl CursorAcp {
                 };
                 self.refill(t.workspace.clone(), hosted.map(<[_]>::to_vec));
                 let cell: SlotCell = Arc::new(AsyncMutex::new(Some(agent)));
-                let slot = cell.clone().lock_owned().await;
-                let session = slot.as_ref().map(|a| a.session_id.clone()).unwrap_or_default();
-                lock(&self.warm).insert(session, cell);
-                slot
+                fresh = Some(cell.clone());
+                cell.lock_owned().await
             }
             Chat::OneShot => {
                 // Nobody resumes it, and it must not share a session with anyone: its own
@@ -408,8 +412,10 @@ impl CursorAcp {
             host.serve(None);
         }
         match slot {
-            // Nobody continues a one-shot session: its agent finishes and exits.
-            Some(mut slot) if one_shot => {
+            // Nobody continues a one-shot session, nor a new one whose first turn failed (the
+            // engine never learnt its id; kept, it would only push real conversations out of
+            // `warmSessions`): its agent finishes and exits.
+            Some(mut slot) if one_shot || (fresh.is_some() && outcome.is_err()) => {
                 if let Some(agent) = slot.take() {
                     retire(agent);
                 }
@@ -417,6 +423,8 @@ impl CursorAcp {
             Some(mut slot) => {
                 if !slot.as_mut().is_some_and(Agent::alive) {
                     lock(&self.warm).remove(&session);
+                } else if let Some(cell) = fresh {
+                    lock(&self.warm).insert(session.clone(), cell);
                 }
             }
             None => {
@@ -439,7 +447,19 @@ impl CursorAcp {
                 })
                 .min_by_key(|(_, used)| *used);
             let Some((id, _)) = oldest else { break };
-            warm.remove(&id);
+            let Some(cell) = warm.remove(&id) else { break };
+            match cell.clone().try_lock_owned() {
+                Ok(mut slot) => {
+                    if let Some(agent) = slot.take() {
+                        retire(agent);
+                    }
+                }
+                // A turn took it since it was picked: it stays.
+                Err(_) => {
+                    warm.insert(id, cell);
+                    break;
+                }
+            }
         }
     }
 
@@ -448,13 +468,23 @@ impl CursorAcp {
         let tight = !memory_allows_spares();
         let (warm_idle, spare_idle) = (self.warm_idle, self.spare_idle);
         lock(&self.warm).retain(|_, cell| match cell.try_lock() {
-            Ok(mut slot) => match slot.as_mut() {
-                Some(agent) => !tight && agent.used.elapsed() < warm_idle && agent.alive(),
-                None => false,
-            },
+            Ok(mut slot) => {
+                let keep = slot.as_mut().is_some_and(|a| !tight && a.used.elapsed() < warm_idle && a.alive());
+                if !keep {
+                    if let Some(agent) = slot.take() {
+                        retire(agent);
+                    }
+                }
+                keep
+            }
             Err(_) => true, // a turn runs on it
         });
-        lock(&self.spares).retain_mut(|s| !tight && s.agent.used.elapsed() < spare_idle && s.agent.alive());
+        let stale: Vec<Spare> = lock(&self.spares)
+            .extract_if(.., |s| tight || s.agent.used.elapsed() >= spare_idle || !s.agent.alive())
+            .collect();
+        for spare in stale {
+            retire(spare.agent);
+        }
     }
 
     /// Warm ACP processes, for `status` and tests.
@@ -463,7 +493,9 @@ impl CursorAcp {
     }
 }
 
-/// Stop an agent no turn needs: end of input, a moment to exit, then its tree is killed.
+/// Stop an agent no turn needs — evicted (idle, past `warmSessions`, dead, another workspace),
+/// replaced or finished: end of input, so it can save its session store as at shutdown, a
+/// moment to exit, then its tree is killed (dropping the agent), whether it exited or not.
 fn retire(mut agent: Agent) {
     agent.close_input();
     tokio::spawn(async move {
@@ -471,6 +503,7 @@ fn retire(mut agent: Agent) {
         while agent.alive() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        drop(agent);
     });
 }
 
