@@ -1,7 +1,7 @@
-//! What the ACP backend's warm agents leave behind (issue 21, items 6 and 12): an agent that is
-//! evicted gets end of input and a moment to save before it dies, as at shutdown; a new session
-//! whose first turn failed is not kept warm at the expense of real conversations. These pin
-//! `backend: "acp"`.
+//! What the ACP backend's warm agents leave behind (issue 21, items 6, 7 and 12): an agent that is
+//! evicted gets end of input and a moment to save before it dies, as at shutdown; Stop and the end
+//! of a turn stop what the turn started while the agent stays warm; a new session whose first turn
+//! failed is not kept warm at the expense of real conversations. These pin `backend: "acp"`.
 
 use std::time::Duration;
 
@@ -108,4 +108,78 @@ fn a_new_conversation_whose_first_turn_failed_does_not_push_a_warm_one_out() {
     assert_eq!(prompts, ["the real conversation", "still there?"]);
     assert!(alive(warm), "the warm agent was pushed out");
     assert_eq!(dir.acp_records("start").len(), 2, "no agent was started to load the conversation");
+}
+
+/// The grandchild the double's `turn`th turn started (cli-double README §8.4 `turnGrandchild`).
+fn turn_grandchild(dir: &TestDir, turn: usize) -> u64 {
+    let mut pid = None;
+    let found = eventually(Duration::from_secs(10), || {
+        pid = dir.acp_records("grandchild").get(turn).and_then(|r| r["grandchildPid"].as_u64());
+        pid.is_some()
+    });
+    assert!(found, "the double's turn {turn} started no grandchild");
+    pid.unwrap()
+}
+
+/// Stop (`$/cancelRequest`) during a turn that left a background process running: the process is
+/// gone, the agent is not (the next turn runs in the same process and session). Both shapes of
+/// a background job: a child of the agent, and one whose shell exited (re-parented to the sidecar,
+/// still in the agent's process group).
+#[test]
+fn stop_ends_what_the_acp_turn_started_and_the_agent_stays_warm() {
+    for via_shell in [false, true] {
+        let dir = TestDir::new();
+        // Every turn starts a background process and streams slowly (from the env scenario: the
+        // interrupted message is sent again with the next one, so no directive may be in it).
+        let scenario = json!({"turnGrandchild": true, "chunkChars": 1, "deltaDelayMs": 30}).to_string();
+        let mut env = vec![("CURSOR_DOUBLE_SCENARIO", scenario.as_str())];
+        if via_shell {
+            env.push(("CURSOR_DOUBLE_GRANDCHILD_VIA_SHELL", "1"));
+        }
+        let mut s = start(&dir, &env, json!({"spares": 0}));
+        let (_, r1) = s.chat(send("t1", "c1", json!([user("hello")])));
+        assert!(r1.get("result").is_some(), "{r1}");
+        let (_, agent, _) = session_with_prompt(&dir, "hello");
+        let slow = format!("start the dev server and tell me a story: {}", "once upon a time ".repeat(20));
+        let history = json!([user("hello"), assistant("Echo: hello"), user(&slow)]);
+        let id = s.send_request("chat/send", send("t2", "c1", history.clone()));
+        let mut saw_text = false;
+        while !saw_text {
+            let m = s.next_message(Duration::from_secs(10)).expect("the turn streams");
+            saw_text = m["params"]["kind"] == "text";
+        }
+        let server = turn_grandchild(&dir, 1);
+        assert!(alive(server), "the background process runs");
+        s.notify("$/cancelRequest", json!({"id": id}));
+        let r = s.response_within(&json!(id), Duration::from_secs(5));
+        assert_eq!(r["error"]["code"], -32800, "{r}");
+        assert!(
+            eventually(Duration::from_secs(4), || !alive(server)),
+            "the process the turn started outlived Stop (via shell: {via_shell})"
+        );
+        assert!(alive(agent), "Stop killed the warm agent itself (via shell: {via_shell})");
+        let mut next = history.as_array().unwrap().clone();
+        next.extend([assistant("xxx"), user("are you still there?")]);
+        let (d, r3) = s.chat(send("t3", "c1", json!(next)));
+        assert_eq!(r3["result"]["resumed"], true, "{r3}");
+        assert_eq!(text_of(&d), "Echo: are you still there?");
+        let (_, pid, _) = session_with_prompt(&dir, "hello");
+        assert_eq!(pid, agent, "the next turn runs in the same agent");
+    }
+}
+
+/// A turn that ends normally (Cursor's own tools, `tools: "cursor"`) leaves nothing it started
+/// running either, as a print-mode turn does not; the agent stays warm.
+#[test]
+fn what_an_acp_turn_left_running_ends_with_the_turn() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, &[], json!({"spares": 0}));
+    let prompt = directed("start the watcher", json!({"turnGrandchild": true}));
+    let (d, r1) = s.chat(send("t1", "c1", json!([user(&prompt)])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    assert_eq!(text_of(&d), "Echo: start the watcher");
+    let watcher = turn_grandchild(&dir, 0);
+    assert!(eventually(Duration::from_secs(2), || !alive(watcher)), "the process the turn started outlived it");
+    let (_, agent, _) = session_with_prompt(&dir, &prompt);
+    assert!(alive(agent), "the agent stays warm");
 }

@@ -3,7 +3,9 @@
 //! failure from an answer (Cursor streams some errors as answer text and ends with `end_turn`,
 //! docs/cursor-acp.md §6, §11). Dropping the turn cancels it (docs/cursor-acp.md §8.1): the
 //! agent's pending requests are answered cancelled, `session/cancel` is sent, and the session is
-//! kept if the agent answers `cancelled` within a grace, else its process tree is killed.
+//! kept if the agent answers `cancelled` within a grace, else its process tree is killed. Either
+//! way, and at the end of every turn, the processes the turn started are killed
+//! ([`Agent::end_what_the_turn_started`]).
 
 use std::time::Duration;
 
@@ -51,6 +53,7 @@ pub async fn run(
     let mut slot = running.slot.take();
     if let Some(agent) = slot.as_mut().and_then(|s| s.as_mut()) {
         agent.end_turn().await;
+        agent.end_what_the_turn_started();
     }
     (slot, outcome)
 }
@@ -193,6 +196,8 @@ async fn cancel(mut slot: Slot, mut prompt: JoinHandle<(Result<Value, RpcError>,
         Ok(Ok((Ok(result), _))) => {
             let reason = result.get("stopReason").and_then(Value::as_str).unwrap_or("");
             tracing::debug!(reason, pid = agent.pid(), "the cancelled ACP turn stopped; the session stays warm");
+            // The agent stopped its turn, not necessarily what the turn started.
+            agent.end_what_the_turn_started();
         }
         _ => {
             prompt.abort();
