@@ -322,7 +322,7 @@ impl CursorAcp {
         let cli = self.print.cli().await?;
         let mut one_shot = false;
         // A new session is kept warm only once its first turn succeeded (below).
-        let mut fresh: Option<SlotCell> = None;
+        let mut fresh: Option<Fresh> = None;
         // Starting an agent and opening a session have their own bounds (agent.rs): that is not
         // the model being silent.
         let opening = sink.opening();
@@ -381,7 +381,7 @@ impl CursorAcp {
                 };
                 self.refill(t.workspace.clone(), hosted.map(<[_]>::to_vec));
                 let cell: SlotCell = Arc::new(AsyncMutex::new(Some(agent)));
-                fresh = Some(cell.clone());
+                fresh = Some(Fresh(Some(cell.clone())));
                 cell.lock_owned().await
             }
             Chat::OneShot => {
@@ -412,10 +412,8 @@ impl CursorAcp {
             host.serve(None);
         }
         match slot {
-            // Nobody continues a one-shot session, nor a new one whose first turn failed (the
-            // engine never learnt its id; kept, it would only push real conversations out of
-            // `warmSessions`): its agent finishes and exits.
-            Some(mut slot) if one_shot || (fresh.is_some() && outcome.is_err()) => {
+            // Nobody continues a one-shot session: its agent finishes and exits.
+            Some(mut slot) if one_shot => {
                 if let Some(agent) = slot.take() {
                     retire(agent);
                 }
@@ -423,8 +421,8 @@ impl CursorAcp {
             Some(mut slot) => {
                 if !slot.as_mut().is_some_and(Agent::alive) {
                     lock(&self.warm).remove(&session);
-                } else if let Some(cell) = fresh {
-                    lock(&self.warm).insert(session.clone(), cell);
+                } else if let Some(fresh) = fresh.take().filter(|_| outcome.is_ok()) {
+                    lock(&self.warm).insert(session.clone(), fresh.keep());
                 }
             }
             None => {
@@ -490,6 +488,31 @@ impl CursorAcp {
     /// Warm ACP processes, for `status` and tests.
     pub fn warm_count(&self) -> usize {
         lock(&self.warm).len() + lock(&self.spares).len()
+    }
+}
+
+/// A new session until its first turn succeeds. Dropped before that — the turn failed, or was
+/// cancelled and its future dropped — its agent is retired once the turn lets go of it (after a
+/// cancel's grace): the engine never learnt the session's id, so nobody can resume it, and kept
+/// warm it would only push real conversations out of `warmSessions`.
+struct Fresh(Option<SlotCell>);
+
+impl Fresh {
+    /// The first turn succeeded: the session is the conversation's.
+    fn keep(mut self) -> SlotCell {
+        self.0.take().expect("taken only here")
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        let (Some(cell), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) else { return };
+        runtime.spawn(async move {
+            let mut slot = cell.lock_owned().await;
+            if let Some(agent) = slot.take() {
+                retire(agent);
+            }
+        });
     }
 }
 
