@@ -77,6 +77,22 @@ fn an_idle_agent_gets_end_of_input_before_it_dies() {
 }
 
 #[test]
+fn a_warm_agent_in_use_outlives_the_idle_sweep() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, &[], json!({"spares": 0}));
+    let (_, r1) = s.chat(send("t1", "c1", json!([user("still warm later")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    let (_, pid, _) = session_with_prompt(&dir, "still warm later");
+    // Idle sessions are looked at every 5 s: one sweep passes, well inside `warmIdleSeconds`.
+    std::thread::sleep(Duration::from_secs(6));
+    let history = json!([user("still warm later"), assistant("Echo: still warm later"), user("and now?")]);
+    let (d, r2) = s.chat(send("t2", "c1", history));
+    assert_eq!(text_of(&d), "Echo: and now?", "{r2}");
+    assert!(alive(pid), "the sweep stopped an agent that was not idle");
+    assert_eq!(dir.acp_records("start").len(), 1, "the follow-up needed a new agent");
+}
+
+#[test]
 fn a_new_conversation_whose_first_turn_failed_does_not_push_a_warm_one_out() {
     let dir = TestDir::new();
     let mut s = start(&dir, &[], json!({"warmSessions": 1, "spares": 0}));
@@ -163,8 +179,8 @@ fn stop_ends_what_the_acp_turn_started_and_the_agent_stays_warm() {
         let (d, r3) = s.chat(send("t3", "c1", json!(next)));
         assert_eq!(r3["result"]["resumed"], true, "{r3}");
         assert_eq!(text_of(&d), "Echo: are you still there?");
-        let (_, pid, _) = session_with_prompt(&dir, "hello");
-        assert_eq!(pid, agent, "the next turn runs in the same agent");
+        assert!(alive(agent), "the next turn ran elsewhere");
+        assert_eq!(dir.acp_records("start").len(), 1, "the next turn needed a new agent (via shell: {via_shell})");
     }
 }
 
