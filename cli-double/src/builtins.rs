@@ -67,8 +67,12 @@ pub fn plan(b: &Builtin, workspace: &str, config: &Config, bypass: bool, force: 
     let writes = matches!(kind, "edit" | "write");
     let write = writes.then(|| (PathBuf::from(&path), content.clone()));
     if bypass {
+        // It runs: a file that is not there fails the read, as it would for a tool allowed to run.
         if kind == "read" {
-            spec.output = std::fs::read_to_string(&path).ok();
+            match std::fs::read_to_string(&path) {
+                Ok(text) => spec.output = Some(text),
+                Err(_) => spec.outcome = Outcome::Failure,
+            }
         }
         return Plan { spec, gated: false, write, label: "bypassed", target };
     }

@@ -112,6 +112,8 @@ pub struct Scenario {
     pub grandchild: bool,
     pub grandchild_escapes: bool,
     pub grandchild_stdio_inherit: bool,
+    /// ACP: each turn starts a grandchild (README 8.4).
+    pub turn_grandchild: bool,
     pub ignore_sigterm: bool,
     pub close_stdin_early: bool,
     pub permission_query: bool,
@@ -158,6 +160,7 @@ impl Default for Scenario {
             grandchild: false,
             grandchild_escapes: false,
             grandchild_stdio_inherit: false,
+            turn_grandchild: false,
             ignore_sigterm: false,
             close_stdin_early: false,
             permission_query: false,
@@ -328,6 +331,7 @@ fn from_json(v: &Json) -> Result<Scenario, String> {
             }
             "grandchild" => s.grandchild = boolean(k, value)?,
             "grandchildEscapes" => s.grandchild_escapes = boolean(k, value)?,
+            "turnGrandchild" => s.turn_grandchild = boolean(k, value)?,
             "grandchildStdio" => {
                 s.grandchild_stdio_inherit = match value.as_str() {
                     Some("inherit") => true,

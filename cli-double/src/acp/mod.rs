@@ -367,7 +367,7 @@ impl Server {
         }
     }
 
-    fn record(&self, acp: Json) -> Record {
+    pub(super) fn record(&self, acp: Json) -> Record {
         Record {
             argv: self.argv.clone(),
             subcommand: "acp".to_owned(),

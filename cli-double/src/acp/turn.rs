@@ -316,6 +316,14 @@ impl Turn {
         if sc.ignore_sigterm {
             self.server.ignore_sigterm.store(true, std::sync::atomic::Ordering::SeqCst);
         }
+        // What a shell tool leaves running (a dev server, a watcher): started by the turn.
+        if sc.turn_grandchild {
+            let pid = crate::process::spawn_grandchild(sc.grandchild_escapes, sc.grandchild_stdio_inherit);
+            let mut record =
+                self.server.record(obj([("phase", "grandchild".into()), ("sessionId", self.sid.as_str().into())]));
+            record.grandchild_pid = pid;
+            record.append();
+        }
         if let Some(n) = sc.stderr_bytes {
             crate::output::stderr_bytes(&print_mode::junk(n));
         }

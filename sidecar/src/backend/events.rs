@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::protocol::Usage;
+use crate::util::sync::lock;
 use crate::util::text::Fnv;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,13 +25,15 @@ pub enum Event {
         tool: String,
         summary: String,
     },
-    /// `ok` is false for failures, errors and rejections.
+    /// `ok` is false for failures, errors and rejections; `rejected`: it did not run (denied by
+    /// permissions, a permission request refused), as opposed to a tool that ran and failed.
     ToolCompleted {
         call_id: String,
         tool: String,
         summary: String,
         ok: bool,
         detail: Option<String>,
+        rejected: bool,
     },
     /// The agent asked permission for something it may not do unattended and was refused.
     PermissionDenied {
@@ -65,17 +68,40 @@ pub trait TextHold: Send {
     fn block(&self) -> Option<&str>;
 }
 
-/// Client-tools mode: the agent's own tools must not run. A built-in tool that completes with a
-/// result trips this, and the engine stops the turn.
+/// Client-tools mode: the agent's own tools must not run. Any built-in tool that ran trips this,
+/// and the engine stops the turn: one that completed other than rejected (a shell command that
+/// failed still ran), and, by the reply's end, one that started and was never rejected (no
+/// completion says it did not run). A rejection is the tool's own completion saying so, or the
+/// backend refusing its permission request ([`ToolPolicy::refused`]); calls of the client's own
+/// tools the backend hosts are not built-ins ([`ToolPolicy::disown`]).
 #[derive(Debug)]
 pub struct ToolPolicy {
     /// What ran, once something did (the first one is kept).
     tripped: tokio::sync::watch::Sender<Option<String>>,
+    calls: std::sync::Mutex<Calls>,
+}
+
+/// Built-in calls seen so far, by call id.
+#[derive(Debug, Default)]
+struct Calls {
+    /// Started, not yet completed nor refused: what each is.
+    open: Vec<(String, String)>,
+    refused: std::collections::HashSet<String>,
+    disowned: std::collections::HashSet<String>,
 }
 
 impl Default for ToolPolicy {
     fn default() -> Self {
-        ToolPolicy { tripped: tokio::sync::watch::channel(None).0 }
+        ToolPolicy { tripped: tokio::sync::watch::channel(None).0, calls: Default::default() }
+    }
+}
+
+/// How a tool call is named in the policy's error: `shell (npm test)`.
+fn what(tool: &str, summary: &str) -> String {
+    if summary.is_empty() {
+        tool.to_owned()
+    } else {
+        format!("{tool} ({summary})")
     }
 }
 
@@ -84,9 +110,56 @@ impl ToolPolicy {
         self.tripped.send_if_modified(|t| t.is_none() && t.replace(what).is_none());
     }
 
-    /// What ran, if a built-in tool did.
+    /// A built-in tool started: it ran unless something says it was rejected by the reply's end.
+    pub fn started(&self, call_id: &str, tool: &str, summary: &str) {
+        let mut calls = lock(&self.calls);
+        if !calls.disowned.contains(call_id) && !calls.refused.contains(call_id) {
+            calls.open.push((call_id.to_owned(), what(tool, summary)));
+        }
+    }
+
+    /// A built-in tool completed: unless rejected (by itself or by a refused permission), it ran.
+    pub fn completed(&self, call_id: &str, tool: &str, summary: &str, rejected: bool) {
+        let mut calls = lock(&self.calls);
+        calls.open.retain(|(id, _)| id != call_id);
+        if rejected || calls.refused.contains(call_id) || calls.disowned.contains(call_id) {
+            return;
+        }
+        drop(calls);
+        self.trip(what(tool, summary));
+    }
+
+    /// The backend refused the call's permission request: whatever the agent reports of it later
+    /// (Cursor reports some rejected tools `completed`, docs/cursor-acp.md §8.2), it did not run.
+    pub fn refused(&self, call_id: &str) {
+        let mut calls = lock(&self.calls);
+        calls.open.retain(|(id, _)| id != call_id);
+        calls.refused.insert(call_id.to_owned());
+    }
+
+    /// The call is one of the client's tools the backend hosts, not a built-in (known only after
+    /// its start was reported, as Cursor names an MCP call in a later update).
+    pub fn disown(&self, call_id: &str) {
+        let mut calls = lock(&self.calls);
+        calls.open.retain(|(id, _)| id != call_id);
+        calls.disowned.insert(call_id.to_owned());
+    }
+
+    /// What ran so far, if a built-in tool did.
     pub fn tripped_now(&self) -> Option<String> {
         self.tripped.borrow().clone()
+    }
+
+    /// At the reply's end: what ran, counting a built-in that started and was never rejected.
+    pub fn tripped_by_end(&self) -> Option<String> {
+        if let Some(what) = self.tripped_now() {
+            return Some(what);
+        }
+        let first_open = lock(&self.calls).open.first().map(|(_, what)| what.clone());
+        if let Some(what) = &first_open {
+            self.trip(what.clone());
+        }
+        first_open
     }
 
     /// Resolves with what ran, once a built-in tool did.
@@ -192,8 +265,14 @@ impl EventSink {
             Event::ToolStarted { .. } | Event::ToolCompleted { .. } | Event::PermissionDenied { .. }
                 if self.policy.is_some() =>
             {
-                if let (Some(policy), Event::ToolCompleted { tool, summary, ok: true, .. }) = (&self.policy, &event) {
-                    policy.trip(format!("{tool} ({summary})"));
+                match (&self.policy, &event) {
+                    (Some(policy), Event::ToolStarted { call_id, tool, summary }) => {
+                        policy.started(call_id, tool, summary)
+                    }
+                    (Some(policy), Event::ToolCompleted { call_id, tool, summary, rejected, .. }) => {
+                        policy.completed(call_id, tool, summary, *rejected)
+                    }
+                    _ => {}
                 }
                 tracing::debug!(?event, "the agent's own tool activity, in client-tools mode");
                 return;
@@ -228,9 +307,25 @@ impl EventSink {
     }
 
     /// Client-tools mode: keep the agent's own tool activity from the client, and trip `policy`
-    /// when a built-in tool completes.
+    /// when a built-in tool runs.
     pub fn police_tools(&mut self, policy: Arc<ToolPolicy>) {
         self.policy = Some(policy);
+    }
+
+    /// The backend refused the permission request of the agent's call `call_id`: it did not run,
+    /// whatever is reported of it later ([`ToolPolicy::refused`]).
+    pub fn refused(&self, call_id: &str) {
+        if let Some(policy) = &self.policy {
+            policy.refused(call_id);
+        }
+    }
+
+    /// `call_id` is a call of the client's tools the backend hosts, not one of the agent's own
+    /// ([`ToolPolicy::disown`]).
+    pub fn disown(&self, call_id: &str) {
+        if let Some(policy) = &self.policy {
+            policy.disown(call_id);
+        }
     }
 
     /// The agent printed something that is not an event (a heartbeat, a line we skip): it is

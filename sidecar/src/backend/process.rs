@@ -140,6 +140,9 @@ pub struct ChildProcess {
     finished: bool,
 }
 
+/// What ran under a child at one moment ([`ChildProcess::mark_tree`]).
+pub struct TreeMark(Vec<Proc>);
+
 /// The leader process: started by tokio, or on Linux by `vfork.rs` (waited for through the pidfd).
 enum Leader {
     Tokio(Child),
@@ -438,6 +441,56 @@ impl ChildProcess {
     /// busy again.
     pub fn set_standby(&mut self, standby: bool) {
         set_role(self.pid, self.token, if standby { Role::Standby } else { Role::Busy });
+    }
+
+    /// What runs under this child now, to tell apart later what starts after (see
+    /// [`ChildProcess::end_started_since`]).
+    pub fn mark_tree(&self) -> TreeMark {
+        TreeMark(self.under(&proc_table()))
+    }
+
+    /// Kill what this child started since `mark` and left running (a dev server or a watcher a
+    /// shell tool put in the background), leaving the child itself and whatever ran under it at
+    /// the mark alone: a warm agent stays usable while its turn's processes end as a print-mode
+    /// turn's do. Returns how many it signalled. Windows has no process table (the Job Object
+    /// can only be ended whole): nothing is found there.
+    pub fn end_started_since(&mut self, mark: &TreeMark) -> usize {
+        // The leader's pid names its group only while the leader is not reaped.
+        if self.reaped || self.finished {
+            return 0;
+        }
+        let table = proc_table();
+        let started: Vec<Proc> = self
+            .under(&table)
+            .into_iter()
+            .filter(|p| p.state != 'Z' && !mark.0.iter().any(|m| m.pid == p.pid && m.start == p.start))
+            .collect();
+        for p in &started {
+            signal_seen(p, Signal::Kill);
+        }
+        if !started.is_empty() {
+            if let Some(adopted) = registry().adopted.get_mut(&self.pid) {
+                adopted.retain(|o| !started.contains(o));
+            }
+            sweep_in_background(); // reap those re-parented to us
+        }
+        started.len()
+    }
+
+    /// Everything under this child in `table`: its descendants, the other processes of its group
+    /// (a background job whose shell exited is re-parented to us but stays in the group), and
+    /// the orphans a sweep attributed to it, with their descendants.
+    fn under(&self, table: &[Proc]) -> Vec<Proc> {
+        let mut out = descendants_in(table, self.pid);
+        let grouped = table.iter().filter(|p| p.pgid == self.pid && p.pid != self.pid).copied();
+        let adopted = registry().adopted.get(&self.pid).cloned().unwrap_or_default();
+        let adopted = adopted.into_iter().flat_map(|o| std::iter::once(o).chain(descendants_in(table, o.pid)));
+        for p in grouped.chain(adopted).collect::<Vec<_>>() {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
     }
 
     /// Wait for the leader to exit. Whatever it left running in its group is killed afterwards:
@@ -904,6 +957,28 @@ pub(crate) mod tests {
         drop(child);
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!alive(escaped), "an escaped grandchild survived the drop");
+    }
+
+    #[tokio::test]
+    async fn what_a_child_started_since_a_mark_ends_and_the_child_stays() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        // A helper from before the mark (a warm agent's own), then, once told, a background job
+        // (what a turn's shell tool leaves running).
+        let mut child = spawn(&sh("sleep 30 & echo $!; read go; sleep 30 & echo $!; wait")).unwrap();
+        let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).await.unwrap();
+        let helper: u32 = line.trim().parse().unwrap();
+        let mark = child.mark_tree();
+        let mut stdin = child.take_stdin().unwrap();
+        stdin.write_all(b"go\n").await.unwrap();
+        line.clear();
+        out.read_line(&mut line).await.unwrap();
+        let job: u32 = line.trim().parse().unwrap();
+        assert_eq!(child.end_started_since(&mark), 1, "only the job is new");
+        assert!(gone_within(job, Duration::from_secs(2)).await, "the job outlived the end of its turn");
+        assert!(alive(helper), "what ran before the mark was killed");
+        assert!(child.is_running(), "the child itself was killed");
     }
 
     #[tokio::test]

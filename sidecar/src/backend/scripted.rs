@@ -18,7 +18,10 @@ use crate::util::sync::lock;
 pub enum Step {
     Text(String),
     Think(String),
+    /// A built-in tool that runs and succeeds (`tool`).
     Tool,
+    /// A built-in shell command that ends another way (`builtin:failed|rejected|refused|open`).
+    Builtin(BuiltinEnd),
     /// Say nothing for this long (the idle watchdog sees silence).
     Silent(Duration),
     /// Stay alive without events for this long (heartbeats every second).
@@ -50,6 +53,13 @@ impl Step {
                         "text" => Step::Text(arg.into()),
                         "think" => Step::Think(arg.into()),
                         "tool" => Step::Tool,
+                        "builtin" => Step::Builtin(match arg {
+                            "failed" => BuiltinEnd::Failed,
+                            "rejected" => BuiltinEnd::Rejected,
+                            "refused" => BuiltinEnd::Refused,
+                            "open" => BuiltinEnd::Open,
+                            other => panic!("unknown builtin end {other}"),
+                        }),
                         "silent" => Step::Silent(secs()),
                         "busy" => Step::Busy(secs()),
                         "opening" => Step::Opening(secs()),
@@ -70,6 +80,20 @@ impl Step {
                 .collect(),
         )
     }
+}
+
+/// How a scripted built-in tool call ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BuiltinEnd {
+    /// It ran and failed (a command that exited 1).
+    Failed,
+    /// Its completion says it was rejected (denied by permissions).
+    Rejected,
+    /// The backend refused its permission request, and then the agent reported it completed
+    /// anyway (Cursor's quirk, docs/cursor-acp.md §8.2).
+    Refused,
+    /// It started and nothing more was said of it.
+    Open,
 }
 
 #[derive(Default)]
@@ -165,7 +189,28 @@ impl Scripted {
                         summary: summary.clone(),
                     })
                     .await;
-                    sink.emit(Event::ToolCompleted { call_id, tool, summary, ok: true, detail: None }).await
+                    sink.emit(Event::ToolCompleted { call_id, tool, summary, ok: true, detail: None, rejected: false })
+                        .await
+                }
+                Step::Builtin(end) => {
+                    let (call_id, tool, summary) = ("c2".to_string(), "shell".to_string(), "npm test".to_string());
+                    sink.emit(Event::ToolStarted {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        summary: summary.clone(),
+                    })
+                    .await;
+                    let (ok, rejected) = match end {
+                        BuiltinEnd::Failed => (false, false),
+                        BuiltinEnd::Rejected => (false, true),
+                        BuiltinEnd::Refused => {
+                            sink.refused(&call_id);
+                            (true, false)
+                        }
+                        BuiltinEnd::Open => continue,
+                    };
+                    let detail = (!ok).then(|| "exit code 1".to_string());
+                    sink.emit(Event::ToolCompleted { call_id, tool, summary, ok, detail, rejected }).await
                 }
                 Step::Silent(d) => tokio::time::sleep(d).await,
                 Step::Opening(d) => {

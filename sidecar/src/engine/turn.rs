@@ -673,7 +673,7 @@ impl Engine {
             what = policy_tripped(policy) => Err(policy_error(&what).into()),
         };
         // A tool that ran in the reply's last moments: the turn still fails.
-        match policy.and_then(ToolPolicy::tripped_now) {
+        match policy.and_then(ToolPolicy::tripped_by_end) {
             Some(what) if outcome.is_ok() => Err(policy_error(&what).into()),
             _ => outcome,
         }

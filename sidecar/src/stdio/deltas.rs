@@ -17,7 +17,7 @@ impl From<Event> for DeltaBody {
             Event::Thinking(text) => DeltaBody::Thinking { text },
             Event::ThinkingDone => DeltaBody::ThinkingDone,
             Event::ToolStarted { call_id, tool, summary } => DeltaBody::ToolStarted { call_id, tool, summary },
-            Event::ToolCompleted { call_id, tool, summary, ok, detail } => {
+            Event::ToolCompleted { call_id, tool, summary, ok, detail, .. } => {
                 DeltaBody::ToolCompleted { call_id, tool, summary, ok, detail }
             }
             Event::PermissionDenied { tool, summary, hint } => DeltaBody::PermissionDenied { tool, summary, hint },

@@ -243,7 +243,15 @@ def check_disconnect_stops_the_turn():
     marker = unique("slow")
     answer = "".join(chr(ord("a") + i % 26) for i in range(60))
     content = directed(marker, answer=answer, chunkChars=1, deltaDelayMs=150)
-    stream = client.chat.completions.create(model="auto", stream=True, messages=[{"role": "user", "content": content}])
+    messages = [{"role": "user", "content": content}]
+    if BACKEND == "acp":
+        # Stop ends the turn, not the conversation's agent: a conversation that has an answer
+        # already. (A new session whose very first turn is stopped is one nobody can continue,
+        # its id never reached the engine, so its agent is retired instead of kept warm.)
+        first = unique("before the slow one")
+        r1 = client.chat.completions.create(model="auto", messages=[{"role": "user", "content": first}])
+        messages = [{"role": "user", "content": first}, {"role": "assistant", "content": r1.choices[0].message.content}] + messages
+    stream = client.chat.completions.create(model="auto", stream=True, messages=messages)
     got = ""
     for c in stream:
         if c.choices and c.choices[0].delta.content:

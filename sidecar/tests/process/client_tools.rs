@@ -243,6 +243,21 @@ fn cursors_own_tool_running_in_client_tools_mode_stops_the_turn() {
 }
 
 #[test]
+fn cursors_own_tool_that_ran_and_failed_in_client_tools_mode_stops_the_turn_too() {
+    // A build that ignores the permissions reads a file that is not there: the read ran (and
+    // failed), which the policy stops as it stops one that succeeded.
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let step = json!({"say": "Looking myself.", "builtin": {"kind": "read", "path": "missing.txt"}});
+    let prompt = directed("read it", json!({"toolScript": [step], "builtinBypass": true}));
+    let (deltas, r) = s.chat(tools_turn("t1", json!([user(&prompt)])));
+    assert_eq!(error_kind(&r), "toolPolicy", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("missing.txt"), "{r}");
+    assert!(!deltas.iter().any(|d| d["kind"] == "toolStarted" || d["kind"] == "toolCompleted"), "{deltas:?}");
+}
+
+#[test]
 fn a_denied_tool_of_cursors_is_no_violation_and_the_turn_goes_on() {
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);

@@ -10,6 +10,7 @@
 mod support;
 
 mod acp_backend;
+mod acp_lifecycle;
 mod client_tools;
 mod doctor;
 mod failures;

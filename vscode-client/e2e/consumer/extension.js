@@ -288,9 +288,15 @@ async function runSteps(result, write) {
   await step('cancel', 60_000, async (s) => {
     const prompt = `e2e-api cancel: talk slowly ${directive({ answer: LONG_ANSWER, ...SLOW })}`;
     s.prompt = prompt;
+    // Stop in a conversation that has an answer already: that is the session that stays warm on
+    // ACP (a new session whose very first turn is stopped is one nobody can continue, so its agent
+    // is retired).
+    const opener = `e2e-api opener: before the slow one ${directive({ answer: 'Ready.' })}`;
+    const opened = await collect(await model.sendRequest([vscode.LanguageModelChatMessage.User(opener)], {}));
     const cts = new vscode.CancellationTokenSource();
     let cancelledAt = 0;
-    const response = await model.sendRequest([vscode.LanguageModelChatMessage.User(prompt)], {}, cts.token);
+    const history = [vscode.LanguageModelChatMessage.User(opener), assistantTurn(opened), vscode.LanguageModelChatMessage.User(prompt)];
+    const response = await model.sendRequest(history, {}, cts.token);
     const got = await collect(response, (d) => {
       if (!cancelledAt && d.kind === 'text') {
         cancelledAt = Date.now();

@@ -101,6 +101,7 @@ impl Updates {
                             summary,
                             ok,
                             detail,
+                            rejected,
                         });
                     }
                     _ => {}
@@ -178,6 +179,7 @@ mod tests {
             summary: "Read foo.rs".into(),
             ok,
             detail: None,
+            rejected: false,
         };
         assert_eq!(
             events,
@@ -210,7 +212,8 @@ mod tests {
                     tool: "shell".into(),
                     summary: "npm test".into(),
                     ok: false,
-                    detail: Some("exit code 1 more".into())
+                    detail: Some("exit code 1 more".into()),
+                    rejected: false,
                 },
             ]
         );

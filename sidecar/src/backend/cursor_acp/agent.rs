@@ -101,6 +101,9 @@ pub struct Agent {
     pub used: Instant,
     /// The client's tools, hosted for this agent's session (client-tools mode).
     pub tools: Option<super::tools::ToolHost>,
+    /// What ran under the agent when the running turn began: what starts after it is the
+    /// turn's ([`Agent::end_what_the_turn_started`]).
+    turn_mark: Option<process::TreeMark>,
 }
 
 impl Agent {
@@ -141,6 +144,7 @@ impl Agent {
             workspace: launch.workspace.to_path_buf(),
             used: Instant::now(),
             tools: None,
+            turn_mark: None,
         };
         agent.child.set_standby(true);
         agent.handshake(launch).await?;
@@ -375,7 +379,20 @@ impl Agent {
         *lock(&self.shared.turn) = Some(tx);
         self.child.set_standby(false);
         self.used = Instant::now();
+        self.turn_mark = Some(self.child.mark_tree());
         rx
+    }
+
+    /// Kill what the last turn started and left running (a dev server, a watcher a shell tool
+    /// put in the background), the agent itself and what ran before the turn left alone: Stop,
+    /// and the end of a turn, leave none of the turn's processes behind, as in print mode, while
+    /// the session stays warm.
+    pub fn end_what_the_turn_started(&mut self) {
+        let Some(mark) = self.turn_mark.take() else { return };
+        let ended = self.child.end_started_since(&mark);
+        if ended > 0 {
+            tracing::info!(pid = self.pid(), ended, "stopped the processes the ACP turn left running");
+        }
     }
 
     pub async fn end_turn(&mut self) {

@@ -247,7 +247,9 @@ impl CursorAcp {
     /// with `None`, no tools).
     fn take_spare(&self, workspace: &Path, tools: Option<&[crate::protocol::ToolDefinition]>) -> Option<Agent> {
         let mut spares = lock(&self.spares);
-        spares.retain_mut(|s| s.agent.alive());
+        for dead in spares.extract_if(.., |s| !s.agent.alive()) {
+            retire(dead.agent);
+        }
         let i = spares.iter().position(|s| s.workspace == workspace && s.hosts(tools))?;
         Some(spares.remove(i).agent)
     }
@@ -320,7 +322,9 @@ impl CursorAcp {
         };
         if let Some(agent) = slot.as_mut() {
             if !agent.alive() || agent.workspace != workspace {
-                *slot = None;
+                if let Some(agent) = slot.take() {
+                    retire(agent);
+                }
             }
         }
         Ok(slot)
@@ -329,6 +333,8 @@ impl CursorAcp {
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         let cli = self.print.cli().await?;
         let mut one_shot = false;
+        // A new session is kept warm only once its first turn succeeded (below).
+        let mut fresh: Option<Fresh> = None;
         // Starting an agent and opening a session have their own bounds (agent.rs): that is not
         // the model being silent.
         let opening = sink.opening();
@@ -387,10 +393,8 @@ impl CursorAcp {
                 };
                 self.refill(t.workspace.clone(), hosted.map(<[_]>::to_vec));
                 let cell: SlotCell = Arc::new(AsyncMutex::new(Some(agent)));
-                let slot = cell.clone().lock_owned().await;
-                let session = slot.as_ref().map(|a| a.session_id.clone()).unwrap_or_default();
-                lock(&self.warm).insert(session, cell);
-                slot
+                fresh = Some(Fresh(Some(cell.clone())));
+                cell.lock_owned().await
             }
             Chat::OneShot => {
                 // Nobody resumes it, and it must not share a session with anyone: its own
@@ -439,6 +443,8 @@ impl CursorAcp {
             Some(mut slot) => {
                 if !slot.as_mut().is_some_and(Agent::alive) {
                     lock(&self.warm).remove(&session);
+                } else if let Some(fresh) = fresh.take().filter(|_| outcome.is_ok()) {
+                    lock(&self.warm).insert(session.clone(), fresh.keep());
                 }
             }
             None => {
@@ -481,7 +487,19 @@ impl CursorAcp {
                 })
                 .min_by_key(|(_, used)| *used);
             let Some((id, _)) = oldest else { break };
-            warm.remove(&id);
+            let Some(cell) = warm.remove(&id) else { break };
+            match cell.clone().try_lock_owned() {
+                Ok(mut slot) => {
+                    if let Some(agent) = slot.take() {
+                        retire(agent);
+                    }
+                }
+                // A turn took it since it was picked: it stays.
+                Err(_) => {
+                    warm.insert(id, cell);
+                    break;
+                }
+            }
         }
     }
 
@@ -490,13 +508,23 @@ impl CursorAcp {
         let tight = !memory_allows_spares();
         let (warm_idle, spare_idle) = (self.warm_idle, self.spare_idle);
         lock(&self.warm).retain(|_, cell| match cell.try_lock() {
-            Ok(mut slot) => match slot.as_mut() {
-                Some(agent) => !tight && agent.used.elapsed() < warm_idle && agent.alive(),
-                None => false,
-            },
+            Ok(mut slot) => {
+                let keep = slot.as_mut().is_some_and(|a| !tight && a.used.elapsed() < warm_idle && a.alive());
+                if !keep {
+                    if let Some(agent) = slot.take() {
+                        retire(agent);
+                    }
+                }
+                keep
+            }
             Err(_) => true, // a turn runs on it
         });
-        lock(&self.spares).retain_mut(|s| !tight && s.agent.used.elapsed() < spare_idle && s.agent.alive());
+        let stale: Vec<Spare> = lock(&self.spares)
+            .extract_if(.., |s| tight || s.agent.used.elapsed() >= spare_idle || !s.agent.alive())
+            .collect();
+        for spare in stale {
+            retire(spare.agent);
+        }
     }
 
     /// Warm ACP processes, for `status` and tests.
@@ -505,7 +533,34 @@ impl CursorAcp {
     }
 }
 
-/// Stop an agent no turn needs: end of input, a moment to exit, then its tree is killed.
+/// A new session until its first turn succeeds. Dropped before that — the turn failed, or was
+/// cancelled and its future dropped — its agent is retired once the turn lets go of it (after a
+/// cancel's grace): the engine never learnt the session's id, so nobody can resume it, and kept
+/// warm it would only push real conversations out of `warmSessions`.
+struct Fresh(Option<SlotCell>);
+
+impl Fresh {
+    /// The first turn succeeded: the session is the conversation's.
+    fn keep(mut self) -> SlotCell {
+        self.0.take().expect("taken only here")
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        let (Some(cell), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) else { return };
+        runtime.spawn(async move {
+            let mut slot = cell.lock_owned().await;
+            if let Some(agent) = slot.take() {
+                retire(agent);
+            }
+        });
+    }
+}
+
+/// Stop an agent no turn needs — evicted (idle, past `warmSessions`, dead, another workspace),
+/// replaced or finished: end of input, so it can save its session store as at shutdown, a
+/// moment to exit, then its tree is killed (dropping the agent), whether it exited or not.
 fn retire(mut agent: Agent) {
     agent.close_input();
     tokio::spawn(async move {
@@ -513,6 +568,7 @@ fn retire(mut agent: Agent) {
         while agent.alive() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        drop(agent);
     });
 }
 

@@ -3,7 +3,9 @@
 //! failure from an answer (Cursor streams some errors as answer text and ends with `end_turn`,
 //! docs/cursor-acp.md §6, §11). Dropping the turn cancels it (docs/cursor-acp.md §8.1): the
 //! agent's pending requests are answered cancelled, `session/cancel` is sent, and the session is
-//! kept if the agent answers `cancelled` within a grace, else its process tree is killed.
+//! kept if the agent answers `cancelled` within a grace, else its process tree is killed. Either
+//! way, and at the end of every turn, the processes the turn started are killed
+//! ([`Agent::end_what_the_turn_started`]).
 
 use std::time::Duration;
 
@@ -51,6 +53,7 @@ pub async fn run(
     let mut slot = running.slot.take();
     if let Some(agent) = slot.as_mut().and_then(|s| s.as_mut()) {
         agent.end_turn().await;
+        agent.end_what_the_turn_started();
     }
     (slot, outcome)
 }
@@ -193,6 +196,8 @@ async fn cancel(mut slot: Slot, mut prompt: JoinHandle<(Result<Value, RpcError>,
         Ok(Ok((Ok(result), _))) => {
             let reason = result.get("stopReason").and_then(Value::as_str).unwrap_or("");
             tracing::debug!(reason, pid = agent.pid(), "the cancelled ACP turn stopped; the session stays warm");
+            // The agent stopped its turn, not necessarily what the turn started.
+            agent.end_what_the_turn_started();
         }
         _ => {
             prompt.abort();
@@ -242,6 +247,9 @@ struct State {
     /// the agent's own tool activity, and only they are allowed.
     hosted: bool,
     ours: std::collections::HashSet<String>,
+    /// Calls of the agent's own tools whose permission request was refused: they did not run,
+    /// even if Cursor reports them `completed` (docs/cursor-acp.md §8.2).
+    refused: std::collections::HashSet<String>,
 }
 
 impl State {
@@ -256,16 +264,22 @@ impl State {
             permission_told: false,
             hosted: false,
             ours: Default::default(),
+            refused: Default::default(),
         }
     }
 
-    async fn emit(&mut self, event: Event, sink: &mut EventSink) {
+    async fn emit(&mut self, mut event: Event, sink: &mut EventSink) {
         if let Event::ToolStarted { call_id, .. } | Event::ToolCompleted { call_id, .. } = &event {
             if self.ours.contains(call_id) {
                 // The client sees these as its own tool calls (the engine's `ToolCall`). Still
                 // output: the client may run the tool, so the prompt is never sent again.
                 self.spoke = true;
                 return;
+            }
+        }
+        if let Event::ToolCompleted { call_id, ok, rejected, .. } = &mut event {
+            if self.refused.contains(call_id.as_str()) {
+                (*ok, *rejected) = (false, true);
             }
         }
         if let Event::Text(t) = &event {
@@ -296,7 +310,10 @@ impl State {
                     if let Some(update) = params.get("update") {
                         if self.hosted && super::tools::is_ours(update) {
                             if let Some(id) = update.get("toolCallId").and_then(Value::as_str) {
+                                // Its start may have been reported before a later update named
+                                // it ours (Cursor's first one says only "MCP: tool").
                                 self.ours.insert(id.to_string());
+                                sink.disown(id);
                             }
                         }
                         for event in self.updates.events(update) {
@@ -346,14 +363,21 @@ impl State {
         // Client-tools mode: our server's tools are the client's, which it asks about itself;
         // nothing else is ever allowed.
         let ours = self.hosted && super::tools::is_ours(&call);
-        if let (true, Some(call_id)) = (ours, call.get("toolCallId").and_then(Value::as_str)) {
-            self.ours.insert(call_id.to_string());
+        let call_id = call.get("toolCallId").and_then(Value::as_str);
+        let allowed = ours || (self.unattended && !self.hosted);
+        match call_id {
+            Some(id) if ours => {
+                self.ours.insert(id.to_string());
+                sink.disown(id);
+            }
+            Some(id) if !allowed => {
+                self.refused.insert(id.to_string());
+                sink.refused(id);
+            }
+            _ => {}
         }
-        let chosen = if ours || (self.unattended && !self.hosted) {
-            pick(&["allow_once", "allow_always"])
-        } else {
-            pick(&["reject_once", "reject_always"])
-        };
+        let chosen =
+            if allowed { pick(&["allow_once", "allow_always"]) } else { pick(&["reject_once", "reject_always"]) };
         let result = match chosen {
             Some(option) => json!({"outcome": {"outcome": "selected", "optionId": option}}),
             None => cancelled_outcome(),

@@ -200,13 +200,14 @@ impl Seen {
                 sink.emit(Event::ToolStarted { call_id, tool, summary }).await
             }
             StreamEvent::ToolCompleted { call_id, tool, summary, outcome } => {
+                let rejected = matches!(outcome, ToolOutcome::Rejected { .. });
                 let (ok, detail) = match outcome {
                     ToolOutcome::Success => (true, None),
                     ToolOutcome::Failure { detail } => (false, detail),
                     ToolOutcome::Rejected { reason } => (false, reason.or(Some("rejected".into()))),
                     ToolOutcome::Error { message } => (false, message),
                 };
-                sink.emit(Event::ToolCompleted { call_id, tool, summary, ok, detail }).await
+                sink.emit(Event::ToolCompleted { call_id, tool, summary, ok, detail, rejected }).await
             }
             StreamEvent::PermissionRequested { query_type, summary } => {
                 // stdin is closed in print mode, so the CLI rejects the request itself; tell the

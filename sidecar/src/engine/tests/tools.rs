@@ -186,6 +186,41 @@ async fn cursors_own_tool_running_stops_the_turn() {
     );
 }
 
+/// protocol.md: "If Cursor ever runs one of its own tools in this mode, the turn stops" — any that
+/// ran, whether it succeeded or not, and one whose start no rejection followed; a tool that was
+/// rejected (by its own completion, or by a refused permission request Cursor then reports
+/// `completed`) did not run, and the turn goes on.
+#[tokio::test(start_paused = true)]
+async fn a_built_in_tool_that_ran_stops_the_turn_whether_it_succeeded_or_not() {
+    let cases = [
+        ("tool", Some("read (Read a.rs)")),
+        ("builtin:failed", Some("shell (npm test)")),
+        ("builtin:open", Some("shell (npm test)")),
+        ("builtin:rejected", None),
+        ("builtin:refused", None),
+    ];
+    for (step, stopped) in cases {
+        let h = Harness::new(Options::default());
+        let prompt = format!("[[{step}|text:I answered myself]]");
+        let (events, outcome) = h.send(tools_request("c1", vec![user(&prompt)])).await;
+        match (stopped, outcome) {
+            (Some(what), Err(e)) => {
+                assert_eq!(e.kind, ErrorKind::ToolPolicy, "{step}: {e:?}");
+                assert!(e.message.contains(what), "{step}: {}", e.message);
+            }
+            (None, Ok(outcome)) => {
+                assert!(!outcome.tool_calls, "{step}");
+                assert_eq!(text_of(&events), "I answered myself", "{step}");
+            }
+            (stopped, outcome) => panic!("{step}: expected stopped={stopped:?}, got {outcome:?}"),
+        }
+        assert!(
+            !events.iter().any(|e| matches!(e, Event::ToolStarted { .. } | Event::ToolCompleted { .. })),
+            "{step}: Cursor's own tool activity is not shown as the client's: {events:?}"
+        );
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_turn_without_tools_is_untouched() {
     let h = Harness::new(Options::default());
