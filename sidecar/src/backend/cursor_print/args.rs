@@ -95,6 +95,8 @@ const MINIMAL_ENV: &[&str] = &[
     "CURSOR_CONFIG_DIR",
     "CURSOR_DATA_DIR",
     "CURSOR_AUTH_TOKEN",
+    // Linux: the session bus, through which the login in the system keychain is reached.
+    "DBUS_SESSION_BUS_ADDRESS",
     // Windows.
     "SYSTEMROOT",
     "SYSTEMDRIVE",
@@ -147,7 +149,8 @@ pub fn child_env(api_key: Option<&str>, policy: &EnvPolicy) -> ChildEnv {
     let mut remove: Vec<OsString> = vec!["CURSOR_CONVERSATION_ID".into()];
     remove.extend(std::env::vars_os().map(|(k, _)| k).filter(|k| {
         let name = k.to_string_lossy();
-        name.starts_with("CURSOR_BRIDGE_")
+        // Windows reads `cursor_bridge_api_key` as the client key too: its names ignore case.
+        env_name_matches("CURSOR_BRIDGE_*", &name)
             || match policy {
                 EnvPolicy::Inherit => false,
                 EnvPolicy::Minimal { pass } => !minimal_keeps(&name, pass),
