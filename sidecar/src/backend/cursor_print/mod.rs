@@ -201,8 +201,13 @@ impl Neutral {
         }
         match tempfile::Builder::new().prefix("cursor-bridge-cli-").tempdir() {
             Ok(dir) => Neutral::Temporary(dir),
-            // No temporary folder at all: the system's, which is still no user's repository.
-            Err(_) => Neutral::Given(std::env::temp_dir()),
+            // No private temporary folder: the user's home, whose `.cursor/` is the CLI's own
+            // user configuration anyway (never the shared temporary folder, where anyone could
+            // plant one).
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot create a private folder for the CLI's commands; using the home folder");
+                Neutral::Given(dirs::home_dir().unwrap_or_else(|| std::path::PathBuf::from("/")))
+            }
         }
     }
 
