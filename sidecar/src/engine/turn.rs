@@ -124,20 +124,28 @@ impl Engine {
             _ => None,
         };
         // Per-conversation folders: the session's own (made again if something removed it).
-        let mut workspace = match &plan.session {
-            Some(session) if place.per_conversation => crate::util::fs::private_dir(Path::new(&session.workspace))
-                .map_err(|e| BridgeError::internal(format!("cannot create the conversation's folder: {e}")))?,
-            _ => place.folder.clone(),
-        };
+        let mut workspace = conversation_folder(&plan, &place)?;
         // A tool round whose agent turn is parked here waiting for these results: continue it.
         let owner = req.owner.clone().unwrap_or_else(|| "local".into());
         let mut resumed_parked = None;
         if let (Some(_), Some(results)) = (tools, conversation.pending_results()) {
             let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
-            if let Some(p) = self.parking.take(&owner, &ids) {
-                plan = Plan { continuing: true, resumed: true, replayed: false, ..p.state.plan.clone() };
-                workspace = p.state.workspace.clone();
-                resumed_parked = Some((p, results));
+            match self.parking.take(&owner, &ids) {
+                parked::Taken::Parked(p) => {
+                    plan = Plan { continuing: true, resumed: true, replayed: false, ..p.state.plan.clone() };
+                    workspace = p.state.workspace.clone();
+                    resumed_parked = Some((p, results));
+                }
+                parked::Taken::Detaching(end) => {
+                    // The agent is ending the turn that made these calls: once the chat is
+                    // recorded the results continue it, rather than a second agent on it or a
+                    // replay into a new chat.
+                    tracing::info!(turn = %req.turn_id, "the results wait for their turn's detach to end");
+                    end.wait().await;
+                    plan = self.plan(&req, &conversation, &place)?;
+                    workspace = conversation_folder(&plan, &place)?;
+                }
+                parked::Taken::None => {}
             }
         }
         if resumed_parked.is_none() {
@@ -378,7 +386,8 @@ impl Engine {
     /// end its turn (nobody sees what it says), and record the chat so the results, when they
     /// come, continue it.
     async fn detach(&self, key: u64) {
-        let Some(p) = self.parking.take_key(key) else { return };
+        // Results that come meanwhile wait for `_detaching` to end (`Parking::take`).
+        let Some((p, _detaching)) = self.parking.take_to_detach(key) else { return };
         tracing::info!("the client's tools are taking long; the agent is told their results come later");
         let pending_reply = |pending: Vec<(String, tokio::sync::oneshot::Sender<ToolReply>)>| {
             for (_, reply) in pending {
@@ -730,6 +739,16 @@ impl Drop for Incomplete<'_> {
                 self.resume_failed,
             );
         }
+    }
+}
+
+/// Where the turn runs: with per-conversation folders, the session's own (made again if
+/// something removed it).
+fn conversation_folder(plan: &Plan, place: &Placement) -> Result<std::path::PathBuf> {
+    match &plan.session {
+        Some(session) if place.per_conversation => crate::util::fs::private_dir(Path::new(&session.workspace))
+            .map_err(|e| BridgeError::internal(format!("cannot create the conversation's folder: {e}"))),
+        _ => Ok(place.folder.clone()),
     }
 }
 

@@ -382,3 +382,32 @@ async fn eventually_zero(n: &std::sync::atomic::AtomicUsize) -> bool {
     }
     false
 }
+
+/// Item 10 of issue 21: the results come while the detach at 45 s is still ending the agent's
+/// turn (the agent works 10 s more after "result pending"). They wait for the chat to be
+/// recorded and continue it: one agent on it at a time, no replay into a new chat.
+#[tokio::test(start_paused = true)]
+async fn results_that_come_while_the_detach_ends_the_agents_turn_continue_the_same_chat() {
+    let h = hosting();
+    let slow =
+        r#"[[text:Creating it. |host:create_file:{"filePath": "/w/a.txt", "content": "hi"}|busy:10|text: Done.]]"#;
+    let (events, first) = h.send(tools_request("c1", vec![user(slow)])).await;
+    let first = first.unwrap();
+    let calls = calls_of(&events);
+    let call_id = calls[0].call_id.clone();
+    tokio::time::sleep(std::time::Duration::from_secs(50)).await;
+    assert_eq!(h.backend.running.load(std::sync::atomic::Ordering::SeqCst), 1, "the detach is still ending the turn");
+    let (events, outcome) = h.send(results_for(slow, "Creating it. ", calls, "created after 50 s")).await;
+    let outcome = outcome.unwrap();
+    assert!(outcome.resumed && !outcome.replayed, "{outcome:?}");
+    assert_eq!(outcome.session_id, first.session_id);
+    assert_eq!(h.backend.turn_count(), 2);
+    let t = h.backend.turn(1);
+    assert_eq!(t.chat, Chat::Resume("chat-1".into()), "the same chat, not a new one with the history");
+    assert_eq!(
+        t.prompt,
+        format!("TOOL_RESULT (call_id={call_id}, name=create_file):\ncreated after 50 s\nEND_TOOL_RESULT")
+    );
+    assert_eq!(h.backend.most_running.load(std::sync::atomic::Ordering::SeqCst), 1, "never two agents on it");
+    assert!(text_of(&events).contains("created after 50 s"));
+}
