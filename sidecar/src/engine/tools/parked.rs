@@ -33,6 +33,8 @@ pub struct Running {
     pub calls: mpsc::Receiver<ClientCall>,
     /// The turn's activity: a parked call is waiting for the client, not the agent being silent.
     pub activity: Arc<Activity>,
+    /// Its pool slot, given back while it is parked (`engine/pool.rs`).
+    pub slot: crate::engine::pool::Held,
 }
 
 impl Drop for Running {
@@ -216,12 +218,12 @@ impl<S: Send + 'static> Parking<S> {
         Some((parked, Detaching { parking: self, key, _done: done }))
     }
 
-    /// Stop the turns of `owner` whose state matches (dropping one stops its agent's turn and
-    /// answers its calls with an error); returns how many.
-    pub fn remove_if(&self, owner: &str, matches: impl Fn(&S) -> bool) -> usize {
+    /// Stop the turns of `owner` whose state and call ids match (dropping one stops its agent's
+    /// turn and answers its calls with an error); returns how many.
+    pub fn remove_if(&self, owner: &str, matches: impl Fn(&S, &[String]) -> bool) -> usize {
         let mut turns = lock(&self.turns);
         let before = turns.len();
-        turns.retain(|_, p| p.owner != owner || !matches(&p.state));
+        turns.retain(|_, p| p.owner != owner || !matches(&p.state, &p.call_ids));
         before - turns.len()
     }
 
