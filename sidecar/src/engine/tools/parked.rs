@@ -135,8 +135,8 @@ pub struct Parked<S> {
 pub struct Parking<S> {
     turns: std::sync::Mutex<HashMap<u64, Parked<S>>>,
     /// Turns being detached (taken out of `turns`, the agent ending its turn, the chat not yet
-    /// recorded), by key: their owner and call ids, and a receiver that ends with the detach.
-    detaching: std::sync::Mutex<HashMap<u64, (String, Vec<String>, watch::Receiver<()>)>>,
+    /// recorded), by key.
+    detaching: std::sync::Mutex<HashMap<u64, Marked>>,
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -144,6 +144,13 @@ impl<S> Default for Parking<S> {
     fn default() -> Self {
         Parking { turns: Default::default(), detaching: Default::default(), next: Default::default() }
     }
+}
+
+/// A turn being detached: whose it is, its calls, and a receiver that ends with the detach.
+struct Marked {
+    owner: String,
+    call_ids: Vec<String>,
+    ended: watch::Receiver<()>,
 }
 
 /// What [`Parking::take`] found for a request's results.
@@ -195,8 +202,8 @@ impl<S: Send + 'static> Parking<S> {
         let Some(key) = turns.iter().find(|(_, p)| made(&p.call_ids)).map(|(k, _)| *k) else {
             // Looked up under the turns' lock, which a detach holds while it marks its turn.
             let detaching = lock(&self.detaching);
-            return match detaching.values().find(|(o, ids, _)| o == owner && made(ids)) {
-                Some((_, _, ended)) => Taken::Detaching(DetachEnd(ended.clone())),
+            return match detaching.values().find(|m| m.owner == owner && made(&m.call_ids)) {
+                Some(m) => Taken::Detaching(DetachEnd(m.ended.clone())),
                 None => Taken::None,
             };
         };
@@ -214,7 +221,8 @@ impl<S: Send + 'static> Parking<S> {
         let mut turns = lock(&self.turns);
         let parked = turns.remove(&key)?;
         let (done, ended) = watch::channel(());
-        lock(&self.detaching).insert(key, (parked.owner.clone(), parked.call_ids.clone(), ended));
+        let marked = Marked { owner: parked.owner.clone(), call_ids: parked.call_ids.clone(), ended };
+        lock(&self.detaching).insert(key, marked);
         Some((parked, Detaching { parking: self, key, _done: done }))
     }
 
