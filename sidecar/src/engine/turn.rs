@@ -151,8 +151,8 @@ impl Engine {
         if resumed_parked.is_none() {
             // A new request while an earlier one's tools are still out: that turn is abandoned.
             // Named conversations go by their id. Without one (HTTP clients), a history that
-            // holds the turn's calls (our ids are random: no other conversation has them) but
-            // brings no results for them has moved on without them.
+            // holds the turn's calls (our ids are random: no other conversation has them) and
+            // is not their results (none, or the client's own followed by new text) has moved on.
             let abandoned =
                 self.parking.remove_if(&owner, |s: &ParkedState, call_ids: &[String]| match &req.conversation_id {
                     Some(c) => s.plan.session.as_ref().and_then(|s| s.conversation_id.as_ref()) == Some(c),

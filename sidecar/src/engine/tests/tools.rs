@@ -446,30 +446,41 @@ async fn a_parked_turn_gives_its_slot_back_and_its_results_wait_for_one() {
 
 /// Item 11 of issue 21: an HTTP client (its key's hash as owner, no conversation id) that moves
 /// on without the results stops the turn that waited for them; its other conversation does not.
+/// Two shapes of moving on: the calls without results, and (as the OpenAI wire wants a result
+/// for every call) the client's own "aborted" results followed by new text.
 #[tokio::test(start_paused = true)]
 async fn an_http_client_that_moves_on_without_the_results_stops_the_waiting_turn() {
-    let h = hosting();
-    let http = |messages| TurnRequest {
-        owner: Some("key-hash".into()),
-        ..with_tools(request(messages), ToolChoice::Auto, true)
-    };
-    let (events, _) = h.send(http(vec![user(HOSTED)])).await;
-    let calls = calls_of(&events);
-    assert_eq!(h.engine.parking.len(), 1);
+    for aborted in [false, true] {
+        let h = hosting();
+        let http = |messages| TurnRequest {
+            owner: Some("key-hash".into()),
+            ..with_tools(request(messages), ToolChoice::Auto, true)
+        };
+        let (events, _) = h.send(http(vec![user(HOSTED)])).await;
+        let calls = calls_of(&events);
+        assert_eq!(h.engine.parking.len(), 1);
 
-    // The same client's unrelated conversation, alongside: the waiting turn stays.
-    let (_, other) = h.send(http(vec![user("another task"), assistant("Echo: another task"), user("more")])).await;
-    other.unwrap();
-    assert_eq!(h.engine.parking.len(), 1, "another conversation of the same client leaves it alone");
-    assert_eq!(h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // The same client's unrelated conversation, alongside: the waiting turn stays.
+        let (_, other) = h.send(http(vec![user("another task"), assistant("Echo: another task"), user("more")])).await;
+        other.unwrap();
+        assert_eq!(h.engine.parking.len(), 1, "another conversation of the same client leaves it alone");
+        assert_eq!(h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst), 0);
 
-    // The person interrupted the tool and typed something else in that conversation.
-    let mut reply = assistant("Creating it. ");
-    reply.tool_calls = calls;
-    let (events, outcome) = h.send(http(vec![user(HOSTED), reply, user("never mind, just say hi")])).await;
-    outcome.unwrap();
-    assert!(text_of(&events).contains("never mind"));
-    assert_eq!(h.engine.parking.len(), 0);
-    assert!(eventually_zero(&h.backend.running).await);
-    assert_eq!(h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst), 1, "the waiting turn was stopped");
+        // The person interrupted the tool and typed something else in that conversation.
+        let mut history = after_calls(HOSTED, "Creating it. ", calls, "aborted");
+        if !aborted {
+            history.pop();
+        }
+        history.push(user("never mind, just say hi"));
+        let (events, outcome) = h.send(http(history)).await;
+        outcome.unwrap();
+        assert!(text_of(&events).contains("never mind"), "aborted: {aborted}");
+        assert_eq!(h.engine.parking.len(), 0, "aborted: {aborted}");
+        assert!(eventually_zero(&h.backend.running).await);
+        assert_eq!(
+            h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "aborted: {aborted}: the waiting turn was stopped"
+        );
+    }
 }

@@ -186,7 +186,7 @@ impl<S> Drop for Detaching<'_, S> {
 }
 
 impl<S: Send + 'static> Parking<S> {
-    /// Park a turn; returns its key (for [`Parking::detach`]).
+    /// Park a turn; returns its key (for [`Parking::take_to_detach`]).
     pub fn park(&self, parked: Parked<S>) -> u64 {
         let key = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         lock(&self.turns).insert(key, parked);
