@@ -140,28 +140,40 @@ impl Engine {
             _ => None,
         };
         // Per-conversation folders: the session's own (made again if something removed it).
-        let mut workspace = match &plan.session {
-            Some(session) if place.per_conversation => crate::util::fs::private_dir(Path::new(&session.workspace))
-                .map_err(|e| BridgeError::internal(format!("cannot create the conversation's folder: {e}")))?,
-            _ => place.folder.clone(),
-        };
+        let mut workspace = conversation_folder(&plan, &place)?;
         // A tool round whose agent turn is parked here waiting for these results: continue it.
         let owner = req.owner.clone().unwrap_or_else(|| "local".into());
         let mut resumed_parked = None;
         if let (Some(_), Some(results)) = (tools, conversation.pending_results()) {
             let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
-            if let Some(p) = self.parking.take(&owner, &ids) {
-                plan = Plan { continuing: true, resumed: true, replayed: false, ..p.state.plan.clone() };
-                workspace = p.state.workspace.clone();
-                resumed_parked = Some((p, results));
+            match self.parking.take(&owner, &ids) {
+                parked::Taken::Parked(p) => {
+                    plan = Plan { continuing: true, resumed: true, replayed: false, ..p.state.plan.clone() };
+                    workspace = p.state.workspace.clone();
+                    resumed_parked = Some((p, results));
+                }
+                parked::Taken::Detaching(end) => {
+                    // The agent is ending the turn that made these calls: once the chat is
+                    // recorded the results continue it, rather than a second agent on it or a
+                    // replay into a new chat.
+                    tracing::info!(turn = %req.turn_id, "the results wait for their turn's detach to end");
+                    end.wait().await;
+                    plan = self.plan(&req, &conversation, &place)?;
+                    workspace = conversation_folder(&plan, &place)?;
+                }
+                parked::Taken::None => {}
             }
         }
         if resumed_parked.is_none() {
             // A new request while an earlier one's tools are still out: that turn is abandoned.
-            let abandoned = self.parking.remove_if(&owner, |s: &ParkedState| {
-                req.conversation_id.is_some()
-                    && s.plan.session.as_ref().and_then(|s| s.conversation_id.as_ref()) == req.conversation_id.as_ref()
-            });
+            // Named conversations go by their id. Without one (HTTP clients), a history that
+            // holds the turn's calls (our ids are random: no other conversation has them) and
+            // is not their results (none, or the client's own followed by new text) has moved on.
+            let abandoned =
+                self.parking.remove_if(&owner, |s: &ParkedState, call_ids: &[String]| match &req.conversation_id {
+                    Some(c) => s.plan.session.as_ref().and_then(|s| s.conversation_id.as_ref()) == Some(c),
+                    None => conversation.tool_calls().iter().any(|call| call_ids.contains(&call.call_id)),
+                });
             if abandoned > 0 {
                 tracing::info!(turn = %req.turn_id, abandoned, "a turn waiting for the client's tools was stopped");
             }
@@ -196,11 +208,16 @@ impl Engine {
         }
         let continued = resumed_parked.is_some();
         let mut drive = match (resumed_parked, tools) {
-            (Some((p, results)), Some(set)) => {
-                parked::answer(p.pending, &results);
-                drop(p.waiting);
-                parked::drive(p.running, &mut sink, set, true).await
-            }
+            (Some((p, results)), Some(set)) => match self.free_slot(&req.turn_id).await {
+                // The agent goes on working: in turn with the others, like any turn.
+                Ok(slot) => {
+                    p.running.slot.hold(slot);
+                    parked::answer(p.pending, &results);
+                    drop(p.waiting);
+                    parked::drive(p.running, &mut sink, set, true).await
+                }
+                Err(e) => Drive::Ended(Err(e.into())),
+            },
             (_, Some(set)) if hosted => {
                 self.attempt_hosted(&req, &plan, set, &workspace, &mut sink, policy.clone()).await
             }
@@ -371,17 +388,23 @@ impl Engine {
         let mut plan = plan.clone();
         plan.hosted = Some(HostedTools { tools: set.offered().into_iter().cloned().collect(), calls: calls_tx });
         let (engine, req, workspace, act) = (self.clone(), req.clone(), workspace.to_path_buf(), activity.clone());
+        // The slot is shared with the engine, which gives it back while the turn is parked.
+        let slot = crate::engine::pool::Held::default();
+        let held = slot.clone();
         let task = tokio::spawn(
             async move {
                 let mut sink = EventSink::new(events_tx, act.clone());
                 if let Some(policy) = &policy {
                     sink.police_tools(policy.clone());
                 }
-                engine.attempt(&req, &plan, &workspace, &mut sink, &act, policy.as_deref()).await
+                held.hold(engine.free_slot(&req.turn_id).await?);
+                let end = engine.attempt_in_slot(&plan, &workspace, &mut sink, &act, policy.as_deref()).await;
+                held.release();
+                end
             }
             .in_current_span(),
         );
-        parked::drive(Running { task, events: events_rx, calls: calls_rx, activity }, sink, set, false).await
+        parked::drive(Running { task, events: events_rx, calls: calls_rx, activity, slot }, sink, set, false).await
     }
 
     /// Keep a turn that waits for the client's tools; after [`parked::DETACH_AFTER`] its calls
@@ -394,6 +417,8 @@ impl Engine {
         state: ParkedState,
     ) {
         let waiting = running.activity.open();
+        // The client is working, not the agent: other turns may run meanwhile (`pool.rs`).
+        running.slot.release();
         let call_ids = pending.iter().map(|(id, _)| id.clone()).collect();
         let key = self.parking.park(Parked { owner, call_ids, running, pending, state, waiting });
         let engine = Arc::downgrade(self);
@@ -412,8 +437,17 @@ impl Engine {
     /// end its turn (nobody sees what it says), and record the chat so the results, when they
     /// come, continue it.
     async fn detach(&self, key: u64) {
-        let Some(p) = self.parking.take_key(key) else { return };
+        // Results that come meanwhile wait for `_detaching` to end (`Parking::take`).
+        let Some((p, _detaching)) = self.parking.take_to_detach(key) else { return };
         tracing::info!("the client's tools are taking long; the agent is told their results come later");
+        // The agent ends its turn: work, which takes a slot like any.
+        match self.free_slot("detach").await {
+            Ok(slot) => p.running.slot.hold(slot),
+            Err(e) => {
+                tracing::warn!(error = %e.message, "a parked turn could not be detached; it is stopped");
+                return;
+            }
+        }
         let pending_reply = |pending: Vec<(String, tokio::sync::oneshot::Sender<ToolReply>)>| {
             for (_, reply) in pending {
                 let _ = reply.send(ToolReply { text: parked::PENDING_TEXT.into(), is_error: false });
@@ -632,22 +666,36 @@ impl Engine {
         activity: &Activity,
         policy: Option<&ToolPolicy>,
     ) -> std::result::Result<TurnEnd, TurnFailure> {
+        let _slot = self.free_slot(&req.turn_id).await?;
+        self.attempt_in_slot(plan, workspace, sink, activity, policy).await
+    }
+
+    /// Wait for a pool slot, bounded like the turn itself.
+    async fn free_slot(&self, turn: &str) -> Result<tokio::sync::OwnedSemaphorePermit> {
         let options = &self.config.options;
-        // Waiting for a slot is bounded like the turn itself.
-        let _slot = match tokio::time::timeout(self.config.turn_limit(), self.pool.slot(&req.turn_id)).await {
-            Ok(slot) => slot?,
-            Err(_) => {
-                return Err(BridgeError::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "No free slot for {} s: {} turns are running",
-                        options.request_timeout_seconds, options.max_concurrent
-                    ),
-                )
-                .hint(TIMEOUT_HINT_CONCURRENT)
-                .into())
-            }
-        };
+        match tokio::time::timeout(self.config.turn_limit(), self.pool.slot(turn)).await {
+            Ok(slot) => slot,
+            Err(_) => Err(BridgeError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "No free slot for {} s: {} turns are running",
+                    options.request_timeout_seconds, options.max_concurrent
+                ),
+            )
+            .hint(TIMEOUT_HINT_CONCURRENT)),
+        }
+    }
+
+    /// [`Engine::attempt`] once it has its slot.
+    async fn attempt_in_slot(
+        &self,
+        plan: &Plan,
+        workspace: &Path,
+        sink: &mut EventSink,
+        activity: &Activity,
+        policy: Option<&ToolPolicy>,
+    ) -> std::result::Result<TurnEnd, TurnFailure> {
+        let options = &self.config.options;
         let spec = TurnSpec {
             model: plan.model.clone(),
             mode: plan.mode,
@@ -783,6 +831,16 @@ impl Drop for Incomplete<'_> {
                 self.saves.push(save_detached(&self.engine.sessions, write));
             }
         }
+    }
+}
+
+/// Where the turn runs: with per-conversation folders, the session's own (made again if
+/// something removed it).
+fn conversation_folder(plan: &Plan, place: &Placement) -> Result<std::path::PathBuf> {
+    match &plan.session {
+        Some(session) if place.per_conversation => crate::util::fs::private_dir(Path::new(&session.workspace))
+            .map_err(|e| BridgeError::internal(format!("cannot create the conversation's folder: {e}"))),
+        _ => Ok(place.folder.clone()),
     }
 }
 

@@ -59,7 +59,7 @@ Options:
                          (default ask; a request asking for more is refused with 403)
   --request-timeout SECS longest a turn may take (default 300)
   --idle-timeout SECS    a turn whose CLI is silent this long fails (default 60)
-  --max-concurrent N     CLI processes at once; more requests queue (default 4)
+  --max-concurrent N     CLI turns at once; more requests queue (default 4)
   --backend auto|acp|print
                          how turns run: Cursor's ACP mode with warm sessions, print mode (a
                          process per turn), or auto (ACP, print mode when ACP does not work;

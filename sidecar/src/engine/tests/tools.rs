@@ -452,3 +452,105 @@ async fn eventually_zero(n: &std::sync::atomic::AtomicUsize) -> bool {
     }
     false
 }
+
+/// Item 10 of issue 21: the results come while the detach at 45 s is still ending the agent's
+/// turn (the agent works 10 s more after "result pending"). They wait for the chat to be
+/// recorded and continue it: one agent on it at a time, no replay into a new chat.
+#[tokio::test(start_paused = true)]
+async fn results_that_come_while_the_detach_ends_the_agents_turn_continue_the_same_chat() {
+    let h = hosting();
+    let slow =
+        r#"[[text:Creating it. |host:create_file:{"filePath": "/w/a.txt", "content": "hi"}|busy:10|text: Done.]]"#;
+    let (events, first) = h.send(tools_request("c1", vec![user(slow)])).await;
+    let first = first.unwrap();
+    let calls = calls_of(&events);
+    let call_id = calls[0].call_id.clone();
+    tokio::time::sleep(std::time::Duration::from_secs(50)).await;
+    assert_eq!(h.backend.running.load(std::sync::atomic::Ordering::SeqCst), 1, "the detach is still ending the turn");
+    let (events, outcome) = h.send(results_for(slow, "Creating it. ", calls, "created after 50 s")).await;
+    let outcome = outcome.unwrap();
+    assert!(outcome.resumed && !outcome.replayed, "{outcome:?}");
+    assert_eq!(outcome.session_id, first.session_id);
+    assert_eq!(h.backend.turn_count(), 2);
+    let t = h.backend.turn(1);
+    assert_eq!(t.chat, Chat::Resume("chat-1".into()), "the same chat, not a new one with the history");
+    assert_eq!(
+        t.prompt,
+        format!("TOOL_RESULT (call_id={call_id}, name=create_file):\ncreated after 50 s\nEND_TOOL_RESULT")
+    );
+    assert_eq!(h.backend.most_running.load(std::sync::atomic::Ordering::SeqCst), 1, "never two agents on it");
+    assert!(text_of(&events).contains("created after 50 s"));
+}
+
+/// Item 11 of issue 21: with one slot, a turn parked on the client's tools lets another
+/// conversation run at once, and its results wait their turn for a slot.
+#[tokio::test(start_paused = true)]
+async fn a_parked_turn_gives_its_slot_back_and_its_results_wait_for_one() {
+    let h = Harness::new(Options { max_concurrent: 1, ..Options::default() });
+    h.backend.hosts.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (events, _) = h.send(tools_request("c1", vec![user(HOSTED)])).await;
+    let calls = calls_of(&events);
+    assert_eq!(h.engine.parking.len(), 1);
+
+    let started = tokio::time::Instant::now();
+    let (_, other) = h.send(in_conversation("c2", vec![user("hello")])).await;
+    other.unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "the other conversation did not wait");
+
+    // A busy conversation holds the one slot for 10 s; the results come meanwhile.
+    let started = tokio::time::Instant::now();
+    let busy = async {
+        h.send(in_conversation("c3", vec![user("[[busy:10|text:busy done]]")])).await.1.unwrap();
+        started.elapsed()
+    };
+    let results = async {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let (events, outcome) = h.send(results_for(HOSTED, "Creating it. ", calls, "created")).await;
+        outcome.unwrap();
+        (text_of(&events), started.elapsed())
+    };
+    let (busy_took, (text, results_took)) = tokio::join!(busy, results);
+    assert_eq!(text, "Got: created Done.", "the same agent turn went on");
+    assert!(results_took >= busy_took, "the agent went on only once the slot was free: {results_took:?} {busy_took:?}");
+}
+
+/// Item 11 of issue 21: an HTTP client (its key's hash as owner, no conversation id) that moves
+/// on without the results stops the turn that waited for them; its other conversation does not.
+/// Two shapes of moving on: the calls without results, and (as the OpenAI wire wants a result
+/// for every call) the client's own "aborted" results followed by new text.
+#[tokio::test(start_paused = true)]
+async fn an_http_client_that_moves_on_without_the_results_stops_the_waiting_turn() {
+    for aborted in [false, true] {
+        let h = hosting();
+        let http = |messages| TurnRequest {
+            owner: Some("key-hash".into()),
+            ..with_tools(request(messages), ToolChoice::Auto, true)
+        };
+        let (events, _) = h.send(http(vec![user(HOSTED)])).await;
+        let calls = calls_of(&events);
+        assert_eq!(h.engine.parking.len(), 1);
+
+        // The same client's unrelated conversation, alongside: the waiting turn stays.
+        let (_, other) = h.send(http(vec![user("another task"), assistant("Echo: another task"), user("more")])).await;
+        other.unwrap();
+        assert_eq!(h.engine.parking.len(), 1, "another conversation of the same client leaves it alone");
+        assert_eq!(h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+        // The person interrupted the tool and typed something else in that conversation.
+        let mut history = after_calls(HOSTED, "Creating it. ", calls, "aborted");
+        if !aborted {
+            history.pop();
+        }
+        history.push(user("never mind, just say hi"));
+        let (events, outcome) = h.send(http(history)).await;
+        outcome.unwrap();
+        assert!(text_of(&events).contains("never mind"), "aborted: {aborted}");
+        assert_eq!(h.engine.parking.len(), 0, "aborted: {aborted}");
+        assert!(eventually_zero(&h.backend.running).await);
+        assert_eq!(
+            h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "aborted: {aborted}: the waiting turn was stopped"
+        );
+    }
+}

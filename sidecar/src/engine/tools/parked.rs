@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Activity, ClientCall, Event, EventSink, ToolReply, TurnEnd, TurnFailure};
@@ -33,6 +33,8 @@ pub struct Running {
     pub calls: mpsc::Receiver<ClientCall>,
     /// The turn's activity: a parked call is waiting for the client, not the agent being silent.
     pub activity: Arc<Activity>,
+    /// Its pool slot, given back while it is parked (`engine/pool.rs`).
+    pub slot: crate::engine::pool::Held,
 }
 
 impl Drop for Running {
@@ -132,46 +134,104 @@ pub struct Parked<S> {
 /// The parked turns of an engine, by our call ids.
 pub struct Parking<S> {
     turns: std::sync::Mutex<HashMap<u64, Parked<S>>>,
+    /// Turns being detached (taken out of `turns`, the agent ending its turn, the chat not yet
+    /// recorded), by key.
+    detaching: std::sync::Mutex<HashMap<u64, Marked>>,
     next: std::sync::atomic::AtomicU64,
 }
 
 impl<S> Default for Parking<S> {
     fn default() -> Self {
-        Parking { turns: Default::default(), next: Default::default() }
+        Parking { turns: Default::default(), detaching: Default::default(), next: Default::default() }
+    }
+}
+
+/// A turn being detached: whose it is, its calls, and a receiver that ends with the detach.
+struct Marked {
+    owner: String,
+    call_ids: Vec<String>,
+    ended: watch::Receiver<()>,
+}
+
+/// What [`Parking::take`] found for a request's results.
+pub enum Taken<S> {
+    Parked(Parked<S>),
+    /// The turn that made the calls is being detached: wait for [`DetachEnd::wait`], then send
+    /// the results to the chat it recorded.
+    Detaching(DetachEnd),
+    None,
+}
+
+/// The end of a detach, to wait for.
+pub struct DetachEnd(watch::Receiver<()>);
+
+impl DetachEnd {
+    pub async fn wait(mut self) {
+        // Nothing is ever sent: this returns when the detach drops its sender.
+        let _ = self.0.changed().await;
+    }
+}
+
+/// Held while a turn is being detached; results for its calls wait until it is dropped.
+pub struct Detaching<'a, S> {
+    parking: &'a Parking<S>,
+    key: u64,
+    _done: watch::Sender<()>,
+}
+
+impl<S> Drop for Detaching<'_, S> {
+    fn drop(&mut self) {
+        lock(&self.parking.detaching).remove(&self.key);
     }
 }
 
 impl<S: Send + 'static> Parking<S> {
-    /// Park a turn; returns its key (for [`Parking::detach`]).
+    /// Park a turn; returns its key (for [`Parking::take_to_detach`]).
     pub fn park(&self, parked: Parked<S>) -> u64 {
         let key = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         lock(&self.turns).insert(key, parked);
         key
     }
 
-    /// The parked turn waiting for one of `call_ids`, taken out, if `owner` owns it. Another
-    /// client's results never reach a turn it does not own.
-    pub fn take(&self, owner: &str, call_ids: &[&str]) -> Option<Parked<S>> {
+    /// The parked turn waiting for one of `call_ids`, taken out, if `owner` owns it; or, when
+    /// that turn is being detached, what ends with the detach. Another client's results never
+    /// reach a turn it does not own.
+    pub fn take(&self, owner: &str, call_ids: &[&str]) -> Taken<S> {
+        let made = |ids: &[String]| ids.iter().any(|c| call_ids.contains(&c.as_str()));
         let mut turns = lock(&self.turns);
-        let key = *turns.iter().find(|(_, p)| p.call_ids.iter().any(|c| call_ids.contains(&c.as_str())))?.0;
+        let Some(key) = turns.iter().find(|(_, p)| made(&p.call_ids)).map(|(k, _)| *k) else {
+            // Looked up under the turns' lock, which a detach holds while it marks its turn.
+            let detaching = lock(&self.detaching);
+            return match detaching.values().find(|m| m.owner == owner && made(&m.call_ids)) {
+                Some(m) => Taken::Detaching(DetachEnd(m.ended.clone())),
+                None => Taken::None,
+            };
+        };
         if turns[&key].owner != owner {
             tracing::warn!("tool results for calls of another client were ignored");
-            return None;
+            return Taken::None;
         }
-        turns.remove(&key)
+        turns.remove(&key).map_or(Taken::None, Taken::Parked)
     }
 
-    /// The turn under `key`, taken out if still parked (for detaching it).
-    pub fn take_key(&self, key: u64) -> Option<Parked<S>> {
-        lock(&self.turns).remove(&key)
+    /// The turn under `key`, taken out if still parked, to detach it: until the returned guard
+    /// is dropped, [`Parking::take`] tells results for its calls to wait. Taken and marked under
+    /// one lock, so results find the turn either parked or being detached, never neither.
+    pub fn take_to_detach(&self, key: u64) -> Option<(Parked<S>, Detaching<'_, S>)> {
+        let mut turns = lock(&self.turns);
+        let parked = turns.remove(&key)?;
+        let (done, ended) = watch::channel(());
+        let marked = Marked { owner: parked.owner.clone(), call_ids: parked.call_ids.clone(), ended };
+        lock(&self.detaching).insert(key, marked);
+        Some((parked, Detaching { parking: self, key, _done: done }))
     }
 
-    /// Stop the turns of `owner` whose state matches (dropping one stops its agent's turn and
-    /// answers its calls with an error); returns how many.
-    pub fn remove_if(&self, owner: &str, matches: impl Fn(&S) -> bool) -> usize {
+    /// Stop the turns of `owner` whose state and call ids match (dropping one stops its agent's
+    /// turn and answers its calls with an error); returns how many.
+    pub fn remove_if(&self, owner: &str, matches: impl Fn(&S, &[String]) -> bool) -> usize {
         let mut turns = lock(&self.turns);
         let before = turns.len();
-        turns.retain(|_, p| p.owner != owner || !matches(&p.state));
+        turns.retain(|_, p| p.owner != owner || !matches(&p.state, &p.call_ids));
         before - turns.len()
     }
 
