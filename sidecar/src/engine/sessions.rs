@@ -819,13 +819,19 @@ mod tests {
         assert_eq!(s.len(), 1);
     }
 
-    #[test]
-    fn processes_sharing_the_file_merge_and_a_clear_stays_cleared() {
+    /// Two sidecars (windows) sharing one session file in a new state folder.
+    fn two_windows() -> (tempfile::TempDir, PathBuf, Arc<ManualClock>, SessionStore, SessionStore) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state/sessions.json");
         let clock = Arc::new(ManualClock::new(MIN));
-        let mut window_a = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
-        let mut window_b = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        let window_a = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        let window_b = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        (dir, path, clock, window_a, window_b)
+    }
+
+    #[test]
+    fn processes_sharing_the_file_merge_and_a_clear_stays_cleared() {
+        let (_dir, path, clock, mut window_a, mut window_b) = two_windows();
         window_a.record(session("a1", None, Mode::Agent, &["a"], 0));
         clock.advance_ms(1);
         window_b.record(session("b1", None, Mode::Agent, &["b"], 0));
@@ -851,11 +857,7 @@ mod tests {
 
     #[test]
     fn clear_sessions_clears_this_processs_own_unless_asked_for_all() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state/sessions.json");
-        let clock = Arc::new(ManualClock::new(MIN));
-        let mut window_a = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
-        let mut window_b = SessionStore::open(Some(path.clone()), clock.clone(), 30, 10);
+        let (_dir, path, clock, mut window_a, mut window_b) = two_windows();
         window_a.record(session("a1", None, Mode::Agent, &["a"], 0));
         clock.advance_ms(1);
         window_b.record(session("b1", None, Mode::Agent, &["b"], 0));
