@@ -278,6 +278,11 @@ impl<'de> Deserialize<'de> for Options {
             readable
         });
         let mut options = Options::deserialize(serde_json::Value::Object(given)).map_err(serde::de::Error::custom)?;
+        // Trust fails closed: a client that said something about trust we cannot read (`"false"`,
+        // `0`, `null`) is not given it. Every other default is the safe one already.
+        if unreadable.iter().any(|k| k == "workspaceTrusted") {
+            options.workspace_trusted = false;
+        }
         options.unreadable = unreadable;
         Ok(options)
     }
@@ -900,6 +905,9 @@ mod tests {
             (json!({"backend": "acp", "maxConcurrent": 2}), vec![]),
             (json!({"maxConcurrent": "two", "backend": "print"}), vec!["maxConcurrent"]),
             (json!({"workspaceTrusted": "maybe", "maxConcurrent": 2}), vec!["workspaceTrusted"]),
+            (json!({"workspaceTrusted": "false"}), vec!["workspaceTrusted"]),
+            (json!({"workspaceTrusted": null}), vec!["workspaceTrusted"]),
+            (json!({"workspaceTrusted": 0}), vec!["workspaceTrusted"]),
             (json!({"fromTheFuture": 1, "backend": 7, "maxConcurrent": 2}), vec!["fromTheFuture", "backend"]),
         ];
         for (given, ignored) in cases {
@@ -913,7 +921,9 @@ mod tests {
             let got = serde_json::to_value(&options).unwrap();
             assert_eq!(got["backend"], expected("backend", json!(null)), "{given}");
             assert_eq!(got["maxConcurrent"], expected("maxConcurrent", json!(4)), "{given}");
-            assert_eq!(got["workspaceTrusted"], expected("workspaceTrusted", json!(true)), "{given}");
+            // Trust fails closed: unreadable means untrusted, never the default `true`.
+            let trust_default = if ignored.contains(&"workspaceTrusted") { json!(false) } else { json!(true) };
+            assert_eq!(got["workspaceTrusted"], expected("workspaceTrusted", trust_default), "{given}");
         }
     }
 }
