@@ -68,7 +68,16 @@ fn move_once(old: &Path, new: &Path) -> Moved {
         None => std::fs::rename(old, new),
     };
     match renamed {
-        Ok(()) => Moved::From(old.to_path_buf()),
+        Ok(()) => {
+            // An older sidecar still running (another window, before its reload) keeps writing
+            // to the old path: a link there sends its sessions and folders to the new one
+            // instead of a second, forgotten copy.
+            #[cfg(unix)]
+            if let Err(e) = std::os::unix::fs::symlink(new, old) {
+                tracing::warn!(error = %e, old = %old.display(), "could not leave a link at the old state folder");
+            }
+            Moved::From(old.to_path_buf())
+        }
         Err(_) if new.exists() => Moved::Nothing,
         Err(e) => Moved::KeptAt { old: old.to_path_buf(), error: e.to_string() },
     }
@@ -100,7 +109,13 @@ mod tests {
         assert_eq!(dir, home.path().join("Library/Application Support/cursor-bridge"));
         assert_eq!(moved, Moved::From(old.clone()));
         assert_eq!(std::fs::read_to_string(dir.join("sessions.json")).unwrap(), "{\"sessions\":[]}");
-        assert!(!old.exists(), "moved, not copied");
+        assert!(!old.is_dir() || old.is_symlink(), "moved, not copied");
+        // An older sidecar that still writes to the old path writes into the new folder.
+        #[cfg(unix)]
+        {
+            std::fs::write(old.join("written-by-an-older-sidecar"), "x").unwrap();
+            assert!(dir.join("written-by-an-older-sidecar").is_file());
+        }
         // Once moved, the next start uses it and moves nothing.
         assert_eq!(macos(home.path()), (dir, Moved::Nothing));
     }
