@@ -2,9 +2,12 @@
 //! (tokio's semaphore is fair). How long a turn waited is logged, so a queue is visible.
 //!
 //! A slot counts an agent at work, not an agent process: a turn parked on the client's tools
-//! (`tools/parked.rs`) gives its slot back while the client runs them and takes one again, in
-//! turn, when the results come ([`Held`]). Otherwise a client's slow tool (a person confirming a
-//! terminal command) would hold up every other conversation.
+//! (`tools/parked.rs`) gives its slot back while the client runs them ([`Held`]), so a client's
+//! slow tool (a person confirming a terminal command) never holds up every other conversation.
+//! When the results come (or the call is answered "pending") the turn takes a free slot again if
+//! there is one, and never waits for one: its agent is in the middle of a turn, waiting inside a
+//! tool call that has a deadline of its own, and a result it gets too late is a command that
+//! runs twice. So for a moment such a turn may run beyond `maxConcurrent`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,6 +39,11 @@ impl Pool {
             tracing::info!(turn, waited_ms = waited.as_millis() as u64, "turn waited for a free slot");
         }
         Ok(permit)
+    }
+
+    /// A slot if one is free now, without waiting or queueing.
+    pub fn try_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slots.clone().try_acquire_owned().ok()
     }
 
     pub fn free(&self) -> usize {

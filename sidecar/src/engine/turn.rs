@@ -208,16 +208,19 @@ impl Engine {
         }
         let continued = resumed_parked.is_some();
         let mut drive = match (resumed_parked, tools) {
-            (Some((p, results)), Some(set)) => match self.free_slot(&req.turn_id).await {
-                // The agent goes on working: in turn with the others, like any turn.
-                Ok(slot) => {
-                    p.running.slot.hold(slot);
-                    parked::answer(p.pending, &results);
-                    drop(p.waiting);
-                    parked::drive(p.running, &mut sink, set, true).await
+            (Some((p, results)), Some(set)) => {
+                // The agent waits inside the call, against its own deadline: answered now,
+                // whatever the pool says (`pool.rs`); a free slot is taken if there is one.
+                parked::answer(p.pending, &results);
+                drop(p.waiting);
+                match self.pool.try_slot() {
+                    Some(slot) => p.running.slot.hold(slot),
+                    None => {
+                        tracing::info!(turn = %req.turn_id, "the turn goes on beyond maxConcurrent: its agent is mid-turn")
+                    }
                 }
-                Err(e) => Drive::Ended(Err(e.into())),
-            },
+                parked::drive(p.running, &mut sink, set, true).await
+            }
             (_, Some(set)) if hosted => {
                 self.attempt_hosted(&req, &plan, set, &workspace, &mut sink, policy.clone()).await
             }
@@ -440,13 +443,10 @@ impl Engine {
         // Results that come meanwhile wait for `_detaching` to end (`Parking::take`).
         let Some((p, _detaching)) = self.parking.take_to_detach(key) else { return };
         tracing::info!("the client's tools are taking long; the agent is told their results come later");
-        // The agent ends its turn: work, which takes a slot like any.
-        match self.free_slot("detach").await {
-            Ok(slot) => p.running.slot.hold(slot),
-            Err(e) => {
-                tracing::warn!(error = %e.message, "a parked turn could not be detached; it is stopped");
-                return;
-            }
+        // The agent ends its turn: work, which takes a free slot if there is one, but never waits
+        // for one (its call's deadline is near: that is why it is detached now).
+        if let Some(slot) = self.pool.try_slot() {
+            p.running.slot.hold(slot);
         }
         let pending_reply = |pending: Vec<(String, tokio::sync::oneshot::Sender<ToolReply>)>| {
             for (_, reply) in pending {
