@@ -452,18 +452,32 @@ impl ChildProcess {
     /// Kill what this child started since `mark` and left running (a dev server or a watcher a
     /// shell tool put in the background), leaving the child itself and whatever ran under it at
     /// the mark alone: a warm agent stays usable while its turn's processes end as a print-mode
-    /// turn's do. Returns how many it signalled. Windows has no process table (the Job Object
-    /// can only be ended whole): nothing is found there.
-    pub fn end_started_since(&mut self, mark: &TreeMark) -> usize {
+    /// turn's do. With `keep_helpers` (a turn that ended, not one stopped), what the child
+    /// started itself and is no shell (an MCP server of the user's configuration, started when
+    /// the session connected, which may be after the mark), with everything under it, stays
+    /// too, and so does a shell it keeps (a persistent terminal), but not what runs under that.
+    /// Returns how many it signalled. Windows has no process table (the Job Object can only be
+    /// ended whole): nothing is found there.
+    pub fn end_started_since(&mut self, mark: &TreeMark, keep_helpers: bool) -> usize {
         // The leader's pid names its group only while the leader is not reaped.
         if self.reaped || self.finished {
             return 0;
         }
         let table = proc_table();
+        let mut kept: Vec<u32> = Vec::new();
+        if keep_helpers {
+            for helper in table.iter().filter(|p| p.ppid == self.pid && p.state != 'Z') {
+                kept.push(helper.pid);
+                if !helper.shell {
+                    kept.extend(descendants_in(&table, helper.pid).iter().map(|p| p.pid));
+                }
+            }
+        }
         let started: Vec<Proc> = self
             .under(&table)
             .into_iter()
             .filter(|p| p.state != 'Z' && !mark.0.iter().any(|m| m.pid == p.pid && m.start == p.start))
+            .filter(|p| !kept.contains(&p.pid))
             .collect();
         for p in &started {
             signal_seen(p, Signal::Kill);
@@ -975,10 +989,43 @@ pub(crate) mod tests {
         line.clear();
         out.read_line(&mut line).await.unwrap();
         let job: u32 = line.trim().parse().unwrap();
-        assert_eq!(child.end_started_since(&mark), 1, "only the job is new");
+        assert_eq!(child.end_started_since(&mark, false), 1, "only the job is new");
         assert!(gone_within(job, Duration::from_secs(2)).await, "the job outlived the end of its turn");
         assert!(alive(helper), "what ran before the mark was killed");
         assert!(child.is_running(), "the child itself was killed");
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_ends_keeps_the_childs_own_helpers_but_not_what_runs_in_its_shells() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        // After the mark the child starts a helper of its own (an MCP server, say) and keeps a
+        // shell, in which a command left a job running.
+        let script = "read go; sleep 30 & echo $!; sh -c 'sleep 31 & echo $!; wait' & wait";
+        let mut child = spawn(&sh(script)).unwrap();
+        let mark = child.mark_tree();
+        let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap());
+        child
+            .take_stdin()
+            .unwrap()
+            .write_all(
+                b"go
+",
+            )
+            .await
+            .unwrap();
+        let mut line = String::new();
+        out.read_line(&mut line).await.unwrap();
+        let helper: u32 = line.trim().parse().unwrap();
+        line.clear();
+        out.read_line(&mut line).await.unwrap();
+        let job: u32 = line.trim().parse().unwrap();
+        assert_eq!(child.end_started_since(&mark, true), 1, "only the shell's job");
+        assert!(gone_within(job, Duration::from_secs(2)).await, "the job in the kept shell outlived its turn");
+        assert!(alive(helper), "the child's own helper was killed at the end of a turn");
+        // Stop ends the helper too: it started during the turn.
+        // (The shell may be gone already: its `wait` ended with its job.)
+        assert!(child.end_started_since(&mark, false) >= 1, "the helper");
+        assert!(gone_within(helper, Duration::from_secs(2)).await);
     }
 
     #[tokio::test]

@@ -184,18 +184,28 @@ fn stop_ends_what_the_acp_turn_started_and_the_agent_stays_warm() {
     }
 }
 
-/// A turn that ends normally (Cursor's own tools, `tools: "cursor"`) leaves nothing it started
-/// running either, as a print-mode turn does not; the agent stays warm.
+/// A turn that ends normally (Cursor's own tools, `tools: "cursor"`) leaves nothing its shell
+/// tools started running either (a job whose shell exited), as a print-mode turn does not; the
+/// agent stays warm, and so does what the agent started itself (an MCP server of the user's
+/// configuration, connected after the session opened: here a direct child of the double).
 #[test]
 fn what_an_acp_turn_left_running_ends_with_the_turn() {
-    let dir = TestDir::new();
-    let mut s = start(&dir, &[], json!({"spares": 0}));
-    let prompt = directed("start the watcher", json!({"turnGrandchild": true}));
-    let (d, r1) = s.chat(send("t1", "c1", json!([user(&prompt)])));
-    assert!(r1.get("result").is_some(), "{r1}");
-    assert_eq!(text_of(&d), "Echo: start the watcher");
-    let watcher = turn_grandchild(&dir, 0);
-    assert!(eventually(Duration::from_secs(2), || !alive(watcher)), "the process the turn started outlived it");
-    let (_, agent, _) = session_with_prompt(&dir, &prompt);
-    assert!(alive(agent), "the agent stays warm");
+    for via_shell in [true, false] {
+        let dir = TestDir::new();
+        let env: &[(&str, &str)] = if via_shell { &[("CURSOR_DOUBLE_GRANDCHILD_VIA_SHELL", "1")] } else { &[] };
+        let mut s = start(&dir, env, json!({"spares": 0}));
+        let prompt = directed("start the watcher", json!({"turnGrandchild": true}));
+        let (d, r1) = s.chat(send("t1", "c1", json!([user(&prompt)])));
+        assert!(r1.get("result").is_some(), "{r1}");
+        assert_eq!(text_of(&d), "Echo: start the watcher");
+        let started = turn_grandchild(&dir, 0);
+        let (_, agent, _) = session_with_prompt(&dir, &prompt);
+        assert!(alive(agent), "the agent stays warm");
+        if via_shell {
+            assert!(eventually(Duration::from_secs(2), || !alive(started)), "the job the turn left outlived it");
+        } else {
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(alive(started), "the agent's own helper was killed at the end of a turn");
+        }
+    }
 }

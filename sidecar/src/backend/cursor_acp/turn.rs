@@ -53,7 +53,7 @@ pub async fn run(
     let mut slot = running.slot.take();
     if let Some(agent) = slot.as_mut().and_then(|s| s.as_mut()) {
         agent.end_turn().await;
-        agent.end_what_the_turn_started();
+        agent.end_what_the_turn_started(false);
     }
     (slot, outcome)
 }
@@ -197,7 +197,7 @@ async fn cancel(mut slot: Slot, mut prompt: JoinHandle<(Result<Value, RpcError>,
             let reason = result.get("stopReason").and_then(Value::as_str).unwrap_or("");
             tracing::debug!(reason, pid = agent.pid(), "the cancelled ACP turn stopped; the session stays warm");
             // The agent stopped its turn, not necessarily what the turn started.
-            agent.end_what_the_turn_started();
+            agent.end_what_the_turn_started(true);
         }
         _ => {
             prompt.abort();
