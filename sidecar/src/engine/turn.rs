@@ -239,7 +239,11 @@ impl Engine {
             if let (true, Some(s), Some(&request)) =
                 (continued, &plan.session, conversation.all_request_hashes().last())
             {
-                lock(&self.sessions).note_incomplete(&s.id, &s.chat_id, request, false);
+                let write = lock(&self.sessions).note_incomplete_in_memory(&s.id, &s.chat_id, request, false);
+                if let Some(write) = write {
+                    // On disk before the error is answered, but off the async workers (item 13).
+                    saves.push(super::session_io::save_detached(&self.sessions, write));
+                }
             }
         }
         // A build that cannot take the client's tools as its own: describe them in the prompt.
