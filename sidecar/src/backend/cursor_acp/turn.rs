@@ -180,8 +180,16 @@ impl Drop for Running {
     fn drop(&mut self) {
         // Dropped with the prompt outstanding: the turn was cancelled (Stop, a timeout, a client
         // that went away).
-        if let (Some(slot), Some(prompt)) = (self.slot.take(), self.prompt.take()) {
-            tokio::spawn(cancel(slot, prompt));
+        match (self.slot.take(), self.prompt.take()) {
+            (Some(slot), Some(prompt)) => drop(tokio::spawn(cancel(slot, prompt))),
+            // Stopped between prompts (a retry's pause, the updates drained after the answer):
+            // nothing to cancel, but what the turn started ends all the same.
+            (Some(mut slot), None) => {
+                if let Some(agent) = slot.as_mut() {
+                    agent.end_what_the_turn_started(true);
+                }
+            }
+            _ => {}
         }
     }
 }
