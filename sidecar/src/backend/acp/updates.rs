@@ -92,9 +92,15 @@ impl Updates {
                         tool.done = true;
                         // Cursor ends a rejected tool `completed` with `rawOutput.rejected`
                         // (docs/cursor-acp.md): it did not run.
-                        let rejected = update.pointer("/rawOutput/rejected").is_some_and(|r| !r.is_null());
+                        let mut rejected = update.pointer("/rawOutput/rejected").is_some_and(|r| !r.is_null());
                         let ok = status == "completed" && !rejected;
                         let detail = (!ok).then(|| failure_detail(update)).flatten();
+                        // Tool status is not to be trusted for denials (docs/cursor-acp.md §11): a
+                        // built-in the permissions configuration refused may come back `failed`.
+                        // It did not run, so it is a rejection, not a tool that ran and failed.
+                        if status == "failed" && detail.as_deref().is_some_and(says_denied) {
+                            rejected = true;
+                        }
                         out.push(Event::ToolCompleted {
                             call_id: id.to_string(),
                             tool: tool_name,
@@ -151,6 +157,36 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_built_in_that_failed_because_the_permissions_refused_it_counts_as_rejected() {
+        let completed = |text: &str| {
+            let events = run(&[
+                json!({"sessionUpdate": "tool_call", "toolCallId": "r", "title": "Read a.rs", "kind": "read"}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "r", "status": "failed",
+                       "content": [{"type": "content", "content": {"type": "text", "text": text}}]}),
+            ]);
+            events.into_iter().find_map(|e| match e {
+                Event::ToolCompleted { ok, rejected, .. } => Some((ok, rejected)),
+                _ => None,
+            })
+        };
+        assert_eq!(completed("Permission denied by your permissions configuration"), Some((false, true)));
+        assert_eq!(completed("ENOENT: no such file"), Some((false, false)), "a read that ran and failed");
+    }
+
+    #[test]
+    fn a_denial_by_the_permissions_set_up_is_told_from_a_command_that_failed() {
+        for (detail, denied) in [
+            ("Permission denied by your permissions configuration: Read(**)", true),
+            ("Tool not allowed: blocked by the permission policy", true),
+            ("Shell(rm) is not allowed by permissions in .cursor/cli.json", true),
+            ("cat: /root/secret: Permission denied", false),
+            ("error: failed to push some refs", false),
+        ] {
+            assert_eq!(says_denied(detail), denied, "{detail}");
+        }
+    }
 
     fn run(updates: &[Value]) -> Vec<Event> {
         let mut u = Updates::default();
@@ -230,4 +266,14 @@ mod tests {
         ]);
         assert_eq!(events, vec![Event::Thinking("unfinished".into()), Event::ThinkingDone]);
     }
+}
+
+/// A tool failure's text that says the tool was not allowed to run (permissions, a denial), not
+/// that it ran and failed.
+fn says_denied(detail: &str) -> bool {
+    let d = detail.to_ascii_lowercase();
+    // Only a denial that names the permissions set-up: a command that ran and printed
+    // "Permission denied" (a file it could not read) did run.
+    d.contains("permission")
+        && ["configuration", "cli.json", "settings", "policy", "not allowed"].iter().any(|p| d.contains(p))
 }
