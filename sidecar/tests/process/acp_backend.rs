@@ -272,6 +272,45 @@ fn after_the_agent_dies_mid_turn_the_conversation_goes_on_in_a_session_loaded_wi
 }
 
 #[test]
+fn a_session_loaded_with_an_empty_answer_by_an_agent_that_lists_no_models_keeps_its_own_model() {
+    // Older builds answer `cursor/list_available_models` with -32601, and ACP takes only its own
+    // model ids: with no catalogue known, the loaded session keeps its model instead of being
+    // sent an id it refuses (invalidModel on every turn).
+    let env = [("CURSOR_DOUBLE_ACP_LOAD_ANSWER", "empty"), ("CURSOR_DOUBLE_ACP_LIST_MODELS", "unsupported")];
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &env);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    assert!(s.finish().success());
+    let mut history = vec![user("one"), assistant("Echo: one")];
+    // A new sidecar (an editor restart), with and without a session opened ahead (whose
+    // `session/new` tells the catalogue): the stored session is loaded and answers `{}`.
+    for (i, spares) in [0, 1, 0].into_iter().enumerate() {
+        let mut launch = Launch::new(&dir);
+        for (k, v) in env {
+            launch = launch.env(k, v);
+        }
+        let mut s = launch.start();
+        s.initialize(&dir, json!({"backend": "acp", "spares": spares}));
+        let word = format!("next{i}");
+        history.push(user(&word));
+        let (d, r) = s.chat(send(&format!("t{}", i + 2), "c1", "ask", json!(history)));
+        assert_eq!(r["result"]["resumed"], true, "spares {spares}: {r}");
+        assert_eq!(text_of(&d), format!("Echo: {word}"), "spares {spares}: {r}");
+        history.push(assistant(&format!("Echo: {word}")));
+        // A follow-up in the same process works too.
+        let word = format!("again{i}");
+        history.push(user(&word));
+        let (d, r) = s.chat(send(&format!("u{}", i + 2), "c1", "ask", json!(history)));
+        assert_eq!(text_of(&d), format!("Echo: {word}"), "spares {spares}: {r}");
+        history.push(assistant(&format!("Echo: {word}")));
+        assert!(s.finish().success());
+    }
+    let (_, _, prompts) = session_with_prompt(&dir, "one");
+    assert_eq!(prompts.len(), 7, "one session all along: {prompts:?}");
+}
+
+#[test]
 fn auto_shows_acps_own_error_and_never_reruns_it_in_print_mode() {
     let dir = TestDir::new();
     let mut s = start(&dir, "auto", &[]);

@@ -45,7 +45,7 @@ pub type Slot = OwnedMutexGuard<Option<Agent>>;
 pub async fn run(
     slot: Slot,
     spec: &TurnSpec,
-    model: &Choice,
+    model: Option<&Choice>,
     sink: &mut EventSink,
 ) -> (Option<Slot>, Result<TurnEnd, TurnFailure>) {
     let mut running = Running { slot: Some(slot), prompt: None };
@@ -68,7 +68,12 @@ impl Running {
         self.slot.as_mut().and_then(|s| s.as_mut()).expect("a turn runs on a live agent")
     }
 
-    async fn turn(&mut self, spec: &TurnSpec, model: &Choice, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+    async fn turn(
+        &mut self,
+        spec: &TurnSpec,
+        model: Option<&Choice>,
+        sink: &mut EventSink,
+    ) -> Result<TurnEnd, TurnFailure> {
         self.configure(spec.mode, model).await?;
         let mut inbox = self.agent().begin_turn();
         let session = self.agent().session_id.clone();
@@ -141,8 +146,9 @@ impl Running {
         }
     }
 
-    /// Mode first (ask mode means no permission prompts), then the model and its selects.
-    async fn configure(&mut self, mode: Mode, model: &Choice) -> Result<(), TurnFailure> {
+    /// Mode first (ask mode means no permission prompts), then the model and its selects
+    /// (`None`: the session keeps its own).
+    async fn configure(&mut self, mode: Mode, model: Option<&Choice>) -> Result<(), TurnFailure> {
         let agent = self.agent();
         let session = agent.session_id.clone();
         if agent.config.current_mode.as_deref() != Some(mode.as_str()) {
@@ -150,6 +156,7 @@ impl Running {
             config_request(agent, "session/set_mode", params).await?;
             agent.config.current_mode = Some(mode.as_str().to_owned());
         }
+        let Some(model) = model else { return Ok(()) };
         let mut sets: Vec<(&str, &str)> = Vec::new();
         if agent.config.current.as_deref() != Some(model.value.as_str()) {
             sets.push(("model", &model.value));
