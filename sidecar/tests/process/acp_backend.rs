@@ -336,32 +336,85 @@ fn auto_shows_acps_own_error_and_never_reruns_it_in_print_mode() {
     assert_eq!(status["result"]["backend"]["lastTurn"]["backend"], "acp", "{status}");
 }
 
+/// Kill every ACP agent the double started and wait until they are gone.
+fn kill_agents(dir: &TestDir) {
+    for pid in acp_pids(dir) {
+        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert!(eventually(Duration::from_secs(5), || acp_pids(dir).iter().all(|p| !alive(*p))));
+}
+
+fn acp_starts(dir: &TestDir) -> usize {
+    dir.records().iter().filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start").count()
+}
+
 #[test]
-fn under_auto_a_conversation_in_an_acp_session_that_cannot_start_again_says_so_instead_of_moving_to_print() {
+fn under_auto_a_projects_bad_cli_json_fails_its_turns_saying_which_file_and_never_marks_acp_broken() {
     let dir = TestDir::new();
     let mut s = start(&dir, "auto", &[]);
     let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
     assert!(r1.get("result").is_some(), "{r1}");
     // From now on ACP exits at start in this folder, and the conversation's agent is gone.
+    let file = dir.workspace().join(".cursor/cli.json");
     std::fs::create_dir_all(dir.workspace().join(".cursor")).unwrap();
-    std::fs::write(dir.workspace().join(".cursor/cli.json"), r#"{"model": "gpt-5"}"#).unwrap();
-    let starts_before = acp_pids(&dir).len();
-    for pid in acp_pids(&dir) {
-        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
-    }
-    assert!(eventually(Duration::from_secs(5), || acp_pids(&dir).iter().all(|p| !alive(*p))));
+    std::fs::write(&file, r#"{"model": "gpt-5"}"#).unwrap();
+    kill_agents(&dir);
     let (d2, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
     assert_eq!(error_kind(&r2), "cliFailed", "{r2}");
     assert!(r2["error"]["message"].as_str().unwrap().contains("cli.json"), "ACP's own error: {r2}");
+    let hint = r2["error"]["data"]["hint"].as_str().unwrap();
+    assert!(hint.contains(".cursor/cli.json") && hint.contains(dir.workspace().to_str().unwrap()), "{r2}");
     assert_eq!(text_of(&d2), "", "no replayed chat's answer: {d2:?}");
-    let starts = dir.records().iter().filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start").count();
-    assert!(starts >= starts_before + 2, "a failed start is tried once more before ACP is given up: {starts}");
-    // ACP is now known not to start: the conversation fails saying what to do.
-    let (_, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
-    assert_eq!(error_kind(&r3), "cliFailed", "{r3}");
-    assert!(r3["error"]["message"].as_str().unwrap().contains("ACP mode"), "{r3}");
-    assert!(r3["error"]["data"]["hint"].as_str().unwrap().contains("new chat"), "{r3}");
+    // The project's file is not the CLI build's fault: ACP stays the backend.
+    let status = s.request("status", json!({}));
+    assert_eq!(status["result"]["backend"]["active"], "acp", "{status}");
+    // Fixed, the conversation goes on in its session.
+    std::fs::remove_file(&file).unwrap();
+    let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d3), "Echo: three", "{r3}");
     assert!(dir.turns().is_empty(), "nothing was replayed into print mode: {:?}", dir.turns());
+}
+
+#[test]
+fn under_auto_a_conversation_in_an_acp_session_tries_acp_on_every_turn_even_while_it_does_not_start() {
+    let dir = TestDir::new();
+    // The double's ACP mode exits at start, with nothing on stderr, unless this folder exists.
+    let workspace = dir.workspace().canonicalize().unwrap();
+    let slug: String = workspace
+        .to_str()
+        .unwrap()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let project = dir.path().join("home/.cursor/projects").join(slug);
+    std::fs::create_dir_all(&project).unwrap();
+    let mut s = start(&dir, "auto", &[("CURSOR_DOUBLE_ACP_PROJECT_DIR_REQUIRED", "1")]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    std::fs::remove_dir_all(&project).unwrap();
+    kill_agents(&dir);
+    let starts_before = acp_starts(&dir);
+    let (d2, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
+    assert_eq!(error_kind(&r2), "cliFailed", "{r2}");
+    assert!(r2["error"]["message"].as_str().unwrap().contains("ACP mode"), "{r2}");
+    assert!(r2["error"]["data"]["hint"].as_str().unwrap().contains("new chats run in print mode"), "{r2}");
+    assert_eq!(text_of(&d2), "", "no replayed chat's answer: {d2:?}");
+    assert!(acp_starts(&dir) >= starts_before + 2, "a failed start is tried once more before ACP is given up");
+    // ACP is now known not to start: a new chat runs in print mode...
+    let (d, r) = s.chat(send("n1", "c2", "ask", json!([user("new")])));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&d), "Echo: new");
+    assert_eq!(dir.turns().len(), 1, "print mode served the new chat");
+    // ...while the conversation in an ACP session tries ACP again, and goes on once it starts.
+    std::fs::create_dir_all(&project).unwrap();
+    let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d3), "Echo: three", "{r3}");
+    let status = s.request("status", json!({}));
+    assert_eq!(status["result"]["backend"]["active"], "acp", "ACP started, so new chats use it again: {status}");
+    assert_eq!(dir.turns().len(), 1, "nothing was replayed into print mode: {:?}", dir.turns());
 }
 
 #[test]

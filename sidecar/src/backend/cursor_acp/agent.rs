@@ -159,7 +159,7 @@ impl Agent {
         });
         let init = match tokio::time::timeout(INITIALIZE_TIMEOUT, self.conn.request("initialize", params)).await {
             Ok(Ok(result)) => result,
-            Ok(Err(RpcError::Closed)) => return Err(StartFailure::broken(self.exited_at_start().await)),
+            Ok(Err(RpcError::Closed)) => return Err(self.exited_at_start().await),
             Ok(Err(e)) => {
                 return Err(StartFailure::broken(
                     BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `initialize`: {e}"))
@@ -213,7 +213,7 @@ impl Agent {
                 tracing::debug!(code, %message, "authenticate refused; going on");
                 Ok(())
             }
-            Ok(Err(RpcError::Closed)) => Err(StartFailure::broken(self.exited_at_start().await)),
+            Ok(Err(RpcError::Closed)) => Err(self.exited_at_start().await),
             Err(_) => Err(StartFailure::shared(not_signed_in("authenticate did not answer"))),
         }
     }
@@ -326,13 +326,15 @@ impl Agent {
                 }
                 StartFailure::shared(failure)
             }
-            RpcError::Closed => StartFailure::broken(self.exited_at_start().await),
+            RpcError::Closed => self.exited_at_start().await,
         }
     }
 
     /// The agent's stdout ended during start-up: say what its stderr said (a `.cli.json` schema
-    /// error, or nothing at all — docs/cursor-acp.md §11).
-    async fn exited_at_start(&mut self) -> BridgeError {
+    /// error, or nothing at all — docs/cursor-acp.md §11). A project configuration the CLI
+    /// rejects is that project's problem, fixed by editing the file, not the build's: it never
+    /// marks ACP as not working with the build.
+    async fn exited_at_start(&mut self) -> StartFailure {
         let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await.ok().and_then(Result::ok);
         // Let the stderr reader catch up with what the process wrote before it exited.
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -341,26 +343,33 @@ impl Agent {
         let trimmed = stderr.trim();
         if trimmed.contains("cli.json") {
             let first = trimmed.lines().next().unwrap_or(trimmed);
-            return BridgeError::new(
-                ErrorKind::CliFailed,
-                format!("The Cursor CLI rejected the project's configuration: {first}"),
-            )
-            .hint("Fix or remove the workspace's .cursor/cli.json (the CLI accepts only the keys it knows).")
-            .detail(crate::util::text::bounded_tail(trimmed, 2000).unwrap_or_default());
+            let file = self.workspace.join(".cursor").join("cli.json");
+            return StartFailure::shared(
+                BridgeError::new(
+                    ErrorKind::CliFailed,
+                    format!("The Cursor CLI rejected the project's configuration: {first}"),
+                )
+                .hint(format!(
+                    "Fix or remove {} (the CLI accepts only the keys it knows), then send the message again.",
+                    file.display()
+                ))
+                .detail(crate::util::text::bounded_tail(trimmed, 2000).unwrap_or_default()),
+            );
         }
         if trimmed.is_empty() {
             let how = code.map_or("was stopped".to_owned(), |c| format!("exited with status {c}"));
-            return BridgeError::new(
-                ErrorKind::CliFailed,
-                format!("Cursor's ACP mode {how} at start without a message"),
-            )
-            .hint(HINT_CLI_VERSION);
+            return StartFailure::broken(
+                BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode {how} at start without a message"))
+                    .hint(HINT_CLI_VERSION),
+            );
         }
         let mut error: BridgeError = classify(code, &stderr, None).into();
         if error.kind == ErrorKind::CliFailed {
             error.message = "Cursor's ACP mode stopped at start".into();
+            return StartFailure::broken(error);
         }
-        error
+        // A login, a limit, the network: print mode would say the same.
+        StartFailure::shared(error)
     }
 
     pub fn stderr_tail(&self) -> String {

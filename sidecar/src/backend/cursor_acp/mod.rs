@@ -174,6 +174,9 @@ impl CursorAcp {
             let failure = match Agent::start(&launch).await {
                 Ok(mut agent) => match self.open_session(cli, &mut agent, tools, load).await {
                     Ok(true) => {
+                        // ACP works with this build after all (a conversation in an ACP session
+                        // tries it on every turn): new chats use it again.
+                        self.broken.forget();
                         self.note_catalogue(cli, &agent);
                         return Ok(Some(agent));
                     }
