@@ -72,7 +72,9 @@ impl Auto {
                 self.served("acp", "ACP mode works with this CLI");
                 return Err(f);
             }
-            if attempt < NEW_CHAT_ATTEMPTS && f.error.kind != ErrorKind::InvalidModel {
+            // Not after a timeout: it has waited its bound already, and the wait before print mode
+            // takes over stays one bound (docs/cursor-acp.md §14).
+            if attempt < NEW_CHAT_ATTEMPTS && !matches!(f.error.kind, ErrorKind::InvalidModel | ErrorKind::Timeout) {
                 tracing::info!(kind = %f.error.kind, error = %f.error.message, "the new chat's ACP turn failed before any output; ACP tries once more");
                 attempt += 1;
                 continue;

@@ -198,6 +198,26 @@ fn signed_out_says_log_in() {
 }
 
 #[test]
+fn an_authenticate_that_does_not_answer_is_a_timeout_not_a_missing_login_and_auto_answers_in_print_mode() {
+    // Signed in, but Cursor does not answer `authenticate` (slow, or hanging): no evidence of a
+    // missing login, so no "run agent login".
+    let env = [("CURSOR_DOUBLE_ACP_AUTH", "hang")];
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &env);
+    let (_, r) = s.chat(send("t1", "c1", "ask", json!([user("hi")])));
+    assert_eq!(error_kind(&r), "timeout", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("authenticate"), "{r}");
+    drop(s);
+    // Under auto, print mode (which needs no `authenticate`) answers the new chat.
+    let dir = TestDir::new();
+    let mut s = start(&dir, "auto", &env);
+    let (d, r) = s.chat(send("t1", "c1", "ask", json!([user("hi")])));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&d), "Echo: hi");
+    assert_eq!(dir.turns().len(), 1, "print mode ran it");
+}
+
+#[test]
 fn a_session_lost_with_the_sidecar_continues_through_session_load() {
     let dir = TestDir::new();
     let mut s = start(&dir, "acp", &[]);

@@ -33,7 +33,8 @@ use crate::util::sync::{lock, AbortOnDrop};
 
 /// Start-up and `initialize` (0.7 s observed; a CLI that updates itself takes longer).
 const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
-/// `authenticate` hangs when signed out (docs/cursor-acp.md §3.2): bounded, then "log in".
+/// `authenticate` hangs when signed out (docs/cursor-acp.md §3.2), and may when Cursor is slow:
+/// bounded, then a timeout (only -32000 or an auth error text says "not signed in").
 const AUTHENTICATE_TIMEOUT: Duration = Duration::from_secs(10);
 /// `session/new` fetches models and config from Cursor's servers (~2 s observed).
 const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -207,6 +208,11 @@ impl Agent {
             Ok(Err(RpcError::Remote { code: -32000, message, .. })) => {
                 Err(StartFailure::shared(not_signed_in(&message)))
             }
+            Ok(Err(RpcError::Remote { message, .. }))
+                if classify(Some(1), "", Some(&message)).kind == ErrorKind::AuthRequired =>
+            {
+                Err(StartFailure::shared(not_signed_in(&message)))
+            }
             // Another refusal (no such method, bad params): a stored login may still serve
             // `session/new`, which says itself if it needs a login.
             Ok(Err(RpcError::Remote { code, message, .. })) => {
@@ -214,7 +220,21 @@ impl Agent {
                 Ok(())
             }
             Ok(Err(RpcError::Closed)) => Err(self.exited_at_start().await),
-            Err(_) => Err(StartFailure::shared(not_signed_in("authenticate did not answer"))),
+            // No answer is no evidence of a missing login (a slow Cursor also hangs here): a
+            // timeout, which print mode would not repeat; it says whether it is signed in.
+            Err(_) => Err(StartFailure::shared(
+                BridgeError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "Cursor's ACP mode did not answer `authenticate` within {} s",
+                        AUTHENTICATE_TIMEOUT.as_secs()
+                    ),
+                )
+                .hint(
+                    "Cursor may be slow or unreachable: try again. If the Cursor CLI is not signed in, run \
+                     `agent login` (or set an API key); `agent status` says which.",
+                ),
+            )),
         }
     }
 
