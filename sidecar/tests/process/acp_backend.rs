@@ -331,6 +331,36 @@ fn a_session_loaded_with_an_empty_answer_by_an_agent_that_lists_no_models_keeps_
 }
 
 #[test]
+fn a_session_load_that_does_not_answer_is_a_timeout_and_the_conversation_is_kept_not_replayed() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    assert!(s.finish().success());
+    // A new sidecar whose agent replays the session but never answers `session/load`.
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_LOAD_ANSWER", "none").start();
+    s.initialize(&dir, json!({"backend": "acp", "spares": 0}));
+    let started = Instant::now();
+    let id =
+        s.send_request("chat/send", send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
+    let r2 = s.response_within(&json!(id), Duration::from_secs(90));
+    let d2 = s.take_deltas(&json!("t2"));
+    assert_eq!(error_kind(&r2), "timeout", "slow is not gone: {r2}");
+    assert!(r2["error"]["data"]["hint"].as_str().unwrap().contains("send the message again"), "{r2}");
+    assert_eq!(text_of(&d2), "", "no replayed chat's answer: {d2:?}");
+    assert!(started.elapsed() < Duration::from_secs(60), "bounded: {:?}", started.elapsed());
+    assert!(s.finish().success());
+    // The next turn (here in a sidecar whose agent answers) continues the same session.
+    let mut s = start(&dir, "acp", &[]);
+    let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d3), "Echo: three", "{r3}");
+    let (_, _, prompts) = session_with_prompt(&dir, "one");
+    assert_eq!(prompts, ["one", "three"], "never replayed into a new session");
+    assert!(dir.turns().is_empty(), "{:?}", dir.turns());
+}
+
+#[test]
 fn auto_shows_acps_own_error_and_never_reruns_it_in_print_mode() {
     let dir = TestDir::new();
     let mut s = start(&dir, "auto", &[]);

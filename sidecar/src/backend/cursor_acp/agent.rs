@@ -38,6 +38,8 @@ const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
 const AUTHENTICATE_TIMEOUT: Duration = Duration::from_secs(10);
 /// `session/new` fetches models and config from Cursor's servers (~2 s observed).
 const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
+/// A `session/load` whose replay keeps coming may take this long in all.
+const LOAD_LIMIT: Duration = Duration::from_secs(300);
 /// `session/new` right after `initialize` can fail once with -32603; retried on the same
 /// connection (docs/cursor-acp.md §11).
 const SESSION_RETRIES: usize = 2;
@@ -277,24 +279,54 @@ impl Agent {
     }
 
     /// Continue `id`, a session an earlier process of this CLI created. `Ok(false)`: the agent
-    /// does not have it (or cannot load sessions).
+    /// says it does not have it (or cannot load sessions); no answer is a `timeout`, not that.
     pub async fn load(&mut self, id: &str) -> Result<bool, StartFailure> {
         if !self.load_session {
             return Ok(false);
         }
         let cwd = self.workspace.to_string_lossy().into_owned();
-        let request =
-            self.conn.request("session/load", json!({"sessionId": id, "cwd": cwd, "mcpServers": self.mcp_servers()}));
+        let params = json!({"sessionId": id, "cwd": cwd, "mcpServers": self.mcp_servers()});
         // The replay arrives before the answer, while our session is not set: the router drops
-        // it, so none of it can show as a new answer.
-        match tokio::time::timeout(SESSION_TIMEOUT, request).await {
-            Ok(Ok(result)) => {
+        // it, so none of it can show as a new answer. A long conversation replays for a while:
+        // the deadline is `SESSION_TIMEOUT` of silence, each message of the agent's extends it
+        // (up to `LOAD_LIMIT` in all).
+        let mut heard = self.shared.routed.subscribe();
+        let started = Instant::now();
+        let conn = self.conn.clone();
+        let request = conn.request("session/load", params);
+        tokio::pin!(request);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut request => break Some(answer),
+                changed = heard.changed(), if started.elapsed() < LOAD_LIMIT => {
+                    if changed.is_err() {
+                        break tokio::time::timeout(SESSION_TIMEOUT, &mut request).await.ok();
+                    }
+                }
+                () = tokio::time::sleep(SESSION_TIMEOUT) => break None,
+            }
+        };
+        match answer {
+            Some(Ok(result)) => {
                 self.adopt(id, &result);
                 Ok(true)
             }
-            Ok(Err(RpcError::Remote { code: -32602 | -32002, .. })) => Ok(false),
-            Ok(Err(e)) => Err(self.session_failure("session/load", e).await),
-            Err(_) => Ok(false),
+            Some(Err(RpcError::Remote { code: -32602 | -32002, .. })) => Ok(false),
+            Some(Err(e)) => Err(self.session_failure("session/load", e).await),
+            // Slow is not gone: the session is kept, and the next turn tries again.
+            None => Err(StartFailure::shared(
+                BridgeError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "Cursor did not finish loading this conversation's session (no answer for {} s)",
+                        SESSION_TIMEOUT.as_secs()
+                    ),
+                )
+                .hint(
+                    "Cursor's servers may be slow or unreachable. The conversation is kept: send the message \
+                     again to try once more.",
+                ),
+            )),
         }
     }
 
