@@ -123,6 +123,8 @@ pub struct Knobs {
     pub mcp_ask: McpAsk,
     /// A `tools/call` result with `structuredContent` or non-text content never completes.
     pub mcp_structured_hangs: bool,
+    /// MCP calls are announced with `tool_call` updates (off: the call reaches the server unannounced).
+    pub mcp_updates: bool,
     /// The prompt answer carries token counts (`usage`, ACP's unstable end-of-turn usage).
     pub prompt_usage: bool,
 }
@@ -207,6 +209,7 @@ impl Knobs {
                 ],
             )?,
             mcp_structured_hangs: pick("CURSOR_DOUBLE_ACP_MCP_STRUCTURED", false, &[("ok", false), ("hang", true)])?,
+            mcp_updates: pick("CURSOR_DOUBLE_ACP_MCP_UPDATES", true, &[("on", true), ("off", false)])?,
             startup: number("CURSOR_DOUBLE_ACP_STARTUP_MS")?.map(Duration::from_millis),
             start_fail: pick(
                 "CURSOR_DOUBLE_ACP_START_FAIL",

@@ -440,7 +440,17 @@ impl CursorAcp {
         if let Some(host) = &agent.tools {
             host.serve(t.hosted_tools.as_ref().map(|h| h.calls.clone()));
         }
-        let (mut slot, outcome) = turn::run(slot, &t, choice.as_ref(), sink).await;
+        let called = agent.tools.as_ref().map(tools::ToolHost::called);
+        let (mut slot, mut outcome) = turn::run(slot, &t, choice.as_ref(), sink).await;
+        // A call of the client's tools is output (the client may have run it), even if no update
+        // of the agent's said so: neither a second ACP attempt nor print mode may run the prompt
+        // again.
+        if let (Err(f), Some(called)) = (&mut outcome, &called) {
+            if called.load(Ordering::SeqCst) {
+                f.spoke = true;
+                f.chat_lost = false;
+            }
+        }
         if let Some(host) = slot.as_mut().and_then(|s| s.as_mut()).and_then(|a| a.tools.as_ref()) {
             host.serve(None);
         }

@@ -131,7 +131,10 @@ impl Running {
             match answer {
                 Ok(result) => return state.finish(self.agent(), &result, sink).await,
                 Err(RpcError::Remote { code, message, .. })
-                    if !state.spoke && attempt < TRANSPORT_RETRIES && is_transport_drop(&message) =>
+                    if !state.spoke
+                        && !client_called(self.agent())
+                        && attempt < TRANSPORT_RETRIES
+                        && is_transport_drop(&message) =>
                 {
                     attempt += 1;
                     tracing::info!(
@@ -231,6 +234,11 @@ async fn config_request(agent: &Agent, method: &str, params: Value) -> Result<Va
         )
         .into()),
     }
+}
+
+/// Our MCP host handed one of the agent's calls to the client during this turn.
+fn client_called(agent: &Agent) -> bool {
+    agent.tools.as_ref().is_some_and(|h| h.called().load(std::sync::atomic::Ordering::SeqCst))
 }
 
 fn is_transport_drop(message: &str) -> bool {
