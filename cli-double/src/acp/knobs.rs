@@ -101,6 +101,8 @@ pub struct Knobs {
     pub session_caps: Vec<String>,
     pub new_session_delay: Duration,
     pub new_session_failures: u64,
+    /// While this file exists, `session/new` removes it and the process exits (1, empty stderr).
+    pub new_session_exit: Option<std::path::PathBuf>,
     pub commands: CommandsTiming,
     pub parameterized: Option<bool>,
     pub unroutable: Vec<String>,
@@ -225,6 +227,9 @@ impl Knobs {
             session_caps: caps,
             new_session_delay: Duration::from_millis(number("CURSOR_DOUBLE_ACP_NEW_SESSION_MS")?.unwrap_or(0)),
             new_session_failures: number("CURSOR_DOUBLE_ACP_NEW_SESSION_FAILURES")?.unwrap_or(0),
+            new_session_exit: settings::var("CURSOR_DOUBLE_ACP_NEW_SESSION_EXIT")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
             commands: pick(
                 "CURSOR_DOUBLE_ACP_COMMANDS_UPDATE",
                 CommandsTiming::AfterResponse,

@@ -468,6 +468,25 @@ fn under_auto_a_conversation_in_an_acp_session_tries_acp_on_every_turn_even_whil
 }
 
 #[test]
+fn a_session_new_that_closes_the_connection_is_tried_once_more_before_acp_is_given_up() {
+    for backend in ["acp", "auto"] {
+        let dir = TestDir::new();
+        // The first agent exits when asked for a session; the next one serves.
+        let marker = dir.path().join("exit-once");
+        std::fs::write(&marker, "").unwrap();
+        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_NEW_SESSION_EXIT", marker.to_str().unwrap()).start();
+        s.initialize(&dir, json!({"backend": backend, "spares": 0}));
+        let (d, r) = s.chat(send("t1", "c1", "ask", json!([user("hi")])));
+        assert_eq!(text_of(&d), "Echo: hi", "{backend}: {r}");
+        assert_eq!(acp_starts(&dir), 2, "{backend}: one start more");
+        assert!(dir.turns().is_empty(), "{backend}: ACP served it, not print mode");
+        let status = s.request("status", json!({}));
+        assert_eq!(status["result"]["backend"]["active"], "acp", "{backend}: {status}");
+        assert!(status["result"]["backend"]["reason"].is_null(), "{backend}: not marked: {status}");
+    }
+}
+
+#[test]
 fn under_auto_a_new_chat_whose_acp_turn_fails_before_output_tries_acp_once_more_then_print() {
     let dir = TestDir::new();
     let mut s = start(&dir, "auto", &[]);
