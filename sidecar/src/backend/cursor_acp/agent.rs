@@ -56,14 +56,17 @@ const TURN_INBOX: usize = 256;
 pub struct StartFailure {
     pub error: BridgeError,
     pub broken: bool,
+    /// `authenticate` did not answer: signed out, or a slow Cursor (the CLI's own `status` can
+    /// tell which).
+    pub auth_unanswered: bool,
 }
 
 impl StartFailure {
     fn broken(error: BridgeError) -> Self {
-        StartFailure { error, broken: true }
+        StartFailure { error, broken: true, auth_unanswered: false }
     }
     fn shared(error: BridgeError) -> Self {
-        StartFailure { error, broken: false }
+        StartFailure { error, broken: false, auth_unanswered: false }
     }
 }
 
@@ -224,19 +227,22 @@ impl Agent {
             Ok(Err(RpcError::Closed)) => Err(self.exited_at_start().await),
             // No answer is no evidence of a missing login (a slow Cursor also hangs here): a
             // timeout, which print mode would not repeat; it says whether it is signed in.
-            Err(_) => Err(StartFailure::shared(
-                BridgeError::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "Cursor's ACP mode did not answer `authenticate` within {} s",
-                        AUTHENTICATE_TIMEOUT.as_secs()
+            Err(_) => Err(StartFailure {
+                auth_unanswered: true,
+                ..StartFailure::shared(
+                    BridgeError::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "Cursor's ACP mode did not answer `authenticate` within {} s",
+                            AUTHENTICATE_TIMEOUT.as_secs()
+                        ),
+                    )
+                    .hint(
+                        "Cursor may be slow or unreachable: try again. If the Cursor CLI is not signed in, run \
+                     `agent login` (or set an API key); `agent status` says which.",
                     ),
                 )
-                .hint(
-                    "Cursor may be slow or unreachable: try again. If the Cursor CLI is not signed in, run \
-                     `agent login` (or set an API key); `agent status` says which.",
-                ),
-            )),
+            }),
         }
     }
 
@@ -509,7 +515,7 @@ pub fn cancelled_outcome() -> Value {
     json!({"outcome": {"outcome": "cancelled"}})
 }
 
-fn not_signed_in(detail: &str) -> BridgeError {
+pub fn not_signed_in(detail: &str) -> BridgeError {
     BridgeError::new(ErrorKind::AuthRequired, "The Cursor CLI is not signed in.")
         .hint(HINT_AUTH)
         .detail(crate::util::text::cut_chars(detail, 500).to_string())

@@ -201,6 +201,11 @@ impl CursorAcp {
                 continue;
             }
             self.note_start(cli, &failure);
+            // No answer to `authenticate` is no evidence of a missing login; the CLI's own
+            // `status` is: signed out → "log in", else the timeout as it is.
+            if failure.auth_unanswered && self.print.health().await.logged_in == Some(false) {
+                return Err(agent::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
+            }
             return Err(failure.error.into());
         }
     }
