@@ -101,6 +101,8 @@ pub struct Knobs {
     pub session_caps: Vec<String>,
     pub new_session_delay: Duration,
     pub new_session_failures: u64,
+    /// Pause before each update of a `session/load` replay (a long conversation replays slowly).
+    pub replay_delay: Duration,
     /// While this file exists, `session/new` removes it and the process exits (1, empty stderr).
     pub new_session_exit: Option<std::path::PathBuf>,
     pub commands: CommandsTiming,
@@ -227,6 +229,7 @@ impl Knobs {
             session_caps: caps,
             new_session_delay: Duration::from_millis(number("CURSOR_DOUBLE_ACP_NEW_SESSION_MS")?.unwrap_or(0)),
             new_session_failures: number("CURSOR_DOUBLE_ACP_NEW_SESSION_FAILURES")?.unwrap_or(0),
+            replay_delay: Duration::from_millis(number("CURSOR_DOUBLE_ACP_REPLAY_DELAY_MS")?.unwrap_or(0)),
             new_session_exit: settings::var("CURSOR_DOUBLE_ACP_NEW_SESSION_EXIT")
                 .filter(|v| !v.is_empty())
                 .map(std::path::PathBuf::from),

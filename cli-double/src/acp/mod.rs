@@ -1082,6 +1082,7 @@ fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String,
         let turns = server.state().sessions.get(&sid).map(|s| s.turns.clone()).unwrap_or_default();
         for t in turns {
             for (kind, text) in [("user_message_chunk", t.user), ("agent_message_chunk", t.agent)] {
+                process::sleep(server.knobs.replay_delay);
                 server.update(
                     &sid,
                     obj([

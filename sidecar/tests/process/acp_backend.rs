@@ -361,6 +361,25 @@ fn a_session_load_that_does_not_answer_is_a_timeout_and_the_conversation_is_kept
 }
 
 #[test]
+fn a_session_load_whose_replay_keeps_coming_is_waited_for_past_the_silence_bound() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    assert!(s.finish().success());
+    // Two replayed updates 18 s apart: the load answers after ~36 s, past the 30 s of silence
+    // a load may take, but never silent that long.
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_REPLAY_DELAY_MS", "18000").start();
+    s.initialize(&dir, json!({"backend": "acp", "spares": 0}));
+    let id =
+        s.send_request("chat/send", send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
+    let r2 = s.response_within(&json!(id), Duration::from_secs(90));
+    let d2 = s.take_deltas(&json!("t2"));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(text_of(&d2), "Echo: two", "{r2}");
+}
+
+#[test]
 fn auto_shows_acps_own_error_and_never_reruns_it_in_print_mode() {
     let dir = TestDir::new();
     let mut s = start(&dir, "auto", &[]);
