@@ -101,6 +101,10 @@ pub struct Knobs {
     pub session_caps: Vec<String>,
     pub new_session_delay: Duration,
     pub new_session_failures: u64,
+    /// Pause before each update of a `session/load` replay (a long conversation replays slowly).
+    pub replay_delay: Duration,
+    /// While this file exists, `session/new` removes it and the process exits (1, empty stderr).
+    pub new_session_exit: Option<std::path::PathBuf>,
     pub commands: CommandsTiming,
     pub parameterized: Option<bool>,
     pub unroutable: Vec<String>,
@@ -123,6 +127,8 @@ pub struct Knobs {
     pub mcp_ask: McpAsk,
     /// A `tools/call` result with `structuredContent` or non-text content never completes.
     pub mcp_structured_hangs: bool,
+    /// MCP calls are announced with `tool_call` updates (off: the call reaches the server unannounced).
+    pub mcp_updates: bool,
     /// The prompt answer carries token counts (`usage`, ACP's unstable end-of-turn usage).
     pub prompt_usage: bool,
 }
@@ -207,6 +213,7 @@ impl Knobs {
                 ],
             )?,
             mcp_structured_hangs: pick("CURSOR_DOUBLE_ACP_MCP_STRUCTURED", false, &[("ok", false), ("hang", true)])?,
+            mcp_updates: pick("CURSOR_DOUBLE_ACP_MCP_UPDATES", true, &[("on", true), ("off", false)])?,
             startup: number("CURSOR_DOUBLE_ACP_STARTUP_MS")?.map(Duration::from_millis),
             start_fail: pick(
                 "CURSOR_DOUBLE_ACP_START_FAIL",
@@ -222,6 +229,10 @@ impl Knobs {
             session_caps: caps,
             new_session_delay: Duration::from_millis(number("CURSOR_DOUBLE_ACP_NEW_SESSION_MS")?.unwrap_or(0)),
             new_session_failures: number("CURSOR_DOUBLE_ACP_NEW_SESSION_FAILURES")?.unwrap_or(0),
+            replay_delay: Duration::from_millis(number("CURSOR_DOUBLE_ACP_REPLAY_DELAY_MS")?.unwrap_or(0)),
+            new_session_exit: settings::var("CURSOR_DOUBLE_ACP_NEW_SESSION_EXIT")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
             commands: pick(
                 "CURSOR_DOUBLE_ACP_COMMANDS_UPDATE",
                 CommandsTiming::AfterResponse,

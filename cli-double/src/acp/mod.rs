@@ -985,6 +985,12 @@ fn session_result(server: &Server, sid: &str, with_id: bool) -> Result<Json, Rpc
 fn new_session(server: &Server, params: &Json) -> Result<(String, Json), RpcError> {
     check_auth(server)?;
     let (_, cwd) = session_params(params, false)?;
+    if let Some(marker) = &server.knobs.new_session_exit {
+        // One process (per marker written) closes the connection instead of answering.
+        if std::fs::remove_file(marker).is_ok() {
+            server.finish("session-new-exit", 1);
+        }
+    }
     process::sleep(server.knobs.new_session_delay);
     {
         let mut st = server.state();
@@ -1076,6 +1082,7 @@ fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String,
         let turns = server.state().sessions.get(&sid).map(|s| s.turns.clone()).unwrap_or_default();
         for t in turns {
             for (kind, text) in [("user_message_chunk", t.user), ("agent_message_chunk", t.agent)] {
+                process::sleep(server.knobs.replay_delay);
                 server.update(
                     &sid,
                     obj([

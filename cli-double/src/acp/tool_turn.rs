@@ -197,20 +197,20 @@ impl Turn {
                 ("toolName", tool.as_str().into()),
                 ("args", call.arguments.clone()),
             ]);
-            self.emit(obj([
+            self.mcp_update(obj([
                 ("sessionUpdate", "tool_call".into()),
                 ("toolCallId", id.as_str().into()),
                 ("title", "MCP: tool".into()),
                 ("kind", "other".into()),
                 ("status", "pending".into()),
             ]))?;
-            self.emit(obj([
+            self.mcp_update(obj([
                 ("sessionUpdate", "tool_call_update".into()),
                 ("toolCallId", id.as_str().into()),
                 ("title", format!("{}: {tool}", conn.name).into()),
                 ("rawInput", raw_input.clone()),
             ]))?;
-            self.emit(obj([
+            self.mcp_update(obj([
                 ("sessionUpdate", "tool_call_update".into()),
                 ("toolCallId", id.as_str().into()),
                 ("status", "in_progress".into()),
@@ -306,9 +306,17 @@ impl Turn {
         Ok(Err(Done::Rejected))
     }
 
+    /// An update of an MCP call, unless `CURSOR_DOUBLE_ACP_MCP_UPDATES=off`.
+    fn mcp_update(&mut self, update: Json) -> Result<(), Stop> {
+        if !self.server.knobs.mcp_updates {
+            return Ok(());
+        }
+        self.emit(update)
+    }
+
     fn reject_update(&mut self, id: &str, reason: &str) -> Result<(), Stop> {
         let status = self.server.knobs.rejected_status.clone();
-        self.emit(obj([
+        self.mcp_update(obj([
             ("sessionUpdate", "tool_call_update".into()),
             ("toolCallId", id.into()),
             ("status", status.into()),
@@ -377,7 +385,7 @@ impl Turn {
                     let text = result_text(&result);
                     let is_error = matches!(result.get("isError"), Some(Json::Bool(true)));
                     let content = result.get("content").cloned().unwrap_or_else(|| arr([]));
-                    self.emit(obj([
+                    self.mcp_update(obj([
                         ("sessionUpdate", "tool_call_update".into()),
                         ("toolCallId", r.tool_call_id.as_str().into()),
                         ("status", "completed".into()),
@@ -405,7 +413,7 @@ impl Turn {
     }
 
     fn failed_update(&mut self, id: &str, why: &str) -> Result<(), Stop> {
-        self.emit(obj([
+        self.mcp_update(obj([
             ("sessionUpdate", "tool_call_update".into()),
             ("toolCallId", id.into()),
             ("status", "failed".into()),

@@ -72,7 +72,9 @@ impl Auto {
                 self.served("acp", "ACP mode works with this CLI");
                 return Err(f);
             }
-            if attempt < NEW_CHAT_ATTEMPTS && f.error.kind != ErrorKind::InvalidModel {
+            // Not after a timeout: it has waited its bound already, and the wait before print mode
+            // takes over stays one bound (docs/cursor-acp.md §14).
+            if attempt < NEW_CHAT_ATTEMPTS && !matches!(f.error.kind, ErrorKind::InvalidModel | ErrorKind::Timeout) {
                 tracing::info!(kind = %f.error.kind, error = %f.error.message, "the new chat's ACP turn failed before any output; ACP tries once more");
                 attempt += 1;
                 continue;
@@ -82,24 +84,27 @@ impl Auto {
         }
     }
 
-    /// A conversation in an ACP session: only ACP can continue it, and what goes wrong is said.
+    /// A conversation in an ACP session: only ACP can continue it, so it is always tried (also
+    /// while the build is marked as one ACP does not start with: that mark only sends new chats
+    /// to print mode), and what goes wrong is said.
     async fn resume_on_acp(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
-        if let Err(why) = self.acp.usable() {
-            self.served("acp", format!("ACP mode does not start with this CLI: {why}"));
-            let error = BridgeError::new(
-                ErrorKind::CliFailed,
-                format!(
-                    "This conversation runs in Cursor's ACP mode, which does not start with this CLI right now: {why}"
-                ),
-            )
-            .hint(
-                "Try again in a few minutes (ACP is tried again then), or start a new chat, which runs in print mode. \
-                 `cursorBridge.backend: \"print\"` stops using ACP.",
-            );
-            return Err(error.into());
-        }
-        let outcome = self.acp.run_turn(t, sink).await;
+        let mut outcome = self.acp.run_turn(t, sink).await;
         self.served("acp", "the conversation's chat is an ACP session");
+        if let (Err(f), Err(_)) = (&mut outcome, self.acp.usable()) {
+            if !f.spoke && !f.chat_lost {
+                f.error.message = format!(
+                    "This conversation runs in Cursor's ACP mode, which does not start with this CLI right now: {}",
+                    f.error.message
+                );
+                f.error.hint = Some(
+                    "Print mode cannot continue an ACP session, so every message of this conversation tries ACP again; \
+                     updating the Cursor CLI may fix it. Meanwhile new chats run in print mode (ACP is tried for them \
+                     again after 30 minutes, or at once with another CLI build). `cursorBridge.backend: \"print\"` \
+                     stops using ACP."
+                        .into(),
+                );
+            }
+        }
         outcome
     }
 }

@@ -198,6 +198,26 @@ fn signed_out_says_log_in() {
 }
 
 #[test]
+fn an_authenticate_that_does_not_answer_is_a_timeout_not_a_missing_login_and_auto_answers_in_print_mode() {
+    // Signed in, but Cursor does not answer `authenticate` (slow, or hanging): no evidence of a
+    // missing login, so no "run agent login".
+    let env = [("CURSOR_DOUBLE_ACP_AUTH", "hang")];
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &env);
+    let (_, r) = s.chat(send("t1", "c1", "ask", json!([user("hi")])));
+    assert_eq!(error_kind(&r), "timeout", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("authenticate"), "{r}");
+    drop(s);
+    // Under auto, print mode (which needs no `authenticate`) answers the new chat.
+    let dir = TestDir::new();
+    let mut s = start(&dir, "auto", &env);
+    let (d, r) = s.chat(send("t1", "c1", "ask", json!([user("hi")])));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&d), "Echo: hi");
+    assert_eq!(dir.turns().len(), 1, "print mode ran it");
+}
+
+#[test]
 fn a_session_lost_with_the_sidecar_continues_through_session_load() {
     let dir = TestDir::new();
     let mut s = start(&dir, "acp", &[]);
@@ -272,6 +292,94 @@ fn after_the_agent_dies_mid_turn_the_conversation_goes_on_in_a_session_loaded_wi
 }
 
 #[test]
+fn a_session_loaded_with_an_empty_answer_by_an_agent_that_lists_no_models_keeps_its_own_model() {
+    // Older builds answer `cursor/list_available_models` with -32601, and ACP takes only its own
+    // model ids: with no catalogue known, the loaded session keeps its model instead of being
+    // sent an id it refuses (invalidModel on every turn).
+    let env = [("CURSOR_DOUBLE_ACP_LOAD_ANSWER", "empty"), ("CURSOR_DOUBLE_ACP_LIST_MODELS", "unsupported")];
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &env);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    assert!(s.finish().success());
+    let mut history = vec![user("one"), assistant("Echo: one")];
+    // A new sidecar (an editor restart), with and without a session opened ahead (whose
+    // `session/new` tells the catalogue): the stored session is loaded and answers `{}`.
+    for (i, spares) in [0, 1, 0].into_iter().enumerate() {
+        let mut launch = Launch::new(&dir);
+        for (k, v) in env {
+            launch = launch.env(k, v);
+        }
+        let mut s = launch.start();
+        s.initialize(&dir, json!({"backend": "acp", "spares": spares}));
+        let word = format!("next{i}");
+        history.push(user(&word));
+        let (d, r) = s.chat(send(&format!("t{}", i + 2), "c1", "ask", json!(history)));
+        assert_eq!(r["result"]["resumed"], true, "spares {spares}: {r}");
+        assert_eq!(text_of(&d), format!("Echo: {word}"), "spares {spares}: {r}");
+        history.push(assistant(&format!("Echo: {word}")));
+        // A follow-up in the same process works too.
+        let word = format!("again{i}");
+        history.push(user(&word));
+        let (d, r) = s.chat(send(&format!("u{}", i + 2), "c1", "ask", json!(history)));
+        assert_eq!(text_of(&d), format!("Echo: {word}"), "spares {spares}: {r}");
+        history.push(assistant(&format!("Echo: {word}")));
+        assert!(s.finish().success());
+    }
+    let (_, _, prompts) = session_with_prompt(&dir, "one");
+    assert_eq!(prompts.len(), 7, "one session all along: {prompts:?}");
+}
+
+#[test]
+fn a_session_load_that_does_not_answer_is_a_timeout_and_the_conversation_is_kept_not_replayed() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    assert!(s.finish().success());
+    // A new sidecar whose agent replays the session but never answers `session/load`.
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_LOAD_ANSWER", "none").start();
+    s.initialize(&dir, json!({"backend": "acp", "spares": 0}));
+    let started = Instant::now();
+    let id =
+        s.send_request("chat/send", send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
+    let r2 = s.response_within(&json!(id), Duration::from_secs(90));
+    let d2 = s.take_deltas(&json!("t2"));
+    assert_eq!(error_kind(&r2), "timeout", "slow is not gone: {r2}");
+    assert!(r2["error"]["data"]["hint"].as_str().unwrap().contains("send the message again"), "{r2}");
+    assert_eq!(text_of(&d2), "", "no replayed chat's answer: {d2:?}");
+    assert!(started.elapsed() < Duration::from_secs(60), "bounded: {:?}", started.elapsed());
+    assert!(s.finish().success());
+    // The next turn (here in a sidecar whose agent answers) continues the same session.
+    let mut s = start(&dir, "acp", &[]);
+    let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d3), "Echo: three", "{r3}");
+    let (_, _, prompts) = session_with_prompt(&dir, "one");
+    assert_eq!(prompts, ["one", "three"], "never replayed into a new session");
+    assert!(dir.turns().is_empty(), "{:?}", dir.turns());
+}
+
+#[test]
+fn a_session_load_whose_replay_keeps_coming_is_waited_for_past_the_silence_bound() {
+    let dir = TestDir::new();
+    let mut s = start(&dir, "acp", &[]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    assert!(s.finish().success());
+    // Two replayed updates 18 s apart: the load answers after ~36 s, past the 30 s of silence
+    // a load may take, but never silent that long.
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_REPLAY_DELAY_MS", "18000").start();
+    s.initialize(&dir, json!({"backend": "acp", "spares": 0}));
+    let id =
+        s.send_request("chat/send", send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
+    let r2 = s.response_within(&json!(id), Duration::from_secs(90));
+    let d2 = s.take_deltas(&json!("t2"));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(text_of(&d2), "Echo: two", "{r2}");
+}
+
+#[test]
 fn auto_shows_acps_own_error_and_never_reruns_it_in_print_mode() {
     let dir = TestDir::new();
     let mut s = start(&dir, "auto", &[]);
@@ -297,32 +405,104 @@ fn auto_shows_acps_own_error_and_never_reruns_it_in_print_mode() {
     assert_eq!(status["result"]["backend"]["lastTurn"]["backend"], "acp", "{status}");
 }
 
+/// Kill every ACP agent the double started and wait until they are gone.
+fn kill_agents(dir: &TestDir) {
+    for pid in acp_pids(dir) {
+        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert!(eventually(Duration::from_secs(5), || acp_pids(dir).iter().all(|p| !alive(*p))));
+}
+
+fn acp_starts(dir: &TestDir) -> usize {
+    dir.records().iter().filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start").count()
+}
+
 #[test]
-fn under_auto_a_conversation_in_an_acp_session_that_cannot_start_again_says_so_instead_of_moving_to_print() {
+fn under_auto_a_projects_bad_cli_json_fails_its_turns_saying_which_file_and_never_marks_acp_broken() {
     let dir = TestDir::new();
     let mut s = start(&dir, "auto", &[]);
     let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
     assert!(r1.get("result").is_some(), "{r1}");
     // From now on ACP exits at start in this folder, and the conversation's agent is gone.
+    let file = dir.workspace().join(".cursor/cli.json");
     std::fs::create_dir_all(dir.workspace().join(".cursor")).unwrap();
-    std::fs::write(dir.workspace().join(".cursor/cli.json"), r#"{"model": "gpt-5"}"#).unwrap();
-    let starts_before = acp_pids(&dir).len();
-    for pid in acp_pids(&dir) {
-        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
-    }
-    assert!(eventually(Duration::from_secs(5), || acp_pids(&dir).iter().all(|p| !alive(*p))));
+    std::fs::write(&file, r#"{"model": "gpt-5"}"#).unwrap();
+    kill_agents(&dir);
     let (d2, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
     assert_eq!(error_kind(&r2), "cliFailed", "{r2}");
     assert!(r2["error"]["message"].as_str().unwrap().contains("cli.json"), "ACP's own error: {r2}");
+    let hint = r2["error"]["data"]["hint"].as_str().unwrap();
+    assert!(hint.contains(".cursor/cli.json") && hint.contains(dir.workspace().to_str().unwrap()), "{r2}");
     assert_eq!(text_of(&d2), "", "no replayed chat's answer: {d2:?}");
-    let starts = dir.records().iter().filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start").count();
-    assert!(starts >= starts_before + 2, "a failed start is tried once more before ACP is given up: {starts}");
-    // ACP is now known not to start: the conversation fails saying what to do.
-    let (_, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
-    assert_eq!(error_kind(&r3), "cliFailed", "{r3}");
-    assert!(r3["error"]["message"].as_str().unwrap().contains("ACP mode"), "{r3}");
-    assert!(r3["error"]["data"]["hint"].as_str().unwrap().contains("new chat"), "{r3}");
+    // The project's file is not the CLI build's fault: ACP stays the backend.
+    let status = s.request("status", json!({}));
+    assert_eq!(status["result"]["backend"]["active"], "acp", "{status}");
+    // Fixed, the conversation goes on in its session.
+    std::fs::remove_file(&file).unwrap();
+    let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d3), "Echo: three", "{r3}");
     assert!(dir.turns().is_empty(), "nothing was replayed into print mode: {:?}", dir.turns());
+}
+
+#[test]
+fn under_auto_a_conversation_in_an_acp_session_tries_acp_on_every_turn_even_while_it_does_not_start() {
+    let dir = TestDir::new();
+    // The double's ACP mode exits at start, with nothing on stderr, unless this folder exists.
+    let workspace = dir.workspace().canonicalize().unwrap();
+    let slug: String = workspace
+        .to_str()
+        .unwrap()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let project = dir.path().join("home/.cursor/projects").join(slug);
+    std::fs::create_dir_all(&project).unwrap();
+    let mut s = start(&dir, "auto", &[("CURSOR_DOUBLE_ACP_PROJECT_DIR_REQUIRED", "1")]);
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    std::fs::remove_dir_all(&project).unwrap();
+    kill_agents(&dir);
+    let starts_before = acp_starts(&dir);
+    let (d2, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("two")])));
+    assert_eq!(error_kind(&r2), "cliFailed", "{r2}");
+    assert!(r2["error"]["message"].as_str().unwrap().contains("ACP mode"), "{r2}");
+    assert!(r2["error"]["data"]["hint"].as_str().unwrap().contains("new chats run in print mode"), "{r2}");
+    assert_eq!(text_of(&d2), "", "no replayed chat's answer: {d2:?}");
+    assert!(acp_starts(&dir) >= starts_before + 2, "a failed start is tried once more before ACP is given up");
+    // ACP is now known not to start: a new chat runs in print mode...
+    let (d, r) = s.chat(send("n1", "c2", "ask", json!([user("new")])));
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(text_of(&d), "Echo: new");
+    assert_eq!(dir.turns().len(), 1, "print mode served the new chat");
+    // ...while the conversation in an ACP session tries ACP again, and goes on once it starts.
+    std::fs::create_dir_all(&project).unwrap();
+    let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(text_of(&d3), "Echo: three", "{r3}");
+    let status = s.request("status", json!({}));
+    assert_eq!(status["result"]["backend"]["active"], "acp", "ACP started, so new chats use it again: {status}");
+    assert_eq!(dir.turns().len(), 1, "nothing was replayed into print mode: {:?}", dir.turns());
+}
+
+#[test]
+fn a_session_new_that_closes_the_connection_is_tried_once_more_before_acp_is_given_up() {
+    for backend in ["acp", "auto"] {
+        let dir = TestDir::new();
+        // The first agent exits when asked for a session; the next one serves.
+        let marker = dir.path().join("exit-once");
+        std::fs::write(&marker, "").unwrap();
+        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_NEW_SESSION_EXIT", marker.to_str().unwrap()).start();
+        s.initialize(&dir, json!({"backend": backend, "spares": 0}));
+        let (d, r) = s.chat(send("t1", "c1", "ask", json!([user("hi")])));
+        assert_eq!(text_of(&d), "Echo: hi", "{backend}: {r}");
+        assert_eq!(acp_starts(&dir), 2, "{backend}: one start more");
+        assert!(dir.turns().is_empty(), "{backend}: ACP served it, not print mode");
+        let status = s.request("status", json!({}));
+        assert_eq!(status["result"]["backend"]["active"], "acp", "{backend}: {status}");
+        assert!(status["result"]["backend"]["reason"].is_null(), "{backend}: not marked: {status}");
+    }
 }
 
 #[test]

@@ -336,12 +336,23 @@ fn a_new_conversation_with_tools_on_acp_takes_a_session_opened_ahead_with_those_
 
 #[test]
 fn a_connection_drop_after_the_client_ran_a_tool_fails_the_turn_and_never_sends_the_prompt_again() {
-    if !acp() {
+    drop_after_a_client_tool_call("on");
+}
+
+/// The same when no update of the agent's announced the call: the call reaching our MCP host is
+/// what makes it output (neither the transport retry nor a second attempt may run it again).
+#[test]
+fn a_connection_drop_after_an_unannounced_client_tool_call_never_sends_the_prompt_again() {
+    drop_after_a_client_tool_call("off");
+}
+
+fn drop_after_a_client_tool_call(mcp_updates: &str) {
+    if test_backend() == "print" {
         println!("skipped on print mode: the MCP path needs the ACP backend (print mode uses the prompt protocol)");
         return;
     }
     let dir = TestDir::new();
-    let mut s = Sidecar::start(&dir);
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_MCP_UPDATES", mcp_updates).start();
     s.initialize(&dir, json!({}));
     let target = dir.workspace().join("run.txt");
     let call = json!({"name": "create_file", "arguments": {"filePath": target.to_str().unwrap(), "content": "once"}});
@@ -367,9 +378,15 @@ fn a_connection_drop_after_the_client_ran_a_tool_fails_the_turn_and_never_sends_
     assert_eq!(error_kind(&r), "network", "the drop is said as it is: {r}");
     assert!(!deltas.iter().any(|d| d["kind"] == "toolCall"), "the tool is not called again: {deltas:?}");
     // The client's next request brings the results to the same session.
-    let (_, r) = s.chat(tools_turn("t3", messages));
+    let (deltas, r) = s.chat(tools_turn("t3", messages));
     assert!(r.get("result").is_some(), "{r}");
     assert_eq!(r["result"]["resumed"], true, "{r}");
+    assert!(!deltas.iter().any(|d| d["kind"] == "toolCall"), "the tool is not called a second time: {deltas:?}");
+    assert_eq!(
+        text_of(&deltas),
+        "Done. Results: create_file: created run.txt",
+        "the results reached the session: {deltas:?}"
+    );
     s.finish();
     let prompts: Vec<Value> = dir
         .acp_records("exit")

@@ -33,10 +33,13 @@ use crate::util::sync::{lock, AbortOnDrop};
 
 /// Start-up and `initialize` (0.7 s observed; a CLI that updates itself takes longer).
 const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
-/// `authenticate` hangs when signed out (docs/cursor-acp.md §3.2): bounded, then "log in".
+/// `authenticate` hangs when signed out (docs/cursor-acp.md §3.2), and may when Cursor is slow:
+/// bounded, then a timeout (only -32000 or an auth error text says "not signed in").
 const AUTHENTICATE_TIMEOUT: Duration = Duration::from_secs(10);
 /// `session/new` fetches models and config from Cursor's servers (~2 s observed).
 const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
+/// A `session/load` whose replay keeps coming may take this long in all.
+const LOAD_LIMIT: Duration = Duration::from_secs(300);
 /// `session/new` right after `initialize` can fail once with -32603; retried on the same
 /// connection (docs/cursor-acp.md §11).
 const SESSION_RETRIES: usize = 2;
@@ -53,14 +56,17 @@ const TURN_INBOX: usize = 256;
 pub struct StartFailure {
     pub error: BridgeError,
     pub broken: bool,
+    /// `authenticate` did not answer: signed out, or a slow Cursor (the CLI's own `status` can
+    /// tell which).
+    pub auth_unanswered: bool,
 }
 
 impl StartFailure {
     fn broken(error: BridgeError) -> Self {
-        StartFailure { error, broken: true }
+        StartFailure { error, broken: true, auth_unanswered: false }
     }
     fn shared(error: BridgeError) -> Self {
-        StartFailure { error, broken: false }
+        StartFailure { error, broken: false, auth_unanswered: false }
     }
 }
 
@@ -159,7 +165,7 @@ impl Agent {
         });
         let init = match tokio::time::timeout(INITIALIZE_TIMEOUT, self.conn.request("initialize", params)).await {
             Ok(Ok(result)) => result,
-            Ok(Err(RpcError::Closed)) => return Err(StartFailure::broken(self.exited_at_start().await)),
+            Ok(Err(RpcError::Closed)) => return Err(self.exited_at_start().await),
             Ok(Err(e)) => {
                 return Err(StartFailure::broken(
                     BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `initialize`: {e}"))
@@ -207,14 +213,36 @@ impl Agent {
             Ok(Err(RpcError::Remote { code: -32000, message, .. })) => {
                 Err(StartFailure::shared(not_signed_in(&message)))
             }
+            Ok(Err(RpcError::Remote { message, .. }))
+                if classify(Some(1), "", Some(&message)).kind == ErrorKind::AuthRequired =>
+            {
+                Err(StartFailure::shared(not_signed_in(&message)))
+            }
             // Another refusal (no such method, bad params): a stored login may still serve
             // `session/new`, which says itself if it needs a login.
             Ok(Err(RpcError::Remote { code, message, .. })) => {
                 tracing::debug!(code, %message, "authenticate refused; going on");
                 Ok(())
             }
-            Ok(Err(RpcError::Closed)) => Err(StartFailure::broken(self.exited_at_start().await)),
-            Err(_) => Err(StartFailure::shared(not_signed_in("authenticate did not answer"))),
+            Ok(Err(RpcError::Closed)) => Err(self.exited_at_start().await),
+            // No answer is no evidence of a missing login (a slow Cursor also hangs here): a
+            // timeout, which print mode would not repeat; it says whether it is signed in.
+            Err(_) => Err(StartFailure {
+                auth_unanswered: true,
+                ..StartFailure::shared(
+                    BridgeError::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "Cursor's ACP mode did not answer `authenticate` within {} s",
+                            AUTHENTICATE_TIMEOUT.as_secs()
+                        ),
+                    )
+                    .hint(
+                        "Cursor may be slow or unreachable: try again. If the Cursor CLI is not signed in, run \
+                     `agent login` (or set an API key); `agent status` says which.",
+                    ),
+                )
+            }),
         }
     }
 
@@ -257,24 +285,54 @@ impl Agent {
     }
 
     /// Continue `id`, a session an earlier process of this CLI created. `Ok(false)`: the agent
-    /// does not have it (or cannot load sessions).
+    /// says it does not have it (or cannot load sessions); no answer is a `timeout`, not that.
     pub async fn load(&mut self, id: &str) -> Result<bool, StartFailure> {
         if !self.load_session {
             return Ok(false);
         }
         let cwd = self.workspace.to_string_lossy().into_owned();
-        let request =
-            self.conn.request("session/load", json!({"sessionId": id, "cwd": cwd, "mcpServers": self.mcp_servers()}));
+        let params = json!({"sessionId": id, "cwd": cwd, "mcpServers": self.mcp_servers()});
         // The replay arrives before the answer, while our session is not set: the router drops
-        // it, so none of it can show as a new answer.
-        match tokio::time::timeout(SESSION_TIMEOUT, request).await {
-            Ok(Ok(result)) => {
+        // it, so none of it can show as a new answer. A long conversation replays for a while:
+        // the deadline is `SESSION_TIMEOUT` of silence, each message of the agent's extends it
+        // (up to `LOAD_LIMIT` in all).
+        let mut heard = self.shared.routed.subscribe();
+        let started = Instant::now();
+        let conn = self.conn.clone();
+        let request = conn.request("session/load", params);
+        tokio::pin!(request);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut request => break Some(answer),
+                changed = heard.changed(), if started.elapsed() < LOAD_LIMIT => {
+                    if changed.is_err() {
+                        break tokio::time::timeout(SESSION_TIMEOUT, &mut request).await.ok();
+                    }
+                }
+                () = tokio::time::sleep(SESSION_TIMEOUT) => break None,
+            }
+        };
+        match answer {
+            Some(Ok(result)) => {
                 self.adopt(id, &result);
                 Ok(true)
             }
-            Ok(Err(RpcError::Remote { code: -32602 | -32002, .. })) => Ok(false),
-            Ok(Err(e)) => Err(self.session_failure("session/load", e).await),
-            Err(_) => Ok(false),
+            Some(Err(RpcError::Remote { code: -32602 | -32002, .. })) => Ok(false),
+            Some(Err(e)) => Err(self.session_failure("session/load", e).await),
+            // Slow is not gone: the session is kept, and the next turn tries again.
+            None => Err(StartFailure::shared(
+                BridgeError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "Cursor did not finish loading this conversation's session (no answer for {} s)",
+                        SESSION_TIMEOUT.as_secs()
+                    ),
+                )
+                .hint(
+                    "Cursor's servers may be slow or unreachable. The conversation is kept: send the message \
+                     again to try once more.",
+                ),
+            )),
         }
     }
 
@@ -326,13 +384,15 @@ impl Agent {
                 }
                 StartFailure::shared(failure)
             }
-            RpcError::Closed => StartFailure::broken(self.exited_at_start().await),
+            RpcError::Closed => self.exited_at_start().await,
         }
     }
 
     /// The agent's stdout ended during start-up: say what its stderr said (a `.cli.json` schema
-    /// error, or nothing at all — docs/cursor-acp.md §11).
-    async fn exited_at_start(&mut self) -> BridgeError {
+    /// error, or nothing at all — docs/cursor-acp.md §11). A project configuration the CLI
+    /// rejects is that project's problem, fixed by editing the file, not the build's: it never
+    /// marks ACP as not working with the build.
+    async fn exited_at_start(&mut self) -> StartFailure {
         let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await.ok().and_then(Result::ok);
         // Let the stderr reader catch up with what the process wrote before it exited.
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -341,26 +401,33 @@ impl Agent {
         let trimmed = stderr.trim();
         if trimmed.contains("cli.json") {
             let first = trimmed.lines().next().unwrap_or(trimmed);
-            return BridgeError::new(
-                ErrorKind::CliFailed,
-                format!("The Cursor CLI rejected the project's configuration: {first}"),
-            )
-            .hint("Fix or remove the workspace's .cursor/cli.json (the CLI accepts only the keys it knows).")
-            .detail(crate::util::text::bounded_tail(trimmed, 2000).unwrap_or_default());
+            let file = self.workspace.join(".cursor").join("cli.json");
+            return StartFailure::shared(
+                BridgeError::new(
+                    ErrorKind::CliFailed,
+                    format!("The Cursor CLI rejected the project's configuration: {first}"),
+                )
+                .hint(format!(
+                    "Fix or remove {} (the CLI accepts only the keys it knows), then send the message again.",
+                    file.display()
+                ))
+                .detail(crate::util::text::bounded_tail(trimmed, 2000).unwrap_or_default()),
+            );
         }
         if trimmed.is_empty() {
             let how = code.map_or("was stopped".to_owned(), |c| format!("exited with status {c}"));
-            return BridgeError::new(
-                ErrorKind::CliFailed,
-                format!("Cursor's ACP mode {how} at start without a message"),
-            )
-            .hint(HINT_CLI_VERSION);
+            return StartFailure::broken(
+                BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode {how} at start without a message"))
+                    .hint(HINT_CLI_VERSION),
+            );
         }
         let mut error: BridgeError = classify(code, &stderr, None).into();
         if error.kind == ErrorKind::CliFailed {
             error.message = "Cursor's ACP mode stopped at start".into();
+            return StartFailure::broken(error);
         }
-        error
+        // A login, a limit, the network: print mode would say the same.
+        StartFailure::shared(error)
     }
 
     pub fn stderr_tail(&self) -> String {
@@ -450,7 +517,7 @@ pub fn cancelled_outcome() -> Value {
     json!({"outcome": {"outcome": "cancelled"}})
 }
 
-fn not_signed_in(detail: &str) -> BridgeError {
+pub fn not_signed_in(detail: &str) -> BridgeError {
     BridgeError::new(ErrorKind::AuthRequired, "The Cursor CLI is not signed in.")
         .hint(HINT_AUTH)
         .detail(crate::util::text::cut_chars(detail, 500).to_string())

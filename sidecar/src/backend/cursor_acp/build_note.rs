@@ -24,6 +24,11 @@ impl<T: Clone> BuildNote<T> {
         *lock(&self.note) = Some((build_of(cli), Instant::now(), what));
     }
 
+    /// Drops the note (what it said no longer holds: ACP started after all).
+    pub fn forget(&self) {
+        lock(&self.note).take();
+    }
+
     /// The note, while it holds for `cli`'s build.
     pub fn get(&self, cli: &CliCommand) -> Option<T> {
         match &*lock(&self.note) {

@@ -153,30 +153,84 @@ impl CursorAcp {
         self.usable().is_ok() && self.no_session_mcp.get(&cli).is_none()
     }
 
-    /// Give `agent` the client's tools and open (or load) its session with them; `Ok(false)`
+    /// A new agent with its session opened (or, with `load`, loaded: `Ok(None)` when the agent
+    /// does not have it), hosting `tools` if given. A failure that says ACP does not work with
+    /// this build (the process exits at start or while opening the session, no `initialize`
+    /// answer) is tried once more, since one can be the CLI's own moment (it updates itself at
+    /// start), before the build is noted as one ACP does not work with, for `REPROBE_AFTER`.
+    /// Every session that opens records the catalogue it advertised, for sessions that answer
+    /// without one (a `session/load` may answer `{}`).
+    async fn open_agent(
+        &self,
+        cli: &CliCommand,
+        workspace: &Path,
+        tools: Option<&[crate::protocol::ToolDefinition]>,
+        load: Option<&str>,
+    ) -> Result<Option<Agent>, TurnFailure> {
+        let env = self.print.env();
+        let launch = Launch { cli, env: &env, workspace, api_key: self.api_key };
+        let mut retried = false;
+        loop {
+            let failure = match Agent::start(&launch).await {
+                Ok(mut agent) => match self.open_session(cli, &mut agent, tools, load).await {
+                    Ok(true) => {
+                        // ACP works with this build after all (a conversation in an ACP session
+                        // tries it on every turn): new chats use it again.
+                        self.broken.forget();
+                        self.note_catalogue(cli, &agent);
+                        return Ok(Some(agent));
+                    }
+                    Ok(false) => {
+                        retire(agent);
+                        return Ok(None);
+                    }
+                    Err(Unopened::Start(failure)) => {
+                        retire(agent);
+                        failure
+                    }
+                    Err(Unopened::Turn(failure)) => {
+                        retire(agent);
+                        return Err(failure);
+                    }
+                },
+                Err(failure) => failure,
+            };
+            if failure.broken && !retried {
+                tracing::info!(error = %failure.error.message, "Cursor's ACP mode did not start; trying once more");
+                retried = true;
+                continue;
+            }
+            self.note_start(cli, &failure);
+            // No answer to `authenticate` is no evidence of a missing login; the CLI's own
+            // `status` is: signed out → "log in", else the timeout as it is.
+            if failure.auth_unanswered && self.print.health().await.logged_in == Some(false) {
+                return Err(agent::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
+            }
+            return Err(failure.error.into());
+        }
+    }
+
+    /// Give `agent` the client's tools (if any) and open (or load) its session; `Ok(false)`
     /// from a load: the agent does not have the session. A session that does not list our tools
     /// in time fails with `tools_not_hosted`, and the build is remembered.
-    async fn open_with_tools(
+    async fn open_session(
         &self,
         cli: &CliCommand,
         agent: &mut Agent,
-        tools: &[crate::protocol::ToolDefinition],
+        tools: Option<&[crate::protocol::ToolDefinition]>,
         load: Option<&str>,
-    ) -> Result<bool, TurnFailure> {
-        agent.attach_tools(tools).await?;
+    ) -> Result<bool, Unopened> {
+        if let Some(tools) = tools {
+            agent.attach_tools(tools).await.map_err(|e| Unopened::Turn(e.into()))?;
+        }
         let opened = match load {
             Some(session) => agent.load(session).await,
             None => agent.new_session().await.map(|()| true),
         };
-        match opened {
-            Ok(true) => {}
-            Ok(false) => return Ok(false),
-            Err(failure) => {
-                self.note_start(cli, &failure);
-                return Err(failure.error.into());
-            }
+        if !opened.map_err(Unopened::Start)? {
+            return Ok(false);
         }
-        let host = agent.tools.as_ref().expect("attached above");
+        let Some(host) = agent.tools.as_ref() else { return Ok(true) };
         if host.listed_within(tools::LISTED_WITHIN).await {
             return Ok(true);
         }
@@ -185,7 +239,7 @@ impl CursorAcp {
         );
         self.no_session_mcp.note(cli, ());
         let error = BridgeError::new(ErrorKind::CliFailed, "Cursor's session did not take the client's tools");
-        Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true })
+        Err(Unopened::Turn(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true }))
     }
 
     fn note_start(&self, cli: &CliCommand, failure: &StartFailure) {
@@ -195,25 +249,10 @@ impl CursorAcp {
         }
     }
 
-    async fn start(&self, cli: &CliCommand, workspace: &Path) -> Result<Agent, TurnFailure> {
-        let env = self.print.env();
-        let launch = Launch { cli, env: &env, workspace, api_key: self.api_key };
-        let mut retried = false;
-        loop {
-            match Agent::start(&launch).await {
-                Ok(agent) => return Ok(agent),
-                // One failed start can be the CLI's own moment (it updates itself at start, and
-                // `initialize` waits for that): once more before the build is noted as one ACP
-                // does not work with, for `REPROBE_AFTER`.
-                Err(failure) if failure.broken && !retried => {
-                    tracing::info!(error = %failure.error.message, "Cursor's ACP mode did not start; trying once more");
-                    retried = true;
-                }
-                Err(failure) => {
-                    self.note_start(cli, &failure);
-                    return Err(failure.error.into());
-                }
-            }
+    /// The catalogue `agent`'s session advertised, if it did, as this build's.
+    fn note_catalogue(&self, cli: &CliCommand, agent: &Agent) {
+        if !agent.config.options.is_empty() {
+            self.catalogue.note(cli, agent.config.clone());
         }
     }
 
@@ -224,23 +263,11 @@ impl CursorAcp {
         workspace: &Path,
         tools: &[crate::protocol::ToolDefinition],
     ) -> Result<Agent, TurnFailure> {
-        let mut agent = self.start(cli, workspace).await?;
-        match self.open_with_tools(cli, &mut agent, tools, None).await {
-            Ok(_) => Ok(agent),
-            Err(f) => {
-                retire(agent);
-                Err(f)
-            }
-        }
+        Ok(self.open_agent(cli, workspace, Some(tools), None).await?.expect("a new session is never missing"))
     }
 
     async fn open(&self, cli: &CliCommand, workspace: &Path) -> Result<Agent, TurnFailure> {
-        let mut agent = self.start(cli, workspace).await?;
-        if let Err(failure) = agent.new_session().await {
-            self.note_start(cli, &failure);
-            return Err(failure.error.into());
-        }
-        Ok(agent)
+        Ok(self.open_agent(cli, workspace, None, None).await?.expect("a new session is never missing"))
     }
 
     /// A spare session for a new conversation in `workspace` that hosts exactly `tools` (or,
@@ -357,28 +384,15 @@ impl CursorAcp {
                 }
                 if slot.is_none() {
                     // Lost with its process (a crash, a restart, expiry): load it into a new one.
-                    let mut agent = self.start(&cli, &t.workspace).await?;
-                    let loaded = match hosted {
-                        Some(tools) => self.open_with_tools(&cli, &mut agent, tools, Some(session)).await.map(Ok),
-                        None => Ok(agent.load(session).await),
-                    };
-                    let loaded = match loaded {
-                        Ok(loaded) => loaded,
-                        Err(f) => {
-                            retire(agent);
-                            return Err(f);
-                        }
-                    };
-                    match loaded {
-                        Ok(true) => {
+                    match self.open_agent(&cli, &t.workspace, hosted, Some(session)).await? {
+                        Some(agent) => {
                             tracing::info!(pid = agent.pid(), "ACP session loaded into a new process");
                             *slot = Some(agent);
                         }
-                        Ok(false) => {
+                        None => {
                             lock(&self.warm).remove(session);
                             return Err(chat_lost("Cursor could not load this conversation's session"));
                         }
-                        Err(f) => return Err(f.error.into()),
                     }
                 }
                 slot
@@ -409,12 +423,14 @@ impl CursorAcp {
         drop(opening);
         let display = lock(&self.names).get(&t.model).cloned();
         let choice = match catalog::choose(&config, &t.model, display.as_deref()) {
-            Some(choice) => choice,
-            // Nothing at all is known of the catalogue: the id as given (the agent says if it
-            // refuses it) rather than a conversation stranded on what we do not know.
+            Some(choice) => Some(choice),
+            // Nothing at all is known of the catalogue (a session loaded with `{}`, an agent
+            // that lists no models, no session of this build opened yet): ACP takes only its
+            // own values, so the client's id would be refused; the session keeps its own model
+            // rather than the conversation being stranded on what we do not know.
             None if config.options.is_empty() => {
-                tracing::info!(model = %t.model, "no ACP model catalogue is known; the model id is tried as given");
-                catalog::Choice { value: t.model.clone(), extras: Vec::new() }
+                tracing::info!(model = %t.model, "no ACP model catalogue is known; the session keeps its own model");
+                None
             }
             None => {
                 let error = BridgeError::new(
@@ -429,7 +445,17 @@ impl CursorAcp {
         if let Some(host) = &agent.tools {
             host.serve(t.hosted_tools.as_ref().map(|h| h.calls.clone()));
         }
-        let (mut slot, outcome) = turn::run(slot, &t, &choice, sink).await;
+        let called = agent.tools.as_ref().map(tools::ToolHost::called);
+        let (mut slot, mut outcome) = turn::run(slot, &t, choice.as_ref(), sink).await;
+        // A call of the client's tools is output (the client may have run it), even if no update
+        // of the agent's said so: neither a second ACP attempt nor print mode may run the prompt
+        // again.
+        if let (Err(f), Some(called)) = (&mut outcome, &called) {
+            if called.load(Ordering::SeqCst) {
+                f.spoke = true;
+                f.chat_lost = false;
+            }
+        }
         if let Some(host) = slot.as_mut().and_then(|s| s.as_mut()).and_then(|a| a.tools.as_ref()) {
             host.serve(None);
         }
@@ -570,6 +596,13 @@ fn retire(mut agent: Agent) {
         }
         drop(agent);
     });
+}
+
+/// Why a new agent's session did not open: a start failure (which may say ACP does not work with
+/// this build), or a turn failure as it is (the client's tools not taken).
+enum Unopened {
+    Start(StartFailure),
+    Turn(TurnFailure),
 }
 
 fn chat_lost(why: &str) -> TurnFailure {

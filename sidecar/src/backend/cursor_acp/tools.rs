@@ -3,6 +3,7 @@
 //! of the agent's `tools/call`s to the turn running at the time (the engine parks it until the
 //! client has run the tool). Lives as long as the agent, so a warm session keeps its tools.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,6 +26,9 @@ pub struct ToolHost {
     /// Where the agent's calls go: the running turn's broker; `None` between turns.
     current: Current,
     _forward: AbortOnDrop,
+    /// A call was handed to the running turn (the client may run the tool): that turn has
+    /// output, whatever the agent's updates said, so its prompt is never sent again.
+    called: Arc<AtomicBool>,
     /// The tools it offers, by name (a turn with other tools needs another host).
     pub names: Vec<String>,
 }
@@ -41,11 +45,13 @@ impl ToolHost {
             .collect();
         let (host, calls) = McpHost::start(offered).await?;
         let current: Current = Arc::default();
-        let forward = tokio::spawn(forward(calls, current.clone()));
+        let called = Arc::new(AtomicBool::new(false));
+        let forward = tokio::spawn(forward(calls, current.clone(), called.clone()));
         Ok(ToolHost {
             host,
             current,
             _forward: AbortOnDrop(forward.abort_handle()),
+            called,
             names: tools.iter().map(|t| t.name.clone()).collect(),
         })
     }
@@ -62,9 +68,19 @@ impl ToolHost {
         matches!(seen, Ok(Ok(_)))
     }
 
-    /// The running turn's broker takes the calls from now on (`None`: no turn runs).
+    /// The running turn's broker takes the calls from now on (`None`: no turn runs). A turn
+    /// that begins has handed no call yet.
     pub fn serve(&self, calls: Option<mpsc::Sender<ClientCall>>) {
+        if calls.is_some() {
+            self.called.store(false, Ordering::SeqCst);
+        }
         *lock(&self.current) = calls;
+    }
+
+    /// Whether a call was handed to the turn being served (or last served): set when the host
+    /// forwards it, before the agent's updates say anything of it.
+    pub fn called(&self) -> Arc<AtomicBool> {
+        self.called.clone()
     }
 
     /// Offers exactly these tools.
@@ -74,7 +90,7 @@ impl ToolHost {
 }
 
 /// Each call of the agent's to the running turn, its answer back to the agent.
-async fn forward(mut calls: mpsc::Receiver<McpCall>, current: Current) {
+async fn forward(mut calls: mpsc::Receiver<McpCall>, current: Current, called: Arc<AtomicBool>) {
     while let Some(call) = calls.recv().await {
         let Some(turn) = lock(&current).clone() else {
             let _ = call.reply.send(McpReply::error("No request of the user is running; the tool was not run."));
@@ -82,6 +98,7 @@ async fn forward(mut calls: mpsc::Receiver<McpCall>, current: Current) {
         };
         let (reply, answer) = oneshot::channel::<ToolReply>();
         let McpCall { tool, arguments, reply: back } = call;
+        called.store(true, Ordering::SeqCst);
         if turn.send(ClientCall { name: tool, input: arguments, reply }).await.is_err() {
             let _ = back.send(McpReply::error("The request ended; the tool was not run."));
             continue;

@@ -45,7 +45,7 @@ pub type Slot = OwnedMutexGuard<Option<Agent>>;
 pub async fn run(
     slot: Slot,
     spec: &TurnSpec,
-    model: &Choice,
+    model: Option<&Choice>,
     sink: &mut EventSink,
 ) -> (Option<Slot>, Result<TurnEnd, TurnFailure>) {
     let mut running = Running { slot: Some(slot), prompt: None };
@@ -68,7 +68,12 @@ impl Running {
         self.slot.as_mut().and_then(|s| s.as_mut()).expect("a turn runs on a live agent")
     }
 
-    async fn turn(&mut self, spec: &TurnSpec, model: &Choice, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
+    async fn turn(
+        &mut self,
+        spec: &TurnSpec,
+        model: Option<&Choice>,
+        sink: &mut EventSink,
+    ) -> Result<TurnEnd, TurnFailure> {
         self.configure(spec.mode, model).await?;
         let mut inbox = self.agent().begin_turn();
         let session = self.agent().session_id.clone();
@@ -126,7 +131,10 @@ impl Running {
             match answer {
                 Ok(result) => return state.finish(self.agent(), &result, sink).await,
                 Err(RpcError::Remote { code, message, .. })
-                    if !state.spoke && attempt < TRANSPORT_RETRIES && is_transport_drop(&message) =>
+                    if !state.spoke
+                        && !client_called(self.agent())
+                        && attempt < TRANSPORT_RETRIES
+                        && is_transport_drop(&message) =>
                 {
                     attempt += 1;
                     tracing::info!(
@@ -141,8 +149,9 @@ impl Running {
         }
     }
 
-    /// Mode first (ask mode means no permission prompts), then the model and its selects.
-    async fn configure(&mut self, mode: Mode, model: &Choice) -> Result<(), TurnFailure> {
+    /// Mode first (ask mode means no permission prompts), then the model and its selects
+    /// (`None`: the session keeps its own).
+    async fn configure(&mut self, mode: Mode, model: Option<&Choice>) -> Result<(), TurnFailure> {
         let agent = self.agent();
         let session = agent.session_id.clone();
         if agent.config.current_mode.as_deref() != Some(mode.as_str()) {
@@ -150,6 +159,7 @@ impl Running {
             config_request(agent, "session/set_mode", params).await?;
             agent.config.current_mode = Some(mode.as_str().to_owned());
         }
+        let Some(model) = model else { return Ok(()) };
         let mut sets: Vec<(&str, &str)> = Vec::new();
         if agent.config.current.as_deref() != Some(model.value.as_str()) {
             sets.push(("model", &model.value));
@@ -232,6 +242,11 @@ async fn config_request(agent: &Agent, method: &str, params: Value) -> Result<Va
         )
         .into()),
     }
+}
+
+/// Our MCP host handed one of the agent's calls to the client during this turn.
+fn client_called(agent: &Agent) -> bool {
+    agent.tools.as_ref().is_some_and(|h| h.called().load(std::sync::atomic::Ordering::SeqCst))
 }
 
 fn is_transport_drop(message: &str) -> bool {
