@@ -62,12 +62,14 @@ impl TestDir {
     }
     /// What the double recorded, one entry per CLI invocation.
     pub fn records(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.record_file())
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        let text = std::fs::read_to_string(self.record_file()).unwrap_or_default();
+        // A double may be appending right now: a line without its newline is not written yet
+        // (an append is one write(), but a reader may see part of it), every other must parse.
+        let complete = match text.rfind('\n') {
+            Some(end) => &text[..=end],
+            None => "",
+        };
+        complete.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
     }
     /// Records of chat turns (print mode).
     pub fn turns(&self) -> Vec<Value> {
