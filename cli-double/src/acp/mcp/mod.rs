@@ -65,16 +65,19 @@ impl Link {
         let (link, server, sid, cwd) = (Arc::clone(self), Arc::clone(server), sid.to_owned(), cwd.to_owned());
         std::thread::spawn(move || {
             let (conns, gated) = connect(&server, &sid, &entries, &cwd);
-            let mut i = lock(&link.inner);
-            i.conns = conns;
-            i.gated = gated;
-            i.visible = visible(&i.conns, server.knobs.mcp_tool_limits);
-            let entries = records(&i.conns, &i.visible);
-            i.settled = true;
-            drop(i);
+            let entries = {
+                let mut i = lock(&link.inner);
+                i.conns = conns;
+                i.gated = gated;
+                i.visible = visible(&i.conns, server.knobs.mcp_tool_limits);
+                records(&i.conns, &i.visible)
+            };
+            // On record before it counts as settled: the exit line, written once connecting has
+            // settled, must have it.
             for e in entries {
                 server.state().tool_log.push(List::McpServers, &sid, e);
             }
+            lock(&link.inner).settled = true;
             link.cv.notify_all();
         });
     }
