@@ -105,6 +105,9 @@ pub struct Knobs {
     pub replay_delay: Duration,
     /// While this file exists, `session/new` removes it and the process exits (1, empty stderr).
     pub new_session_exit: Option<std::path::PathBuf>,
+    /// While this file exists, `session/load` makes the process exit (a stored session that
+    /// crashes every agent that loads it).
+    pub load_exit: Option<std::path::PathBuf>,
     pub commands: CommandsTiming,
     pub parameterized: Option<bool>,
     pub unroutable: Vec<String>,
@@ -231,6 +234,9 @@ impl Knobs {
             new_session_failures: number("CURSOR_DOUBLE_ACP_NEW_SESSION_FAILURES")?.unwrap_or(0),
             replay_delay: Duration::from_millis(number("CURSOR_DOUBLE_ACP_REPLAY_DELAY_MS")?.unwrap_or(0)),
             new_session_exit: settings::var("CURSOR_DOUBLE_ACP_NEW_SESSION_EXIT")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
+            load_exit: settings::var("CURSOR_DOUBLE_ACP_LOAD_EXIT")
                 .filter(|v| !v.is_empty())
                 .map(std::path::PathBuf::from),
             commands: pick(

@@ -1034,6 +1034,12 @@ fn load_session(server: &Server, params: &Json, replay: bool) -> Result<(String,
     check_auth(server)?;
     let (id, cwd) = session_params(params, true)?;
     let sid = id.unwrap_or_default();
+    if let Some(marker) = &server.knobs.load_exit {
+        // Every process dies loading a session while the marker is there.
+        if marker.exists() {
+            server.finish("session-load-exit", 1);
+        }
+    }
     let policy = server.knobs.load;
     if policy == LoadPolicy::NotFound {
         return Err(RpcError::session_not_found(&sid));

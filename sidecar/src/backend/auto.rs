@@ -91,7 +91,9 @@ impl Auto {
         let mut outcome = self.acp.run_turn(t, sink).await;
         self.served("acp", "the conversation's chat is an ACP session");
         if let (Err(f), Err(_)) = (&mut outcome, self.acp.usable()) {
-            if !f.spoke && !f.chat_lost {
+            // Only when this turn's own agent would not start: a warm agent's usage limit or
+            // refused model is said as it is, with its own hint.
+            if f.unstartable && !f.spoke && !f.chat_lost {
                 f.error.message = format!(
                     "This conversation runs in Cursor's ACP mode, which does not start with this CLI right now: {}",
                     f.error.message

@@ -153,7 +153,13 @@ impl Scripted {
                 if lock(&self.lost_chats).contains(id) {
                     let e = BridgeError::new(ErrorKind::CliFailed, "chat not found").hint("scripted");
                     let chat_lost = self.says_lost.load(Ordering::SeqCst);
-                    return Err(TurnFailure { error: e, spoke: false, chat_lost, tools_not_hosted: false });
+                    return Err(TurnFailure {
+                        error: e,
+                        spoke: false,
+                        chat_lost,
+                        tools_not_hosted: false,
+                        unstartable: false,
+                    });
                 }
                 Some(id.clone())
             }
@@ -166,11 +172,23 @@ impl Scripted {
         };
         if t.hosted_tools.is_some() && self.refuse_hosting.swap(false, Ordering::SeqCst) {
             let error = BridgeError::new(ErrorKind::CliFailed, "session MCP servers ignored").hint("scripted");
-            return Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true });
+            return Err(TurnFailure {
+                error,
+                spoke: false,
+                chat_lost: false,
+                tools_not_hosted: true,
+                unstartable: false,
+            });
         }
         if let Some(kind) = scripted_failure {
             let error = BridgeError::new(kind, format!("scripted {kind}")).hint("scripted");
-            return Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: false });
+            return Err(TurnFailure {
+                error,
+                spoke: false,
+                chat_lost: false,
+                tools_not_hosted: false,
+                unstartable: false,
+            });
         }
         let steps = Step::parse(&t.prompt).unwrap_or_else(|| vec![Step::Text(format!("Echo: {}", echoed(&t.prompt)))]);
         let mut final_text = String::new();
@@ -226,7 +244,13 @@ impl Scripted {
                 }
                 Step::Fail(kind, spoke) => {
                     let error = BridgeError::new(kind, format!("scripted {kind}")).hint("scripted");
-                    return Err(TurnFailure { error, spoke, chat_lost: false, tools_not_hosted: false });
+                    return Err(TurnFailure {
+                        error,
+                        spoke,
+                        chat_lost: false,
+                        tools_not_hosted: false,
+                        unstartable: false,
+                    });
                 }
                 Step::Empty => return Ok(TurnEnd { chat_id, usage: None, final_text: String::new() }),
                 Step::Host(name, args, n) => {

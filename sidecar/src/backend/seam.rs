@@ -102,11 +102,14 @@ pub struct TurnFailure {
     /// MCP servers of a session), before any output: the engine runs the turn on the prompt
     /// protocol instead.
     pub tools_not_hosted: bool,
+    /// The agent could not be started for this turn (its program, or its protocol mode, does not
+    /// start with this build), as opposed to a running agent's failure.
+    pub unstartable: bool,
 }
 
 impl From<BridgeError> for TurnFailure {
     fn from(error: BridgeError) -> Self {
-        TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: false }
+        TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: false, unstartable: false }
     }
 }
 

@@ -523,3 +523,69 @@ fn under_auto_a_new_chat_whose_acp_turn_fails_before_output_tries_acp_once_more_
         .count();
     assert_eq!(failed_prompts, 2, "ACP was tried twice before print mode");
 }
+
+/// A stored session that crashes the agent loading it is the session's problem, not the build's:
+/// the conversation goes on in a new session with its history (no second start for the load, no
+/// mark that would send new chats to print mode).
+#[test]
+fn a_session_that_crashes_the_agent_loading_it_is_replayed_and_acp_stays_in_use() {
+    for backend in ["acp", "auto"] {
+        let dir = TestDir::new();
+        let mut s = Launch::new(&dir).start();
+        s.initialize(&dir, json!({"backend": backend, "spares": 0}));
+        let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+        assert!(r1.get("result").is_some(), "{backend}: {r1}");
+        assert!(s.finish().success());
+        // An editor restart: the follow-up loads the stored session, and the agent dies doing so.
+        let marker = dir.path().join("crash-on-load");
+        std::fs::write(&marker, "").unwrap();
+        let starts_before = acp_starts(&dir);
+        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_LOAD_EXIT", marker.to_str().unwrap()).start();
+        s.initialize(&dir, json!({"backend": backend, "spares": 0}));
+        let history = json!([user("one"), assistant("Echo: one"), user("two")]);
+        let (d, r) = s.chat(send("t2", "c1", "ask", history));
+        assert!(r.get("result").is_some(), "{backend}: {r}");
+        assert!(text_of(&d).contains("two"), "{backend}: {d:?}");
+        let loads = dir.acp_records("exit").iter().filter(|r| r["acp"]["exitReason"] == "session-load-exit").count();
+        assert_eq!(loads, 1, "{backend}: one agent died loading the session, and the load was not tried again");
+        assert_eq!(acp_starts(&dir) - starts_before, 2, "{backend}: the crashed load, then one new session");
+        assert!(dir.turns().is_empty(), "{backend}: ACP served it, not print mode");
+        let status = s.request("status", json!({}));
+        assert!(status["result"]["backend"]["reason"].is_null(), "{backend}: not marked: {status}");
+    }
+}
+
+/// While ACP does not start for new chats (the build is marked), a conversation whose agent is
+/// warm and working gets its own errors with their own hints, not "ACP does not start".
+#[test]
+fn under_auto_a_warm_conversations_own_error_is_not_blamed_on_acp_not_starting() {
+    let dir = TestDir::new();
+    let workspace = dir.workspace().canonicalize().unwrap();
+    let slug: String = workspace
+        .to_str()
+        .unwrap()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let project = dir.path().join("home/.cursor/projects").join(slug);
+    std::fs::create_dir_all(&project).unwrap();
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_PROJECT_DIR_REQUIRED", "1").start();
+    s.initialize(&dir, json!({"backend": "auto", "spares": 0}));
+    let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
+    assert!(r1.get("result").is_some(), "{r1}");
+    // New agents no longer start: a new chat marks the build and runs in print mode.
+    std::fs::remove_dir_all(&project).unwrap();
+    let (_, r) = s.chat(send("n1", "c2", "ask", json!([user("new")])));
+    assert!(r.get("result").is_some(), "{r}");
+    let status = s.request("status", json!({}));
+    assert!(!status["result"]["backend"]["reason"].is_null(), "the build is marked: {status}");
+    // The warm conversation hits its plan's limit.
+    let limited = directed("two", json!({"fail": "planGated"}));
+    let (_, r2) = s.chat(send("t2", "c1", "ask", json!([user("one"), assistant("Echo: one"), user(&limited)])));
+    assert_eq!(error_kind(&r2), "usageLimit", "{r2}");
+    let message = r2["error"]["message"].as_str().unwrap();
+    let hint = r2["error"]["data"]["hint"].as_str().unwrap();
+    assert!(!message.contains("does not start"), "{r2}");
+    assert!(!hint.contains("print mode"), "the limit's own hint: {r2}");
+}

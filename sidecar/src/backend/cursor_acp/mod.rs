@@ -184,6 +184,15 @@ impl CursorAcp {
                         retire(agent);
                         return Ok(None);
                     }
+                    // The agent started and shook hands, then stopped loading this session: the
+                    // session's problem (a stored session that crashes it), not the build's. No
+                    // second start and no mark; the conversation goes on in a new session with
+                    // its history.
+                    Err(Unopened::Start(failure)) if load.is_some() && failure.broken => {
+                        retire(agent);
+                        tracing::warn!(error = %failure.error.message, "Cursor's agent stopped while loading a session");
+                        return Err(chat_lost("Cursor's agent stopped while loading this conversation's session"));
+                    }
                     Err(Unopened::Start(failure)) => {
                         retire(agent);
                         failure
@@ -206,7 +215,10 @@ impl CursorAcp {
             if failure.auth_unanswered && self.print.health().await.logged_in == Some(false) {
                 return Err(agent::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
             }
-            return Err(failure.error.into());
+            let broken = failure.broken;
+            let mut failed: TurnFailure = failure.error.into();
+            failed.unstartable = broken;
+            return Err(failed);
         }
     }
 
@@ -239,7 +251,13 @@ impl CursorAcp {
         );
         self.no_session_mcp.note(cli, ());
         let error = BridgeError::new(ErrorKind::CliFailed, "Cursor's session did not take the client's tools");
-        Err(Unopened::Turn(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true }))
+        Err(Unopened::Turn(TurnFailure {
+            error,
+            spoke: false,
+            chat_lost: false,
+            tools_not_hosted: true,
+            unstartable: false,
+        }))
     }
 
     fn note_start(&self, cli: &CliCommand, failure: &StartFailure) {
@@ -608,7 +626,7 @@ enum Unopened {
 fn chat_lost(why: &str) -> TurnFailure {
     let error = BridgeError::new(ErrorKind::CliFailed, why.to_owned())
         .hint("The conversation continues in a new session with its history.");
-    TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false }
+    TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false, unstartable: false }
 }
 
 impl Backend for CursorAcp {

@@ -434,7 +434,13 @@ impl State {
                     error = BridgeError::new(ErrorKind::UsageLimit, "This model needs a higher Cursor plan.")
                         .hint("Pick another model, or upgrade your Cursor plan.");
                 }
-                return Err(TurnFailure { error, spoke: self.spoke, chat_lost: false, tools_not_hosted: false });
+                return Err(TurnFailure {
+                    error,
+                    spoke: self.spoke,
+                    chat_lost: false,
+                    tools_not_hosted: false,
+                    unstartable: false,
+                });
             }
             // An ordinary answer that only looked like an error at first.
             self.holding = false;
@@ -449,6 +455,7 @@ impl State {
                 spoke: self.spoke,
                 chat_lost: false,
                 tools_not_hosted: false,
+                unstartable: false,
             });
         }
         let usage = result.get("usage").and_then(usage_of);
@@ -468,6 +475,7 @@ impl State {
                     spoke: self.spoke,
                     chat_lost: !self.spoke,
                     tools_not_hosted: false,
+                    unstartable: false,
                 };
             }
             RpcError::Remote { message, .. } if is_transport_drop(&message) => {
@@ -494,7 +502,7 @@ impl State {
                 error
             }
         };
-        TurnFailure { error, spoke: self.spoke, chat_lost: false, tools_not_hosted: false }
+        TurnFailure { error, spoke: self.spoke, chat_lost: false, tools_not_hosted: false, unstartable: false }
     }
 }
 

@@ -132,7 +132,13 @@ impl CursorPrint {
                         "The Cursor CLI no longer has this chat",
                     )
                     .hint("The conversation continues in a new chat with its history.");
-                    return Err(TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false });
+                    return Err(TurnFailure {
+                        error,
+                        spoke: false,
+                        chat_lost: true,
+                        tools_not_hosted: false,
+                        unstartable: false,
+                    });
                 }
                 (Some(id.clone()), None)
             }
@@ -257,7 +263,7 @@ impl Backend for CursorPrint {
             let error =
                 BridgeError::new(crate::protocol::ErrorKind::CliFailed, "print mode cannot host the client's tools");
             return Box::pin(async move {
-                Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true })
+                Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true, unstartable: false })
             });
         }
         Box::pin(self.turn(turn, sink))

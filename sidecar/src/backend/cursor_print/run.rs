@@ -103,7 +103,13 @@ pub async fn drive(
                     tracing::warn!(expected, started = %session_id, "the CLI started a new chat instead of resuming");
                     let error = BridgeError::new(ErrorKind::CliFailed, "The Cursor CLI no longer has this chat")
                         .hint("The conversation continues in a new chat with its history.");
-                    return Err(TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false });
+                    return Err(TurnFailure {
+                        error,
+                        spoke: false,
+                        chat_lost: true,
+                        tools_not_hosted: false,
+                        unstartable: false,
+                    });
                 }
             }
             state.apply(event, sink).await;
@@ -120,7 +126,13 @@ pub async fn drive(
     if let Some(error) = stop {
         child.terminate(TERMINATE_GRACE).await;
         tokio::task::spawn_blocking(process::sweep_orphans);
-        return Err(TurnFailure { error, spoke: state.spoke, chat_lost: false, tools_not_hosted: false });
+        return Err(TurnFailure {
+            error,
+            spoke: state.spoke,
+            chat_lost: false,
+            tools_not_hosted: false,
+            unstartable: false,
+        });
     }
     let status = match exit_status {
         Some(Ok(status)) => Some(status),
@@ -155,14 +167,20 @@ pub async fn drive(
             if failure.kind == ErrorKind::CliFailed && failure.detail.is_none() && !r.text.is_empty() {
                 failure.detail = Some(crate::util::text::cut_chars(&r.text, 2000).to_string());
             }
-            Err(TurnFailure { error: failure.into(), spoke, chat_lost: false, tools_not_hosted: false })
+            Err(TurnFailure {
+                error: failure.into(),
+                spoke,
+                chat_lost: false,
+                tools_not_hosted: false,
+                unstartable: false,
+            })
         }
         _ => {
             let mut error: BridgeError = classify(code, &stderr, state.stream_error.as_deref()).into();
             if code == Some(0) && error.kind == ErrorKind::CliFailed {
                 error.message = "The Cursor CLI stopped without finishing the turn".into();
             }
-            Err(TurnFailure { error, spoke, chat_lost: false, tools_not_hosted: false })
+            Err(TurnFailure { error, spoke, chat_lost: false, tools_not_hosted: false, unstartable: false })
         }
     }
 }
