@@ -452,11 +452,12 @@ impl ChildProcess {
     /// Kill what this child started since `mark` and left running (a dev server or a watcher a
     /// shell tool put in the background), leaving the child itself and whatever ran under it at
     /// the mark alone: a warm agent stays usable while its turn's processes end as a print-mode
-    /// turn's do. With `keep_helpers` (a turn that ended, not one stopped), what the child
-    /// started itself and is no shell (an MCP server of the user's configuration, started when
-    /// the session connected, which may be after the mark), with everything under it, stays
-    /// too, and so does a shell it keeps (a persistent terminal), but not what runs under that.
-    /// Returns how many it signalled. Windows has no process table (the Job Object can only be
+    /// turn's do. With `keep_helpers` (a turn that ended, not one stopped), only what left the
+    /// child's tree ends: a job whose shell exited (re-parented, still in the child's group, or
+    /// an orphan attributed to it). Whatever still runs under the child is the child's own then
+    /// (an MCP server of the user's configuration, connected after the mark; a terminal it keeps,
+    /// and what runs in it), and ends with Stop or with the child. Nothing here knows how a
+    /// program names its helpers, so none is guessed at. Returns how many it signalled. Windows has no process table (the Job Object can only be
     /// ended whole): nothing is found there.
     pub fn end_started_since(&mut self, mark: &TreeMark, keep_helpers: bool) -> usize {
         // The leader's pid names its group only while the leader is not reaped.
@@ -464,15 +465,8 @@ impl ChildProcess {
             return 0;
         }
         let table = proc_table();
-        let mut kept: Vec<u32> = Vec::new();
-        if keep_helpers {
-            for helper in table.iter().filter(|p| p.ppid == self.pid && p.state != 'Z') {
-                kept.push(helper.pid);
-                if !helper.shell {
-                    kept.extend(descendants_in(&table, helper.pid).iter().map(|p| p.pid));
-                }
-            }
-        }
+        let kept: Vec<u32> =
+            if keep_helpers { descendants_in(&table, self.pid).iter().map(|p| p.pid).collect() } else { Vec::new() };
         let started: Vec<Proc> = self
             .under(&table)
             .into_iter()
@@ -996,11 +990,11 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
-    async fn a_turn_that_ends_keeps_the_childs_own_helpers_but_not_what_runs_in_its_shells() {
+    async fn a_turn_that_ends_keeps_what_still_runs_under_the_child_but_not_what_left_it() {
         use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-        // After the mark the child starts a helper of its own (an MCP server, say) and keeps a
-        // shell, in which a command left a job running.
-        let script = "read go; sleep 30 & echo $!; sh -c 'sleep 31 & echo $!; wait' & wait";
+        // After the mark the child starts a helper of its own (an MCP server, say), and a shell
+        // that leaves a job behind and exits (the job is re-parented, still in the group).
+        let script = "read go; sleep 30 & echo $!; sh -c 'sleep 31 & echo $!'; wait";
         let mut child = spawn(&sh(script)).unwrap();
         let mark = child.mark_tree();
         let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap());
@@ -1019,12 +1013,18 @@ pub(crate) mod tests {
         line.clear();
         out.read_line(&mut line).await.unwrap();
         let job: u32 = line.trim().parse().unwrap();
-        assert_eq!(child.end_started_since(&mark, true), 1, "only the shell's job");
-        assert!(gone_within(job, Duration::from_secs(2)).await, "the job in the kept shell outlived its turn");
+        // Once its shell has exited, the job is no longer under the child's tree.
+        for _ in 0..200 {
+            if !descendants_of(child.pid()).contains(&job) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(child.end_started_since(&mark, true), 1, "only the job its shell left");
+        assert!(gone_within(job, Duration::from_secs(2)).await, "the job outlived its turn");
         assert!(alive(helper), "the child's own helper was killed at the end of a turn");
         // Stop ends the helper too: it started during the turn.
-        // (The shell may be gone already: its `wait` ended with its job.)
-        assert!(child.end_started_since(&mark, false) >= 1, "the helper");
+        assert_eq!(child.end_started_since(&mark, false), 1, "the helper");
         assert!(gone_within(helper, Duration::from_secs(2)).await);
     }
 

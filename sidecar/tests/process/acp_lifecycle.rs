@@ -184,10 +184,10 @@ fn stop_ends_what_the_acp_turn_started_and_the_agent_stays_warm() {
     }
 }
 
-/// A turn that ends normally (Cursor's own tools, `tools: "cursor"`) leaves nothing its shell
-/// tools started running either (a job whose shell exited), as a print-mode turn does not; the
-/// agent stays warm, and so does what the agent started itself (an MCP server of the user's
-/// configuration, connected after the session opened: here a direct child of the double).
+/// A turn that ends normally (Cursor's own tools, `tools: "cursor"`) leaves no job its shell
+/// tools put in the background running (a shell that exited), as a print-mode turn does not; the
+/// agent stays warm, and so does what still runs under it (an MCP server of the user's
+/// configuration, connected after the session opened: here a child of the double).
 #[test]
 fn what_an_acp_turn_left_running_ends_with_the_turn() {
     for via_shell in [true, false] {

@@ -98,7 +98,8 @@ impl Updates {
                         // Tool status is not to be trusted for denials (docs/cursor-acp.md §11): a
                         // built-in the permissions configuration refused may come back `failed`.
                         // It did not run, so it is a rejection, not a tool that ran and failed.
-                        if status == "failed" && detail.as_deref().is_some_and(says_denied) {
+                        // Not for a shell: a command's own output may say anything.
+                        if status == "failed" && tool_name != "shell" && detail.as_deref().is_some_and(says_denied) {
                             rejected = true;
                         }
                         out.push(Event::ToolCompleted {
@@ -179,9 +180,10 @@ mod tests {
     fn a_denial_by_the_permissions_set_up_is_told_from_a_command_that_failed() {
         for (detail, denied) in [
             ("Permission denied by your permissions configuration: Read(**)", true),
-            ("Tool not allowed: blocked by the permission policy", true),
             ("Shell(rm) is not allowed by permissions in .cursor/cli.json", true),
             ("cat: /root/secret: Permission denied", false),
+            ("EACCES: permission denied, open '.vscode/settings.json'", false),
+            ("blocked by the permission policy", false),
             ("error: failed to push some refs", false),
         ] {
             assert_eq!(says_denied(detail), denied, "{detail}");
@@ -272,8 +274,8 @@ mod tests {
 /// that it ran and failed.
 fn says_denied(detail: &str) -> bool {
     let d = detail.to_ascii_lowercase();
-    // Only a denial that names the permissions set-up: a command that ran and printed
-    // "Permission denied" (a file it could not read) did run.
-    d.contains("permission")
-        && ["configuration", "cli.json", "settings", "policy", "not allowed"].iter().any(|p| d.contains(p))
+    // Only a denial that names Cursor's permissions set-up: a tool that ran and could not open
+    // a file ("EACCES: permission denied, open '.vscode/settings.json'") did run.
+    d.contains("permissions configuration")
+        || (d.contains("cli.json") && (d.contains("permission") || d.contains("not allowed")))
 }

@@ -453,9 +453,10 @@ impl Agent {
     /// Kill what the last turn started and left running (a dev server, a watcher a shell tool
     /// put in the background), the agent itself and what ran before the turn left alone: Stop,
     /// and the end of a turn, leave none of the turn's processes behind, as in print mode, while
-    /// the session stays warm. A turn that ended (not `stopped`) keeps what the agent started
-    /// itself and is no shell (an MCP server of the user's, connected after the session opened)
-    /// and the shells it keeps, but not what runs under those (`end_started_since`).
+    /// the session stays warm. A turn that ended (not `stopped`) ends only what left the agent's
+    /// tree (a job whose shell exited); what still runs under the agent is the agent's own (an
+    /// MCP server of the user's, connected after the session opened), until Stop or the agent
+    /// ends (`end_started_since`).
     pub fn end_what_the_turn_started(&mut self, stopped: bool) {
         let Some(mark) = self.turn_mark.take() else { return };
         let ended = self.child.end_started_since(&mark, !stopped);

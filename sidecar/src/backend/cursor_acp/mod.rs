@@ -461,6 +461,7 @@ impl CursorAcp {
         };
         let session = agent.session_id.clone();
         if let Some(host) = &agent.tools {
+            host.begin_turn();
             host.serve(t.hosted_tools.as_ref().map(|h| h.calls.clone()));
         }
         let called = agent.tools.as_ref().map(tools::ToolHost::called);

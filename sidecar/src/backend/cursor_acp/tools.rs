@@ -68,13 +68,15 @@ impl ToolHost {
         matches!(seen, Ok(Ok(_)))
     }
 
-    /// The running turn's broker takes the calls from now on (`None`: no turn runs). A turn
-    /// that begins has handed no call yet.
+    /// The running turn's broker takes the calls from now on (`None`: no turn runs).
     pub fn serve(&self, calls: Option<mpsc::Sender<ClientCall>>) {
-        if calls.is_some() {
-            self.called.store(false, Ordering::SeqCst);
-        }
         *lock(&self.current) = calls;
+    }
+
+    /// A turn begins (with the client's tools or without): it has handed no call yet, whatever
+    /// the turn before did.
+    pub fn begin_turn(&self) {
+        self.called.store(false, Ordering::SeqCst);
     }
 
     /// Whether a call was handed to the turn being served (or last served): set when the host

@@ -18,15 +18,6 @@ pub(super) struct Proc {
     pub sid: u32,
     /// Linux: clock ticks after boot; macOS: microseconds since the epoch.
     pub start: u64,
-    /// Its program is a shell (`sh`, `bash`, `zsh`…): what an agent runs commands in.
-    pub shell: bool,
-}
-
-/// A process name (`comm`) that is a shell; a login shell's starts with `-`.
-pub(super) fn is_shell_name(name: &str) -> bool {
-    let name = name.trim_start_matches('-');
-    let name = name.strip_suffix(".exe").unwrap_or(name);
-    matches!(name, "sh" | "bash" | "zsh" | "fish" | "dash" | "ksh" | "mksh" | "tcsh" | "csh" | "pwsh" | "nu" | "cmd")
 }
 
 #[cfg(target_os = "linux")]
@@ -46,13 +37,10 @@ mod linux {
     /// `pid (comm) state ppid pgrp session … starttime(22nd) …`; comm may contain spaces and
     /// parentheses, so split at the last ')'.
     pub fn parse_stat(pid: u32, stat: &str) -> Option<Proc> {
-        let close = stat.rfind(')')?;
-        let comm = stat.get(stat.find('(')? + 1..close).unwrap_or("");
-        let rest = &stat[close + 1..];
+        let rest = &stat[stat.rfind(')')? + 1..];
         let fields: Vec<&str> = rest.split_whitespace().collect();
         Some(Proc {
             pid,
-            shell: super::is_shell_name(comm),
             state: fields.first()?.chars().next()?,
             ppid: fields.get(1)?.parse().ok()?,
             pgid: fields.get(2)?.parse().ok()?,
@@ -76,11 +64,6 @@ mod linux {
         let line = "42 (a) b (c)) S 1 42 40 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 0 0";
         let p = parse_stat(42, line).unwrap();
         assert_eq!((p.state, p.ppid, p.pgid, p.sid, p.start), ('S', 1, 42, 40, 123456));
-        assert!(!p.shell);
-        for (comm, shell) in [("bash", true), ("-zsh", true), ("sh", true), ("node", false), ("bash (x)", false)] {
-            let line = format!("7 ({comm}) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 99 0 0");
-            assert_eq!(parse_stat(7, &line).unwrap().shell, shell, "{comm}");
-        }
     }
 }
 
@@ -106,11 +89,8 @@ mod macos {
         let info = unsafe { info.assume_init() };
         // SAFETY: getsid only reads; -1 (no such process, or another session we may not see).
         let sid = unsafe { libc::getsid(pid as libc::pid_t) };
-        // pbi_comm: the program's name, NUL-padded, at most MAXCOMLEN bytes.
-        let comm: Vec<u8> = info.pbi_comm.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
         Some(Proc {
             pid,
-            shell: super::is_shell_name(&String::from_utf8_lossy(&comm)),
             ppid: info.pbi_ppid,
             state: if info.pbi_status == libc::SZOMB { 'Z' } else { 'R' },
             pgid: info.pbi_pgid,
