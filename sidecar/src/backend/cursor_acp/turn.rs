@@ -27,6 +27,8 @@ use crate::protocol::{ErrorKind, Mode};
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// How often a running turn checks that its agent process still runs.
 const EXIT_WATCH: Duration = Duration::from_millis(250);
+/// After the agent exited mid-turn, how long what it wrote before may still take to arrive.
+const EXIT_DRAIN: Duration = Duration::from_millis(500);
 /// Transport drops the ACP session does not retry itself (docs/cursor-acp.md §6): retried here
 /// while nothing of the answer has been shown.
 const TRANSPORT_RETRIES: usize = 2;
@@ -103,6 +105,21 @@ impl Running {
                     _ = watch.tick() => {
                         if !self.agent().alive() {
                             tracing::debug!("the ACP agent exited during the turn");
+                            // What it wrote before it died may still be on its way through the
+                            // pipe: take it until its output ends (bounded: a tool's process
+                            // may hold the pipe open), so no text it sent is lost.
+                            let drained = tokio::time::sleep(EXIT_DRAIN);
+                            tokio::pin!(drained);
+                            loop {
+                                tokio::select! {
+                                    biased;
+                                    message = inbox.recv() => match message {
+                                        Some(message) => state.handle(self.agent(), message, sink).await,
+                                        None => break,
+                                    },
+                                    () = &mut drained => break,
+                                }
+                            }
                             break (Err(RpcError::Closed), 0);
                         }
                     }
