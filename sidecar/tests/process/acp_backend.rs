@@ -437,6 +437,12 @@ fn under_auto_a_projects_bad_cli_json_fails_its_turns_saying_which_file_and_neve
     // The project's file is not the CLI build's fault: ACP stays the backend.
     let status = s.request("status", json!({}));
     assert_eq!(status["result"]["backend"]["active"], "acp", "{status}");
+    // A new chat meets the same file: said as it is, with the path, not rerun in print mode.
+    kill_agents(&dir);
+    let (_, n1) = s.chat(send("n1", "c2", "ask", json!([user("new")])));
+    assert_eq!(error_kind(&n1), "cliFailed", "{n1}");
+    assert!(n1["error"]["data"]["hint"].as_str().unwrap().contains(".cursor/cli.json"), "{n1}");
+    assert!(dir.turns().is_empty(), "not rerun in print mode: {:?}", dir.turns());
     // Fixed, the conversation goes on in its session.
     std::fs::remove_file(&file).unwrap();
     let (d3, r3) = s.chat(send("t3", "c1", "ask", json!([user("one"), assistant("Echo: one"), user("three")])));

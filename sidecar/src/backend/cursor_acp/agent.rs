@@ -92,6 +92,10 @@ struct Shared {
     routed: tokio::sync::watch::Sender<u64>,
 }
 
+/// How the message of a start the CLI refused over the project's `.cursor/cli.json` begins: the
+/// project's problem, which print mode would meet the same way (`auto` shows it as it is).
+pub const PROJECT_CONFIG_REJECTED: &str = "The Cursor CLI rejected the project's configuration";
+
 pub struct Agent {
     pub conn: Arc<Connection>,
     child: ChildProcess,
@@ -403,15 +407,15 @@ impl Agent {
             let first = trimmed.lines().next().unwrap_or(trimmed);
             let file = self.workspace.join(".cursor").join("cli.json");
             return StartFailure::shared(
-                BridgeError::new(
-                    ErrorKind::CliFailed,
-                    format!("The Cursor CLI rejected the project's configuration: {first}"),
-                )
-                .hint(format!(
-                    "Fix or remove {} (the CLI accepts only the keys it knows), then send the message again.",
-                    file.display()
-                ))
-                .detail(crate::util::text::bounded_tail(trimmed, 2000).unwrap_or_default()),
+                BridgeError::new(ErrorKind::CliFailed, format!("{PROJECT_CONFIG_REJECTED}: {first}"))
+                    .hint(format!(
+                        "Fix or remove {} (the CLI accepts only the keys it knows), then send the message again. \
+                     If that folder is one of Cursor Bridge's own (under its state folder), this CLI build does \
+                     not accept the permissions file the bridge writes there: update the CLI, or set \
+                     `cursorBridge.tools` to \"cursor\".",
+                        file.display()
+                    ))
+                    .detail(crate::util::text::bounded_tail(trimmed, 2000).unwrap_or_default()),
             );
         }
         if trimmed.is_empty() {
