@@ -174,6 +174,13 @@ fn stop_ends_what_the_acp_turn_started_and_the_agent_stays_warm() {
             "the process the turn started outlived Stop (via shell: {via_shell})"
         );
         assert!(alive(agent), "Stop killed the warm agent itself (via shell: {via_shell})");
+        // What the first turn left under the agent (kept when that turn ended normally) ends
+        // with Stop too.
+        let first = turn_grandchild(&dir, 0);
+        assert!(
+            eventually(Duration::from_secs(4), || !alive(first)),
+            "what an earlier turn left under the agent outlived Stop (via shell: {via_shell})"
+        );
         let mut next = history.as_array().unwrap().clone();
         next.extend([assistant("xxx"), user("are you still there?")]);
         let (d, r3) = s.chat(send("t3", "c1", json!(next)));

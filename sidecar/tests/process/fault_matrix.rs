@@ -143,7 +143,19 @@ fn run_case(case: &Value, tally: &mut Tally) {
     if !still_running.is_empty() {
         // Described now, while they run (after the sidecar exits they are gone).
         let described: Vec<String> = still_running.iter().map(|p| describe_process(*p)).collect();
-        problems.push(format!("CLI processes still running: {}", described.join("; ")));
+        // What the sidecar logged of them says which path kept them.
+        let log = dir.log_text();
+        let said: Vec<&str> = log
+            .lines()
+            .filter(|l| {
+                still_running.iter().any(|p| l.contains(&format!("pid={p}")) || l.contains(&format!("pid: {p}")))
+            })
+            .collect();
+        problems.push(format!(
+            "CLI processes still running: {}\nlog lines naming them:\n{}",
+            described.join("; "),
+            said.join("\n")
+        ));
     }
     if !s.finish().success() {
         problems.push("sidecar did not exit 0".into());

@@ -114,6 +114,9 @@ pub struct Agent {
     /// What ran under the agent when the running turn began: what starts after it is the
     /// turn's ([`Agent::end_what_the_turn_started`]).
     turn_mark: Option<process::TreeMark>,
+    /// What ran under the agent when its first turn began (its session open, its own helpers
+    /// up): Stop ends everything else, also what an earlier turn left under the agent.
+    session_mark: Option<process::TreeMark>,
 }
 
 impl Agent {
@@ -155,6 +158,7 @@ impl Agent {
             used: Instant::now(),
             tools: None,
             turn_mark: None,
+            session_mark: None,
         };
         agent.child.set_standby(true);
         agent.handshake(launch).await?;
@@ -450,7 +454,11 @@ impl Agent {
         *lock(&self.shared.turn) = Some(tx);
         self.child.set_standby(false);
         self.used = Instant::now();
-        self.turn_mark = Some(self.child.mark_tree());
+        let mark = self.child.mark_tree();
+        if self.session_mark.is_none() {
+            self.session_mark = Some(self.child.mark_tree());
+        }
+        self.turn_mark = Some(mark);
         rx
     }
 
@@ -458,12 +466,14 @@ impl Agent {
     /// put in the background), the agent itself and what ran before the turn left alone: Stop,
     /// and the end of a turn, leave none of the turn's processes behind, as in print mode, while
     /// the session stays warm. A turn that ended (not `stopped`) ends only what left the agent's
-    /// tree (a job whose shell exited); what still runs under the agent is the agent's own (an
-    /// MCP server of the user's, connected after the session opened), until Stop or the agent
-    /// ends (`end_started_since`).
+    /// tree (a job whose shell exited); what still runs under the agent then is left to it (an
+    /// MCP server of the user's, connected after the session opened; a background terminal) —
+    /// until Stop, which ends everything that was not there when the session's first turn
+    /// began, whichever turn started it (`end_started_since`).
     pub fn end_what_the_turn_started(&mut self, stopped: bool) {
         let Some(mark) = self.turn_mark.take() else { return };
-        let ended = self.child.end_started_since(&mark, !stopped);
+        let mark = if stopped { self.session_mark.as_ref().unwrap_or(&mark) } else { &mark };
+        let ended = self.child.end_started_since(mark, !stopped);
         if ended > 0 {
             tracing::info!(pid = self.pid(), ended, "stopped the processes the ACP turn left running");
         }
