@@ -342,11 +342,16 @@ impl CursorAcp {
             }
             drop(opening);
             match opened {
-                Ok(agent) if !this.closed.load(Ordering::SeqCst) => {
-                    tracing::debug!(pid = agent.pid(), "ACP session opened ahead");
-                    lock(&this.spares).push(Spare { workspace, agent });
+                Ok(agent) => {
+                    // Looked at under the spares' lock, which `shutdown` takes after it closes:
+                    // a spare pushed after its drain would outlive it (seen under load: an agent
+                    // alive after `shutdown` answered). Closed, the agent is dropped: killed.
+                    let mut spares = lock(&this.spares);
+                    if !this.closed.load(Ordering::SeqCst) {
+                        tracing::debug!(pid = agent.pid(), "ACP session opened ahead");
+                        spares.push(Spare { workspace, agent });
+                    }
                 }
-                Ok(_) => {}
                 Err(f) => tracing::debug!(error = %f.error.message, "could not open an ACP session ahead"),
             }
         });
