@@ -413,6 +413,20 @@ fn kill_agents(dir: &TestDir) {
     assert!(eventually(Duration::from_secs(5), || acp_pids(dir).iter().all(|p| !alive(*p))));
 }
 
+/// The CLI's folder for the test's workspace under its home (`CURSOR_DOUBLE_ACP_PROJECT_DIR_REQUIRED`
+/// makes ACP start only while it exists).
+fn project_folder(dir: &TestDir) -> std::path::PathBuf {
+    let workspace = dir.workspace().canonicalize().unwrap();
+    let slug: String = workspace
+        .to_str()
+        .unwrap()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    dir.path().join("home/.cursor/projects").join(slug)
+}
+
 fn acp_starts(dir: &TestDir) -> usize {
     dir.records().iter().filter(|r| r["subcommand"] == "acp" && r["acp"]["phase"] == "start").count()
 }
@@ -455,15 +469,7 @@ fn under_auto_a_projects_bad_cli_json_fails_its_turns_saying_which_file_and_neve
 fn under_auto_a_conversation_in_an_acp_session_tries_acp_on_every_turn_even_while_it_does_not_start() {
     let dir = TestDir::new();
     // The double's ACP mode exits at start, with nothing on stderr, unless this folder exists.
-    let workspace = dir.workspace().canonicalize().unwrap();
-    let slug: String = workspace
-        .to_str()
-        .unwrap()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("-");
-    let project = dir.path().join("home/.cursor/projects").join(slug);
+    let project = project_folder(&dir);
     std::fs::create_dir_all(&project).unwrap();
     let mut s = start(&dir, "auto", &[("CURSOR_DOUBLE_ACP_PROJECT_DIR_REQUIRED", "1")]);
     let (_, r1) = s.chat(send("t1", "c1", "ask", json!([user("one")])));
@@ -566,15 +572,7 @@ fn a_session_that_crashes_the_agent_loading_it_is_replayed_and_acp_stays_in_use(
 #[test]
 fn under_auto_a_warm_conversations_own_error_is_not_blamed_on_acp_not_starting() {
     let dir = TestDir::new();
-    let workspace = dir.workspace().canonicalize().unwrap();
-    let slug: String = workspace
-        .to_str()
-        .unwrap()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("-");
-    let project = dir.path().join("home/.cursor/projects").join(slug);
+    let project = project_folder(&dir);
     std::fs::create_dir_all(&project).unwrap();
     let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_PROJECT_DIR_REQUIRED", "1").start();
     s.initialize(&dir, json!({"backend": "auto", "spares": 0}));
