@@ -476,12 +476,17 @@ impl ChildProcess {
         for p in &started {
             signal_seen(p, Signal::Kill);
         }
-        if !started.is_empty() {
-            if let Some(adopted) = registry().adopted.get_mut(&self.pid) {
-                adopted.retain(|o| !started.contains(o));
-            }
-            sweep_in_background(); // reap those re-parented to us
+        if let Some(adopted) = registry().adopted.get_mut(&self.pid) {
+            // Matched as processes (pid and start time), and what no longer runs goes too.
+            adopted.retain(|o| {
+                !started.iter().any(|p| p.pid == o.pid && p.start == o.start)
+                    && table.iter().any(|p| p.pid == o.pid && p.start == o.start)
+            });
         }
+        // Always, as print mode does after every turn: it reaps what was just killed and was
+        // re-parented to us, and it finds a job that left the agent's group and session as well
+        // as its tree (a daemon a shell tool started), which only a sweep can name.
+        sweep_in_background();
         started.len()
     }
 
@@ -492,7 +497,12 @@ impl ChildProcess {
         let mut out = descendants_in(table, self.pid);
         let grouped = table.iter().filter(|p| p.pgid == self.pid && p.pid != self.pid).copied();
         let adopted = registry().adopted.get(&self.pid).cloned().unwrap_or_default();
-        let adopted = adopted.into_iter().flat_map(|o| std::iter::once(o).chain(descendants_in(table, o.pid)));
+        // Only an orphan that still runs as the process it was (pid and start time): one that
+        // ended may have its pid given to someone else, whose processes are none of ours.
+        let adopted = adopted
+            .into_iter()
+            .filter_map(|o| table.iter().find(|p| p.pid == o.pid && p.start == o.start).copied())
+            .flat_map(|o| std::iter::once(o).chain(descendants_in(table, o.pid)));
         for p in grouped.chain(adopted).collect::<Vec<_>>() {
             if !out.contains(&p) {
                 out.push(p);
@@ -1120,6 +1130,28 @@ pub(crate) mod tests {
         assert!(bystander.is_running(), "a signal meant for a gone process reached the pid's new owner");
         signal_seen(&now, Signal::Kill);
         assert!(!bystander.wait().await.unwrap().success(), "the process itself is signalled");
+    }
+
+    #[tokio::test]
+    async fn an_orphan_that_ended_never_names_the_process_that_has_its_pid_now() {
+        use tokio::io::AsyncBufReadExt;
+        let mut agent = spawn(&sh("exec sleep 30")).unwrap();
+        let mark = agent.mark_tree();
+        // Someone else's process, with a child started after the mark, holding a pid an orphan
+        // of the agent's once had (its start time is the orphan's, not its own).
+        let mut bystander = spawn(&sh("sleep 30 & echo $!; wait")).unwrap();
+        let mut out = tokio::io::BufReader::new(bystander.take_stdout().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).await.unwrap();
+        let its_child: u32 = line.trim().parse().unwrap();
+        let now = read_proc(bystander.pid()).unwrap();
+        let ended = Proc { start: now.start.saturating_sub(1), ..now };
+        registry().adopted.entry(agent.pid()).or_default().push(ended);
+        assert_eq!(agent.end_started_since(&mark, false), 0, "nothing of the bystander's is the agent's");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(alive(its_child), "a process of the pid's new owner was killed");
+        assert!(registry().adopted.get(&agent.pid()).is_none_or(|a| a.is_empty()), "the ended orphan is forgotten");
+        drop(bystander);
     }
 
     /// The processes in `pgid`'s group that still run.

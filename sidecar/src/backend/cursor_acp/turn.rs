@@ -3,9 +3,9 @@
 //! failure from an answer (Cursor streams some errors as answer text and ends with `end_turn`,
 //! docs/cursor-acp.md §6, §11). Dropping the turn cancels it (docs/cursor-acp.md §8.1): the
 //! agent's pending requests are answered cancelled, `session/cancel` is sent, and the session is
-//! kept if the agent answers `cancelled` within a grace, else its process tree is killed. Either
-//! way, and at the end of every turn, the processes the turn started are killed
-//! ([`Agent::end_what_the_turn_started`]).
+//! kept if the agent answers `cancelled` within a grace, else its process tree is killed. Kept,
+//! everything the agent came to run since its session's first turn is killed; at a normal end,
+//! the jobs the turn's shells left behind ([`Agent::end_what_the_turn_started`]).
 
 use std::time::Duration;
 
