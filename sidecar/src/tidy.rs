@@ -431,7 +431,7 @@ fn every_protocol_example_round_trips_through_its_type() {
         }
     }
     assert!(checked >= 20, "only {checked} examples found in protocol.md");
-    assert!(problems.is_empty(), "protocol.md examples vs protocol.rs:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "protocol.md examples vs sidecar/src/protocol/:\n{}", problems.join("\n"));
 }
 
 #[test]

@@ -76,7 +76,10 @@ export interface ClientInfo {
   version?: string;
 }
 
-/** `initialize.options`; the sidecar rejects unknown keys, so only these may be sent. */
+/**
+ * `initialize.options`. A key the sidecar does not know, or a value it cannot read, is ignored and
+ * named in `capabilities.ignoredOptions` (a `workspaceTrusted` it cannot read means untrusted).
+ */
 export interface Options {
   requestTimeoutSeconds?: number;
   idleTimeoutSeconds?: number;
@@ -208,6 +211,8 @@ export interface ToolCall {
 
 export interface ToolResult {
   callId: string;
+  /** The tool's name, when the client knows it. */
+  name?: string;
   content: string;
   isError: boolean;
 }
@@ -318,9 +323,29 @@ export interface StatusResult {
     /** Why the CLI was not found: a configured path names its setting and the path tried. */
     problem?: string;
   };
+  backend: BackendStatus;
   sessions: number;
   inFlight: number;
   logFile?: string;
+}
+
+/** Which backend serves turns, and why. */
+export interface BackendStatus {
+  /** What was asked for: `auto`, `acp` or `print`. */
+  configured: string;
+  /** What serves the next turn. */
+  active: string;
+  /** Why, when it is not what was asked for or a fallback happened. */
+  reason?: string;
+  /** The backend that served the last turn, and why that one. */
+  lastTurn?: ServedTurn;
+  /** Agent processes kept warm (ACP sessions, spares). */
+  warm: number;
+}
+
+export interface ServedTurn {
+  backend: string;
+  reason: string;
 }
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'info';

@@ -1,5 +1,5 @@
 //! Request methods, registered on jsonrpsee's `RpcModule`. Each parses its params into the typed
-//! struct from `protocol.rs` (bad params: -32602 with `kind: invalidParams`), calls the engine,
+//! struct from `protocol/` (bad params: -32602 with `kind: invalidParams`), calls the engine,
 //! and returns a typed result or a [`BridgeError`] (turned into a JSON-RPC error here).
 
 use std::collections::HashSet;

@@ -1,7 +1,7 @@
 //! The JSON-RPC front door on stdin/stdout: framing (`transport`), the dispatch loop and the
 //! in-flight map (`dispatch`), the single writer (`outbox`), the connection's state (`state`),
 //! the method handlers (`handlers`), and engine events as numbered `chat/delta`s (`deltas`).
-//! protocol.md documents the wire; `protocol.rs` holds its types.
+//! protocol.md documents the wire; `protocol/` holds its types.
 
 pub mod deltas;
 pub mod dispatch;

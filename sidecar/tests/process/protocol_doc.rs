@@ -1,4 +1,4 @@
-//! `protocol.md` and `protocol.rs` must describe the same protocol: every method and notification
+//! `protocol.md` and `sidecar/src/protocol/` must describe the same protocol: every method and notification
 //! has a `### \`name\`` section, every delta kind and error kind is in a table, and nothing is
 //! documented that the code does not have.
 
@@ -37,7 +37,7 @@ fn table_names(doc: &str, after_heading: &str) -> BTreeSet<String> {
 fn every_method_and_notification_is_documented_and_nothing_else() {
     let doc = doc();
     let in_code: BTreeSet<String> = request::ALL.iter().chain(notification::ALL).map(|s| s.to_string()).collect();
-    assert_eq!(documented_sections(&doc), in_code, "### sections of protocol.md vs protocol.rs");
+    assert_eq!(documented_sections(&doc), in_code, "### sections of protocol.md vs sidecar/src/protocol/");
 }
 
 #[test]

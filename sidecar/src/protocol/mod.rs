@@ -1,0 +1,28 @@
+//! Every wire type of protocol v1 and every method name, one file per method group. This is the
+//! only module that derives `Serialize`/`Deserialize` for the stdio wire; `protocol.md` documents
+//! it and a test keeps the two in step (`tests/process/protocol_doc.rs`).
+//! `vscode-client/src/protocol.ts` mirrors it, field by field (`mirror.rs` compares them).
+//!
+//! Everything is re-exported here, so callers name `protocol::ChatSendParams`, not the file.
+
+mod chat;
+mod doctor;
+mod errors;
+mod initialize;
+mod methods;
+#[cfg(test)]
+mod mirror;
+mod models;
+mod options;
+mod sessions;
+mod status;
+
+pub use chat::*;
+pub use doctor::*;
+pub use errors::*;
+pub use initialize::*;
+pub use methods::*;
+pub use models::*;
+pub use options::*;
+pub use sessions::*;
+pub use status::*;
