@@ -8,6 +8,7 @@ use crate::backend::select;
 use crate::engine::{Config, Engine};
 use crate::protocol::{CheckStatus, DoctorResult, Options};
 use crate::startup;
+use crate::translate;
 
 pub const USAGE: &str = "\
 Usage: cursor-bridge doctor [--json] [--cli-path PATH] [--workspace DIR] [--untrusted]
@@ -71,14 +72,15 @@ pub fn main(args: &[String]) -> i32 {
     };
     let options = Options { workspace_trusted: !args.untrusted, ..Options::default() };
     let report = started.runtime.block_on(async {
-        let config = Config::new(options.clone(), vec![workspace], started.paths.state_dir.clone())?;
+        let config =
+            Config::new(translate::engine_settings(&options), vec![workspace], started.paths.state_dir.clone())?;
         let settings = select::Settings {
             neutral_dir: Some(config.neutral_folder()?),
-            ..select::Settings::new(args.cli_path.clone(), None, &options)
+            ..translate::backend_settings(args.cli_path.clone(), None, &options)
         };
         let backend = select::backend(settings);
         let engine = Engine::new(config, backend);
-        let report = engine.doctor().await;
+        let report = translate::doctor(engine.doctor().await);
         engine.shutdown();
         Ok::<_, crate::error::BridgeError>(report)
     });

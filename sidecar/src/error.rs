@@ -1,8 +1,8 @@
 //! The typed error every request fails with. It becomes a JSON-RPC error at the protocol edge
-//! (`code` from the kind, `data: {kind, hint, detail}`); inside the sidecar it carries enough for a
+//! (`protocol::error_code` of the kind, `protocol::ErrorData`); inside the sidecar it carries enough for a
 //! person to act on: what happened (message), what to do (hint), and diagnostics (detail).
 
-use crate::protocol::{ErrorData, ErrorKind};
+use crate::vocab::ErrorKind;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BridgeError {
@@ -39,10 +39,6 @@ impl BridgeError {
     pub fn not_initialized() -> Self {
         BridgeError::new(ErrorKind::NotInitialized, "The sidecar has not been initialized")
             .hint("Send `initialize` first.")
-    }
-
-    pub fn data(&self) -> ErrorData {
-        ErrorData { kind: self.kind, hint: self.hint.clone(), detail: self.detail.clone() }
     }
 }
 

@@ -11,7 +11,9 @@ pub mod logging;
 pub mod protocol;
 pub mod startup;
 pub mod stdio;
+pub mod translate;
 pub mod util;
+pub mod vocab;
 
 #[cfg(test)]
 mod tidy;

@@ -8,13 +8,17 @@ import { describe, it } from 'node:test';
 import { DELTA_KINDS, ERROR_KINDS, ErrorCode, Notification, PROTOCOL_VERSION, Request } from '../src/protocol';
 import { REPO_ROOT } from './helpers';
 
-// Every file of the protocol module, as one text: the method groups live in separate files.
-const protocolDir = path.join(REPO_ROOT, 'sidecar', 'src', 'protocol');
-const rust = fs
-  .readdirSync(protocolDir)
-  .filter((f) => f.endsWith('.rs'))
-  .sort()
-  .map((f) => fs.readFileSync(path.join(protocolDir, f), 'utf8'))
+// The protocol module and the shared terms its messages are made of (`vocab/`), as one text: the
+// method groups and terms live in separate files.
+const rust = ['protocol', 'vocab']
+  .map((dir) => path.join(REPO_ROOT, 'sidecar', 'src', dir))
+  .flatMap((dir) =>
+    fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.rs'))
+      .sort()
+      .map((f) => fs.readFileSync(path.join(dir, f), 'utf8')),
+  )
   .join('\n');
 const doc = fs.readFileSync(path.join(REPO_ROOT, 'protocol.md'), 'utf8');
 

@@ -16,9 +16,10 @@ use super::cursor_acp::{self, CursorAcp};
 use super::cursor_print::CursorPrint;
 use super::events::EventSink;
 use super::seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::backend::reports::{BackendStatus, CliStatus, ServedTurn};
 use crate::error::BridgeError;
-use crate::protocol::{BackendStatus, CliStatus, ErrorKind, ModelInfo, ServedTurn};
 use crate::util::sync::lock;
+use crate::vocab::{ErrorKind, ModelInfo};
 
 /// ACP attempts of a new chat before it runs in print mode.
 const NEW_CHAT_ATTEMPTS: usize = 2;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::protocol::Usage;
 use crate::util::sync::lock;
 use crate::util::text::Fnv;
+use crate::vocab::Usage;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {

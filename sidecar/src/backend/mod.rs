@@ -13,6 +13,7 @@ pub mod isolation;
 /// The loopback MCP server that offers the client's tools to an ACP agent.
 pub mod mcp;
 pub mod process;
+pub mod reports;
 /// A backend that follows a script, for the in-process test tier.
 #[cfg(test)]
 pub mod scripted;
@@ -21,6 +22,7 @@ pub mod select;
 pub mod sku;
 
 pub use events::{Activity, Event, EventSink, TextHold, ToolPolicy};
+pub use reports::{BackendStatus, CliStatus, ServedTurn};
 pub use seam::{
     Backend, BoxFuture, Chat, ClientCall, HostedTools, Located, ToolReply, TurnEnd, TurnFailure, TurnSpec, Warm,
 };

@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::backend::reports::CliStatus;
 use crate::backend::{Backend, BoxFuture, Chat, Event, EventSink, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::error::BridgeError;
-use crate::protocol::{CliStatus, ErrorKind, ModelCapabilities, ModelInfo, Usage};
 use crate::util::sync::lock;
+use crate::vocab::{ErrorKind, ModelCapabilities, ModelInfo, Usage};
 
 /// One thing a scripted turn does.
 #[derive(Debug, Clone, PartialEq)]

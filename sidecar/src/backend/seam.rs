@@ -9,8 +9,9 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::events::EventSink;
+use crate::backend::reports::{BackendStatus, CliStatus};
 use crate::error::BridgeError;
-use crate::protocol::{BackendChoice, BackendStatus, CliStatus, Mode, ModelInfo, Usage};
+use crate::vocab::{BackendChoice, Mode, ModelInfo, Usage};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -48,7 +49,7 @@ pub struct TurnSpec {
 #[derive(Clone)]
 pub struct HostedTools {
     /// Ranked by the engine: the first are the ones to keep when the agent shows only so many.
-    pub tools: Vec<crate::protocol::ToolDefinition>,
+    pub tools: Vec<crate::vocab::ToolDefinition>,
     /// Each call the agent makes goes here; the reply comes when the client has run the tool.
     pub calls: tokio::sync::mpsc::Sender<ClientCall>,
 }
@@ -129,7 +130,7 @@ pub struct Settings {
     /// The agent program's path setting (else discovery).
     pub cli_path: Option<String>,
     /// The Cursor API key, only ever for the agent's environment.
-    pub api_key: Option<crate::protocol::Secret>,
+    pub api_key: Option<crate::vocab::Secret>,
     /// Warm spares kept at most (0: none) and how long an unused one lives.
     pub spares: usize,
     pub spare_idle: Duration,
@@ -157,26 +158,6 @@ pub enum EnvPolicy {
     /// (or `PREFIX*` patterns) the operator passes on purpose (`serve`: a server's environment
     /// is the operator's, not something to hand to every HTTP client's turns).
     Minimal { pass: Vec<String> },
-}
-
-impl Settings {
-    pub fn new(
-        cli_path: Option<String>,
-        api_key: Option<crate::protocol::Secret>,
-        options: &crate::protocol::Options,
-    ) -> Self {
-        Settings {
-            cli_path,
-            api_key,
-            spares: options.spares,
-            spare_idle: Duration::from_secs(options.spare_idle_seconds),
-            backend: options.backend.or_else(backend_from_env).unwrap_or_default(),
-            warm_sessions: options.warm_sessions,
-            warm_idle: Duration::from_secs(options.warm_idle_seconds),
-            neutral_dir: None,
-            env: EnvPolicy::Inherit,
-        }
-    }
 }
 
 /// `CURSOR_BRIDGE_BACKEND`, the default when a client names none (how a test suite runs every

@@ -9,7 +9,7 @@ use super::cursor_acp::CursorAcp;
 use super::cursor_print::CursorPrint;
 use super::seam::Backend;
 pub use super::seam::{EnvPolicy, Settings};
-use crate::protocol::BackendChoice;
+use crate::vocab::BackendChoice;
 
 pub fn backend(settings: Settings) -> Arc<dyn Backend> {
     match settings.backend {

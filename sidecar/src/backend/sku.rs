@@ -16,7 +16,7 @@
 //!   marks `(default)` or `(current)`, else the first listed. Its name is the base's name.
 //! * A SKU with no sibling is a base of its own, under its own id and name.
 
-use crate::protocol::{ModelBase, ModelInfo, ModelVariant};
+use crate::vocab::{ModelBase, ModelInfo, ModelVariant};
 
 /// Effort words as they appear in ids, in increasing order, with the label a menu shows.
 pub const EFFORTS: &[(&str, &str)] = &[
@@ -176,7 +176,7 @@ pub fn group(models: Vec<ModelInfo>, is_marked: impl Fn(&ModelInfo) -> bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ModelCapabilities;
+    use crate::vocab::ModelCapabilities;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/models/skus.txt");
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::error::Result;
-use crate::protocol::ModelInfo;
+use crate::vocab::ModelInfo;
 
 pub struct ModelCatalog {
     cached: Mutex<Option<Vec<ModelInfo>>>,

@@ -1,5 +1,5 @@
-//! What the engine is configured with, whichever front door set it up: the documented options
-//! (`initialize.options`, or `serve`'s defaults), the folders turns may run in, and where state
+//! What the engine is configured with, whichever front door set it up: its settings (from
+//! `initialize.options`, or `serve`'s flags), the folders turns may run in, and where state
 //! is kept.
 
 use std::path::{Path, PathBuf};
@@ -7,14 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::sessions::Door;
+use super::settings::Settings;
 use crate::error::{BridgeError, Result};
-use crate::protocol::{Mode, Options};
 use crate::util::fs::private_dir;
 use crate::util::text::fnv1a;
+use crate::vocab::Mode;
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub options: Options,
+    pub settings: Settings,
     /// Turns run in one of these folders or below one.
     pub workspaces: Vec<PathBuf>,
     /// Sessions and the model cache are kept here (none: in memory only).
@@ -52,8 +53,8 @@ pub struct Placement {
 
 impl Config {
     /// Refuses options no turn could run with; canonicalizes the folders.
-    pub fn new(options: Options, workspaces: Vec<PathBuf>, state_dir: Option<PathBuf>) -> Result<Config> {
-        if options.max_concurrent == 0 || options.request_timeout_seconds == 0 || options.idle_timeout_seconds == 0 {
+    pub fn new(settings: Settings, workspaces: Vec<PathBuf>, state_dir: Option<PathBuf>) -> Result<Config> {
+        if settings.max_concurrent == 0 || settings.request_timeout_seconds == 0 || settings.idle_timeout_seconds == 0 {
             return Err(BridgeError::invalid_params(
                 "`maxConcurrent`, `requestTimeoutSeconds` and `idleTimeoutSeconds` must be at least 1",
             ));
@@ -68,7 +69,7 @@ impl Config {
                     .map_err(|e| BridgeError::internal(format!("cannot create a scratch folder: {e}")))?,
             )),
         };
-        Ok(Config { options, workspaces, state_dir, scratch, conversation_folders: None, door: Door::Stdio })
+        Ok(Config { settings, workspaces, state_dir, scratch, conversation_folders: None, door: Door::Stdio })
     }
 
     /// Where a turn for `requested` (a folder, or the default) runs, in which mode. A trusted
@@ -76,10 +77,10 @@ impl Config {
     /// private scratch folder of its own, so the CLI never trusts, reads or runs anything of a
     /// folder the user has not trusted; untrusted turns are never agent mode and never unattended.
     pub fn placement(&self, requested: Option<&str>, mode: Mode) -> Result<Placement> {
-        let trusted = self.options.workspace_trusted;
+        let trusted = self.settings.workspace_trusted;
         let asked = requested.filter(|w| !w.is_empty());
         if let (None, Some(root)) = (asked, &self.conversation_folders) {
-            let unattended = trusted && self.options.force && mode == Mode::Agent;
+            let unattended = trusted && self.settings.force && mode == Mode::Agent;
             return Ok(Placement { folder: root.clone(), mode, unattended, scratch: false, per_conversation: true });
         }
         let (folder, scratch) = if asked.is_none() && self.workspaces.is_empty() {
@@ -91,7 +92,7 @@ impl Config {
             (self.workspace_for(asked)?, false)
         };
         let mode = if !trusted && mode == Mode::Agent { Mode::Ask } else { mode };
-        let unattended = trusted && self.options.force && mode == Mode::Agent;
+        let unattended = trusted && self.settings.force && mode == Mode::Agent;
         Ok(Placement { folder, mode, unattended, scratch, per_conversation: false })
     }
 
@@ -139,11 +140,11 @@ impl Config {
     }
 
     pub fn idle(&self) -> Duration {
-        Duration::from_secs(self.options.idle_timeout_seconds)
+        Duration::from_secs(self.settings.idle_timeout_seconds)
     }
 
     pub fn turn_limit(&self) -> Duration {
-        Duration::from_secs(self.options.request_timeout_seconds)
+        Duration::from_secs(self.settings.request_timeout_seconds)
     }
 
     /// The user's folder for a turn: the requested one (which must be one of the configured

@@ -11,11 +11,23 @@ use super::catalog::ModelCatalog;
 use super::config::Config;
 use super::lanes::Lanes;
 use super::pool::Pool;
+use super::sessions::SessionSummary;
 use super::sessions::{ClearScope, Clock, SessionStore, SystemClock};
 use crate::backend::{Backend, Located, Warm};
+use crate::backend::{BackendStatus, CliStatus};
 use crate::error::Result;
-use crate::protocol::{ModelInfo, SessionSummary, StatusResult};
 use crate::util::sync::lock;
+use crate::vocab::ModelInfo;
+
+/// The sidecar's state as `status` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    pub version: String,
+    pub cli: CliStatus,
+    pub backend: BackendStatus,
+    pub sessions: usize,
+    pub in_flight: usize,
+}
 
 pub struct Engine {
     pub(super) config: Config,
@@ -44,7 +56,7 @@ impl Engine {
     /// [`Engine::new`] with a clock of the caller's (tests move it by hand).
     pub fn with_clock(config: Config, backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Arc<Engine> {
         let state = config.state_dir.clone();
-        let o = &config.options;
+        let o = &config.settings;
         let sessions = SessionStore::open_for(
             config.door,
             state.as_ref().map(|d| d.join("sessions.json")),
@@ -84,7 +96,7 @@ impl Engine {
         let mut warmed: Vec<std::path::PathBuf> = Vec::new();
         for w in workspaces {
             let Some(folder) = w.to_str() else { continue };
-            let Ok(place) = self.config.placement(Some(folder), crate::protocol::Mode::Ask) else { continue };
+            let Ok(place) = self.config.placement(Some(folder), crate::vocab::Mode::Ask) else { continue };
             if !place.per_conversation && !warmed.contains(&place.folder) {
                 warmed.push(place.folder.clone());
                 self.backend.warm(Warm::Workspace(place.folder));
@@ -146,16 +158,15 @@ impl Engine {
         self.in_flight.load(Ordering::SeqCst)
     }
 
-    /// `status` without the log file (the front door knows where its log goes).
-    pub async fn status(&self) -> StatusResult {
+    /// What `status` reports, but the log file (the front door knows where its log goes).
+    pub async fn status(&self) -> Status {
         let cli = self.backend.health().await;
-        StatusResult {
+        Status {
             version: env!("CARGO_PKG_VERSION").into(),
             cli,
             backend: self.backend.status(),
             sessions: self.session_count(),
             in_flight: self.in_flight(),
-            log_file: None,
         }
     }
 

@@ -7,7 +7,39 @@ use std::sync::Arc;
 
 use super::core::Engine;
 use crate::backend::cli_version::{self, VersionVerdict};
-use crate::protocol::{Check, CheckStatus, DoctorResult, ModelInfo};
+use crate::vocab::ModelInfo;
+
+/// What stands between this set-up and a working Cursor model, check by check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// No check failed.
+    pub ok: bool,
+    pub checks: Vec<Check>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// Stable: `cli`, `cliVersion`, `login`, `models`, `workspaceTrust`, `backend`, `stateFolder`.
+    pub id: String,
+    pub title: String,
+    pub status: CheckStatus,
+    /// One line: what was found.
+    pub summary: String,
+    pub detail: Option<String>,
+    /// What to do about it (absent when nothing needs doing).
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckStatus {
+    Ok,
+    /// Works, but not as well as it could.
+    Warn,
+    /// Cursor models will not answer until this is fixed.
+    Fail,
+    /// Nothing to judge.
+    Info,
+}
 
 const UPDATE_FIX: &str =
     "Update the Cursor CLI: run `agent update` in a terminal (or install it again: `curl https://cursor.com/install -fsS | bash`).";
@@ -33,7 +65,7 @@ fn env_key() -> bool {
 }
 
 impl Engine {
-    pub async fn doctor(self: &Arc<Self>) -> DoctorResult {
+    pub async fn doctor(self: &Arc<Self>) -> Report {
         let mut checks = Vec::new();
         let cli = self.backend.health().await;
 
@@ -148,7 +180,7 @@ impl Engine {
         // Where turns run.
         const TRUST: (&str, &str) = ("workspaceTrust", "Workspace trust");
         let folders = &self.config.workspaces;
-        checks.push(if !self.config.options.workspace_trusted {
+        checks.push(if !self.config.settings.workspace_trusted {
             with_fix(
                 check(
                     TRUST.0,
@@ -207,7 +239,7 @@ impl Engine {
         });
 
         let ok = checks.iter().all(|c| c.status != CheckStatus::Fail);
-        DoctorResult { ok, checks }
+        Report { ok, checks }
     }
 }
 

@@ -14,11 +14,13 @@ pub mod pool;
 pub mod prompt;
 pub mod session_io;
 pub mod sessions;
+pub mod settings;
 pub mod tools;
 pub mod turn;
 
 pub use self::config::Config;
 pub use self::core::Engine;
+pub use self::settings::Settings;
 pub use self::turn::{TurnOutcome, TurnRequest};
 pub use crate::backend::Event;
 

@@ -8,7 +8,7 @@ use tokio::sync::broadcast;
 
 use super::core::Engine;
 use crate::error::Result;
-use crate::protocol::ModelInfo;
+use crate::vocab::ModelInfo;
 
 impl Engine {
     pub async fn models(self: &Arc<Self>, refresh: bool) -> Result<Vec<ModelInfo>> {

@@ -8,7 +8,7 @@
 use crate::engine::sessions::{answer_hash, request_hash};
 use crate::engine::tools::contract;
 use crate::error::{BridgeError, Result};
-use crate::protocol::{ChatMessage, Role, ToolCall, ToolResult};
+use crate::vocab::{ChatMessage, Role, ToolCall, ToolResult};
 
 const OPEN: &str = "<userRequest>";
 const CLOSE: &str = "</userRequest>";

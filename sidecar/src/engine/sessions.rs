@@ -19,7 +19,20 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::{Mode, SessionSummary};
+use crate::vocab::Mode;
+
+/// A session as `sessions/list` (and the HTTP door) describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSummary {
+    pub session_id: String,
+    pub conversation_id: Option<String>,
+    pub mode: Mode,
+    pub model: String,
+    pub workspace: String,
+    pub turns: u32,
+    /// Milliseconds since the Unix epoch.
+    pub last_used_ms: u64,
+}
 
 pub trait Clock: Send + Sync {
     fn now_ms(&self) -> u64;

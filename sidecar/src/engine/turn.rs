@@ -25,8 +25,8 @@ use crate::backend::{
     Activity, Chat, Event, EventSink, HostedTools, ToolPolicy, ToolReply, TurnEnd, TurnFailure, TurnSpec, Warm,
 };
 use crate::error::{BridgeError, Result};
-use crate::protocol::{ChatMessage, ErrorKind, Mode, Usage};
 use crate::util::sync::{lock, OnDrop};
+use crate::vocab::{ChatMessage, ErrorKind, Mode, Usage};
 use tracing::Instrument;
 
 const TIMEOUT_HINT_IDLE: &str = "The model or the network may be stuck. Try again, or raise the idle timeout \
@@ -108,7 +108,7 @@ impl Engine {
             None => self.config.placement(req.workspace.as_deref(), req.mode)?,
         };
         if place.scratch {
-            tracing::info!(turn = %req.turn_id, trusted = self.config.options.workspace_trusted, "the turn runs in a private scratch folder");
+            tracing::info!(turn = %req.turn_id, trusted = self.config.settings.workspace_trusted, "the turn runs in a private scratch folder");
         }
         let conversation = Conversation::parse(&req.messages)?;
         // A missing agent is said before anything else happens.
@@ -548,7 +548,7 @@ impl Engine {
 
     /// `client_tools`: the client's system prompt (which explains its tools) always goes in.
     fn new_chat_prompt(&self, conversation: &Conversation<'_>, client_tools: bool) -> String {
-        let o = &self.config.options;
+        let o = &self.config.settings;
         conversation.new_chat_prompt(o.replay_max_chars, o.send_system_messages || client_tools)
     }
 
@@ -562,7 +562,7 @@ impl Engine {
                 replayed: false,
                 prompt: conversation.utility_prompt(),
                 mode: Mode::Ask,
-                model: self.config.options.utility_model.clone().unwrap_or_else(|| req.model.clone()),
+                model: self.config.settings.utility_model.clone().unwrap_or_else(|| req.model.clone()),
                 unattended: false,
                 continuing: false,
                 hosted: None,
@@ -676,7 +676,7 @@ impl Engine {
 
     /// Wait for a pool slot, bounded like the turn itself.
     async fn free_slot(&self, turn: &str) -> Result<tokio::sync::OwnedSemaphorePermit> {
-        let options = &self.config.options;
+        let options = &self.config.settings;
         match tokio::time::timeout(self.config.turn_limit(), self.pool.slot(turn)).await {
             Ok(slot) => slot,
             Err(_) => Err(BridgeError::new(
@@ -699,7 +699,7 @@ impl Engine {
         activity: &Activity,
         policy: Option<&ToolPolicy>,
     ) -> std::result::Result<TurnEnd, TurnFailure> {
-        let options = &self.config.options;
+        let options = &self.config.settings;
         let spec = TurnSpec {
             model: plan.model.clone(),
             mode: plan.mode,
@@ -769,7 +769,7 @@ impl Engine {
         session.turns += 1;
         session.model = plan.model.clone();
         session.mode = plan.mode;
-        let options = &self.config.options;
+        let options = &self.config.settings;
         if options.spares > 0 && !session.chat_id.is_empty() {
             self.backend.warm(Warm::FollowUp {
                 model: session.model.clone(),

@@ -31,8 +31,9 @@ use tracing::Instrument;
 use crate::backend::select::{self, EnvPolicy};
 use crate::engine::sessions::Door;
 use crate::engine::{Config, Engine};
-use crate::protocol::{Mode, Options, Secret, StatusResult};
+use crate::protocol::{Mode, Options, Secret};
 use crate::startup::{self, Paths};
+use crate::translate;
 
 pub use workspaces::Workspaces;
 
@@ -158,7 +159,7 @@ pub struct HttpState {
     pub client_key: Option<Secret>,
     pub default_mode: Mode,
     /// `/health` asks the CLI (`agent status` is a Node start); a poller should not cost one each time.
-    health_cache: Mutex<Option<(Instant, StatusResult)>>,
+    health_cache: Mutex<Option<(Instant, crate::engine::core::Status)>>,
 }
 
 /// The request id of the request being handled (the client's `x-request-id`, or ours).
@@ -310,13 +311,14 @@ async fn serve(
         backend: args.backend,
         ..Options::default()
     };
-    let mut config = match Config::new(options.clone(), workspaces.roots(), paths.state_dir.clone()) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("cursor-bridge serve: {e}");
-            return 1;
-        }
-    };
+    let mut config =
+        match Config::new(translate::engine_settings(&options), workspaces.roots(), paths.state_dir.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("cursor-bridge serve: {e}");
+                return 1;
+            }
+        };
     // `maxSessions` counts serve's own sessions, never the editor's.
     config.door = Door::Http;
     if let Workspaces::Private { root, .. } = &workspaces {
@@ -337,7 +339,7 @@ async fn serve(
     let settings = select::Settings {
         neutral_dir: Some(neutral_dir),
         env: EnvPolicy::Minimal { pass: args.pass_env.clone() },
-        ..select::Settings::new(args.cli_path.clone(), api_key, &options)
+        ..translate::backend_settings(args.cli_path.clone(), api_key, &options)
     };
     let engine = Engine::new(config, select::backend(settings));
     // Warm start, as `initialize` does for the editor: a chat id ready for the first turn (only

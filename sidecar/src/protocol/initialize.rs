@@ -1,35 +1,10 @@
 //! `initialize`: the client, its folders, its key (a `Secret`) and its options; what the sidecar
 //! answers it can do.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use super::Options;
-
-/// A secret (the Cursor API key). Its `Debug` never shows the value, so it cannot reach a log by
-/// accident; it is only ever put into the CLI child's environment.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// initialize
+use crate::vocab::Secret;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,6 +29,7 @@ pub struct ClientInfo {
     #[serde(default)]
     pub version: Option<String>,
 }
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {

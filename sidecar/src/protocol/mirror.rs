@@ -1,7 +1,8 @@
 //! `vscode-client/src/protocol.ts` must say what this module says, field by field: a wire change
 //! that forgets the extension fails here, in the inner loop, not in a user's chat.
 //!
-//! Both sides are read as source. The Rust side with `syn`, applying the serde attributes that
+//! Both sides are read as source. The Rust side (`protocol/` and the `vocab/` terms its messages
+//! are made of) with `syn`, applying the serde attributes that
 //! shape the wire (`rename_all`, `rename`, `skip*`, `default`, `flatten`, `tag`); the TypeScript
 //! side with a small reader for the subset protocol.ts is written in (interfaces, object literal
 //! types, unions, arrays, string literals). Each Rust wire struct and enum is compared with the
@@ -12,7 +13,7 @@
 //! must have a default in Rust.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Rust wire types with no TypeScript twin of their own, and why that is right.
 const RUST_ONLY: &[(&str, &str)] = &[
@@ -197,9 +198,10 @@ fn rust_fields(fields: &syn::Fields, rule: Option<&str>, container_default: bool
     out
 }
 
-fn rust_types(dir: &Path) -> BTreeMap<String, RustType> {
+fn rust_types(dirs: &[PathBuf]) -> BTreeMap<String, RustType> {
     let mut types = BTreeMap::new();
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> =
+        dirs.iter().flat_map(|d| std::fs::read_dir(d).unwrap()).map(|e| e.unwrap().path()).collect();
     files.sort();
     for path in files.iter().filter(|p| p.extension().is_some_and(|e| e == "rs")) {
         let file = syn::parse_file(&std::fs::read_to_string(path).unwrap()).expect("protocol files parse");
@@ -472,8 +474,8 @@ impl Compare<'_> {
     }
 }
 
-fn mirror_problems(protocol_dir: &Path, ts_source: &str) -> Vec<String> {
-    let rust = rust_types(protocol_dir);
+fn mirror_problems(rust_dirs: &[PathBuf], ts_source: &str) -> Vec<String> {
+    let rust = rust_types(rust_dirs);
     let ts = ts_types(ts_source);
     let mut cmp = Compare { rust: &rust, problems: Vec::new(), seen: BTreeSet::new() };
     for (name, shape) in &ts {
@@ -494,17 +496,22 @@ fn mirror_problems(protocol_dir: &Path, ts_source: &str) -> Vec<String> {
     cmp.problems
 }
 
-fn paths() -> (std::path::PathBuf, String) {
+/// The wire's messages and the shared terms they are made of; protocol.ts.
+fn paths() -> (Vec<PathBuf>, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let ts = std::fs::read_to_string(root.join("../vscode-client/src/protocol.ts")).expect("protocol.ts");
-    (root.join("src/protocol"), ts)
+    (vec![root.join("src/protocol"), root.join("src/vocab")], ts)
 }
 
 #[test]
 fn protocol_ts_has_every_wire_type_and_field_of_the_sidecar() {
     let (dir, ts) = paths();
     let problems = mirror_problems(&dir, &ts);
-    assert!(problems.is_empty(), "vscode-client/src/protocol.ts vs sidecar/src/protocol/:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "vscode-client/src/protocol.ts vs sidecar/src/protocol/ and vocab/:\n{}",
+        problems.join("\n")
+    );
 }
 
 /// The check can fail: each edit a careless change could make to protocol.ts is caught.

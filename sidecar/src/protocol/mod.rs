@@ -3,7 +3,9 @@
 //! it and a test keeps the two in step (`tests/process/protocol_doc.rs`).
 //! `vscode-client/src/protocol.ts` mirrors it, field by field (`mirror.rs` compares them).
 //!
-//! Everything is re-exported here, so callers name `protocol::ChatSendParams`, not the file.
+//! The messages are made of the shared terms in `vocab/` (re-exported here, as the wire carries
+//! them unchanged). Everything is re-exported here, so callers name `protocol::ChatSendParams`,
+//! not the file. Only the front doors import this module (tidy).
 
 mod chat;
 mod doctor;
@@ -17,6 +19,7 @@ mod options;
 mod sessions;
 mod status;
 
+pub use crate::vocab::*;
 pub use chat::*;
 pub use doctor::*;
 pub use errors::*;

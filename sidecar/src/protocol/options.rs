@@ -1,7 +1,9 @@
 //! `initialize.options`: every tunable a client may set, read leniently (a newer client can
-//! start an older sidecar); and the backend choice among them.
+//! start an older sidecar).
 
 use serde::{Deserialize, Serialize};
+
+use crate::vocab::BackendChoice;
 
 /// `initialize.options`. Every field has a default, so `{}` is valid. Keys this sidecar does not
 /// know (a newer client's) are kept aside in `unknown`, and known keys whose value it cannot read
@@ -125,38 +127,6 @@ impl Default for Options {
             warm_idle_seconds: 900,
             unknown: Default::default(),
             unreadable: Vec::new(),
-        }
-    }
-}
-
-/// `initialize.options.backend`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum BackendChoice {
-    #[default]
-    Auto,
-    Acp,
-    Print,
-}
-
-impl BackendChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendChoice::Auto => "auto",
-            BackendChoice::Acp => "acp",
-            BackendChoice::Print => "print",
-        }
-    }
-}
-
-impl std::str::FromStr for BackendChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(BackendChoice::Auto),
-            "acp" => Ok(BackendChoice::Acp),
-            "print" => Ok(BackendChoice::Print),
-            other => Err(format!("unknown backend `{other}` (auto, acp or print)")),
         }
     }
 }

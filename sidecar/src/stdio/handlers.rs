@@ -19,6 +19,7 @@ use crate::engine::tools::ToolSet;
 use crate::engine::{Config, Engine, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
 use crate::protocol::*;
+use crate::translate;
 use crate::util::sync::lock;
 
 /// A [`BridgeError`] at the protocol edge: `code` from its kind, `data: {kind, hint, detail}`.
@@ -32,7 +33,7 @@ impl From<BridgeError> for RpcError {
 
 impl From<RpcError> for ErrorObjectOwned {
     fn from(RpcError(e): RpcError) -> Self {
-        ErrorObjectOwned::owned(e.kind.code(), e.message.clone(), Some(e.data()))
+        ErrorObjectOwned::owned(error_code(e.kind), e.message.clone(), Some(ErrorData::from(&e)))
     }
 }
 
@@ -134,12 +135,12 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
         );
     }
     let folders: Vec<PathBuf> = params.workspace_folders.iter().map(PathBuf::from).collect();
-    let config = Config::new(params.options.clone(), folders, conn.paths.state_dir.clone())?;
+    let config = Config::new(translate::engine_settings(&params.options), folders, conn.paths.state_dir.clone())?;
     let api_key = params.api_key.clone().filter(|k| !k.expose().is_empty());
     let has_key = api_key.is_some();
     let settings = select::Settings {
         neutral_dir: Some(config.neutral_folder()?),
-        ..select::Settings::new(params.cli_path.clone(), api_key, &params.options)
+        ..translate::backend_settings(params.cli_path.clone(), api_key, &params.options)
     };
     let backend = conn.backend(settings);
     let engine = Engine::new(config, backend);
@@ -207,7 +208,8 @@ async fn chat_send(conn: &Connection, turns: &Turns, p: Params<'static>) -> RpcR
 }
 
 async fn sessions_list(conn: &Connection) -> RpcResult<SessionsListResult> {
-    Ok(SessionsListResult { sessions: conn.engine()?.sessions().await })
+    let sessions = conn.engine()?.sessions().await;
+    Ok(SessionsListResult { sessions: sessions.into_iter().map(translate::session).collect() })
 }
 
 async fn sessions_clear(conn: &Connection, p: Params<'static>) -> RpcResult<SessionsClearResult> {
@@ -222,11 +224,10 @@ async fn sessions_clear(conn: &Connection, p: Params<'static>) -> RpcResult<Sess
 }
 
 async fn status(conn: &Connection) -> RpcResult<StatusResult> {
-    let mut status = conn.engine()?.status().await;
-    status.log_file = conn.paths.log_file.as_ref().map(|p| p.display().to_string());
-    Ok(status)
+    let status = conn.engine()?.status().await;
+    Ok(translate::status(status, conn.paths.log_file.as_ref().map(|p| p.display().to_string())))
 }
 
 async fn doctor(conn: &Connection) -> RpcResult<DoctorResult> {
-    Ok(conn.engine()?.clone().doctor().await)
+    Ok(translate::doctor(conn.engine()?.clone().doctor().await))
 }

@@ -60,7 +60,11 @@ struct ErrorObject<'a, D> {
 }
 
 pub fn error_body(id: &RawValue, e: &BridgeError) -> Vec<u8> {
-    let error = ErrorObject { code: e.kind.code(), message: &e.message, data: Some(e.data()) };
+    let error = ErrorObject {
+        code: crate::protocol::error_code(e.kind),
+        message: &e.message,
+        data: Some(crate::protocol::ErrorData::from(e)),
+    };
     serde_json::to_vec(&ErrorReply { jsonrpc: "2.0", id, error }).unwrap_or_default()
 }
 

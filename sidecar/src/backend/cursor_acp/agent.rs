@@ -28,8 +28,8 @@ use crate::backend::cursor_print::discovery::CliCommand;
 use crate::backend::cursor_print::errors::{classify, HINT_AUTH, HINT_CLI_VERSION};
 use crate::backend::process::{self, ChildProcess};
 use crate::error::BridgeError;
-use crate::protocol::ErrorKind;
 use crate::util::sync::{lock, AbortOnDrop};
+use crate::vocab::ErrorKind;
 
 /// Start-up and `initialize` (0.7 s observed; a CLI that updates itself takes longer).
 const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -359,7 +359,7 @@ impl Agent {
 
     /// Host the client's tools for the session this agent opens next (before `new_session` or
     /// `load`).
-    pub async fn attach_tools(&mut self, tools: &[crate::protocol::ToolDefinition]) -> Result<(), BridgeError> {
+    pub async fn attach_tools(&mut self, tools: &[crate::vocab::ToolDefinition]) -> Result<(), BridgeError> {
         match super::tools::ToolHost::start(tools).await {
             Ok(host) => {
                 self.tools = Some(host);

@@ -32,10 +32,11 @@ use super::cursor_print::spares::memory_allows_spares;
 use super::cursor_print::CursorPrint;
 use crate::backend::events::EventSink;
 use crate::backend::process;
+use crate::backend::reports::CliStatus;
 use crate::backend::seam::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::error::BridgeError;
-use crate::protocol::{CliStatus, ErrorKind, ModelInfo};
 use crate::util::sync::lock;
+use crate::vocab::{ErrorKind, ModelInfo};
 
 /// How often idle sessions are looked at.
 const SWEEP: Duration = Duration::from_secs(5);
@@ -71,7 +72,7 @@ struct Spare {
 
 impl Spare {
     /// Its agent hosts exactly `tools` (`None`: no tools).
-    fn hosts(&self, tools: Option<&[crate::protocol::ToolDefinition]>) -> bool {
+    fn hosts(&self, tools: Option<&[crate::vocab::ToolDefinition]>) -> bool {
         match (tools, &self.agent.tools) {
             (None, None) => true,
             (Some(tools), Some(host)) => host.offers(tools),
@@ -164,7 +165,7 @@ impl CursorAcp {
         &self,
         cli: &CliCommand,
         workspace: &Path,
-        tools: Option<&[crate::protocol::ToolDefinition]>,
+        tools: Option<&[crate::vocab::ToolDefinition]>,
         load: Option<&str>,
     ) -> Result<Option<Agent>, TurnFailure> {
         let env = self.print.env();
@@ -229,7 +230,7 @@ impl CursorAcp {
         &self,
         cli: &CliCommand,
         agent: &mut Agent,
-        tools: Option<&[crate::protocol::ToolDefinition]>,
+        tools: Option<&[crate::vocab::ToolDefinition]>,
         load: Option<&str>,
     ) -> Result<bool, Unopened> {
         if let Some(tools) = tools {
@@ -279,7 +280,7 @@ impl CursorAcp {
         &self,
         cli: &CliCommand,
         workspace: &Path,
-        tools: &[crate::protocol::ToolDefinition],
+        tools: &[crate::vocab::ToolDefinition],
     ) -> Result<Agent, TurnFailure> {
         Ok(self.open_agent(cli, workspace, Some(tools), None).await?.expect("a new session is never missing"))
     }
@@ -290,7 +291,7 @@ impl CursorAcp {
 
     /// A spare session for a new conversation in `workspace` that hosts exactly `tools` (or,
     /// with `None`, no tools).
-    fn take_spare(&self, workspace: &Path, tools: Option<&[crate::protocol::ToolDefinition]>) -> Option<Agent> {
+    fn take_spare(&self, workspace: &Path, tools: Option<&[crate::vocab::ToolDefinition]>) -> Option<Agent> {
         let mut spares = lock(&self.spares);
         for dead in spares.extract_if(.., |s| !s.agent.alive()) {
             retire(dead.agent);
@@ -301,7 +302,7 @@ impl CursorAcp {
 
     /// Open a session for the next new conversation in `workspace`, in the background, hosting
     /// `tools` if given. `spares` limits each kind (with tools, without) on its own.
-    fn refill(&self, workspace: PathBuf, tools: Option<Vec<crate::protocol::ToolDefinition>>) {
+    fn refill(&self, workspace: PathBuf, tools: Option<Vec<crate::vocab::ToolDefinition>>) {
         if self.spare_limit == 0 || self.closed.load(Ordering::SeqCst) || self.usable().is_err() {
             return;
         }
@@ -678,8 +679,8 @@ impl Backend for CursorAcp {
         self.print.health()
     }
 
-    fn status(&self) -> crate::protocol::BackendStatus {
-        crate::protocol::BackendStatus {
+    fn status(&self) -> crate::backend::reports::BackendStatus {
+        crate::backend::reports::BackendStatus {
             configured: "acp".into(),
             active: "acp".into(),
             reason: self.usable().err().map(|why| format!("ACP mode does not start with this CLI: {why}")),

@@ -12,8 +12,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::mcp::{McpCall, McpHost, McpReply, OfferedTool};
 use crate::backend::{ClientCall, ToolReply};
-use crate::protocol::ToolDefinition;
 use crate::util::sync::{lock, AbortOnDrop};
+use crate::vocab::ToolDefinition;
 
 /// How long a new session may take to list our tools before the build is taken to ignore the
 /// MCP servers of a session (2026.06.04 did; later builds gate them silently).

@@ -21,7 +21,7 @@ use crate::backend::cursor_print::errors::classify;
 use crate::backend::events::{Event, EventSink};
 use crate::backend::seam::{TurnEnd, TurnFailure, TurnSpec};
 use crate::error::BridgeError;
-use crate::protocol::{ErrorKind, Mode};
+use crate::vocab::{ErrorKind, Mode};
 
 /// How long a cancelled turn's agent gets to answer `cancelled` before its tree is killed.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
@@ -524,13 +524,13 @@ impl State {
 }
 
 /// Token counts, where an agent reports them (an unstable field of the prompt response).
-fn usage_of(v: &Value) -> Option<crate::protocol::Usage> {
+fn usage_of(v: &Value) -> Option<crate::vocab::Usage> {
     let n = |keys: &[&str]| keys.iter().find_map(|k| v.get(*k).and_then(Value::as_u64));
     let input = n(&["inputTokens", "input_tokens"])?;
     let output = n(&["outputTokens", "output_tokens"]).unwrap_or(0);
     let cached = n(&["cachedReadTokens", "cacheReadTokens", "cache_read_tokens"]).unwrap_or(0);
     let written = n(&["cachedWriteTokens", "cacheWriteTokens", "cache_write_tokens"]).unwrap_or(0);
-    Some(crate::protocol::Usage {
+    Some(crate::vocab::Usage {
         input_tokens: input,
         output_tokens: output,
         cache_read_tokens: cached,

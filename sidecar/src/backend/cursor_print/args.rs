@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use crate::backend::seam::EnvPolicy;
-use crate::protocol::Mode;
+use crate::vocab::Mode;
 
 #[derive(Debug, Clone)]
 pub struct TurnArgs<'a> {

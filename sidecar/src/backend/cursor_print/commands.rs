@@ -12,8 +12,8 @@ use super::discovery::CliCommand;
 use super::models::{parse_model_list, CliModel, ModelListError};
 use crate::backend::process::{self, SpawnSpec};
 use crate::error::{BridgeError, Result};
-use crate::protocol::ErrorKind;
 use crate::util::text::strip_ansi;
+use crate::vocab::ErrorKind;
 
 /// Output kept from a one-shot command; more is dropped (a `models` list is ~10 KB).
 const MAX_OUTPUT: usize = 1024 * 1024;

@@ -12,9 +12,9 @@
 //! control characters removed, secrets redacted, at most [`DETAIL_MAX_CHARS`] characters.
 
 use crate::error::BridgeError;
-use crate::protocol::ErrorKind;
 use crate::util::redact::redact_secrets;
 use crate::util::text::{bounded_tail, find_ignore_case, one_line, strip_ansi};
+use crate::vocab::ErrorKind;
 
 /// A failed turn, ready for `error.data` (`kind`, `hint`, `detail`) and the error message.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,8 +8,8 @@ use super::commands;
 use super::discovery::{self, CliCommand, DiscoveryError, Lookup};
 use super::hints::INSTALL_HINT;
 use crate::error::{BridgeError, Result};
-use crate::protocol::ErrorKind;
 use crate::util::sync::lock;
+use crate::vocab::ErrorKind;
 
 pub struct Locator {
     /// `initialize.cliPath` / `serve --cli-path`.

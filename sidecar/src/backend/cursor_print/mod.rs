@@ -31,11 +31,12 @@ use spares::Spares;
 
 use crate::backend::events::EventSink;
 use crate::backend::process::{self, SpawnSpec};
+use crate::backend::reports::CliStatus;
 use crate::backend::seam::{
     Backend, BoxFuture, Chat, EnvPolicy, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm,
 };
 use crate::error::BridgeError;
-use crate::protocol::{CliStatus, Mode, ModelInfo, Secret};
+use crate::vocab::{Mode, ModelInfo, Secret};
 
 /// How often idle spares are looked at.
 const SPARE_SWEEP: Duration = Duration::from_secs(5);
@@ -127,11 +128,9 @@ impl CursorPrint {
             Chat::Resume(id) => {
                 if self.chat_store.is_gone(&cli.program, id, &t.workspace) {
                     tracing::warn!(chat = %id, "the chat is gone from the CLI's chat store");
-                    let error = BridgeError::new(
-                        crate::protocol::ErrorKind::CliFailed,
-                        "The Cursor CLI no longer has this chat",
-                    )
-                    .hint("The conversation continues in a new chat with its history.");
+                    let error =
+                        BridgeError::new(crate::vocab::ErrorKind::CliFailed, "The Cursor CLI no longer has this chat")
+                            .hint("The conversation continues in a new chat with its history.");
                     return Err(TurnFailure {
                         error,
                         spoke: false,
@@ -261,7 +260,7 @@ impl Backend for CursorPrint {
             // Print mode has no way to give the agent the client's tools as its own: the engine
             // describes them in the prompt instead.
             let error =
-                BridgeError::new(crate::protocol::ErrorKind::CliFailed, "print mode cannot host the client's tools");
+                BridgeError::new(crate::vocab::ErrorKind::CliFailed, "print mode cannot host the client's tools");
             return Box::pin(async move {
                 Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true, unstartable: false })
             });

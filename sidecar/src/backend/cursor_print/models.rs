@@ -14,9 +14,9 @@
 //! * `toolCalling` is always true (the CLI runs its tools itself and the editor sees that
 //!   activity); `imageInput` is always false (the bridge cannot forward images yet).
 
-use crate::protocol::{ModelCapabilities, ModelInfo};
 use crate::util::text::strip_ansi;
 use crate::util::text::{contains_ignore_case, one_line};
+use crate::vocab::{ModelCapabilities, ModelInfo};
 
 /// One line of the model list.
 #[derive(Debug, Clone, PartialEq)]

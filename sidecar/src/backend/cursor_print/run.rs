@@ -13,9 +13,9 @@ use crate::backend::events::{Event, EventSink};
 use crate::backend::process::{self, ChildProcess};
 use crate::backend::seam::{TurnEnd, TurnFailure};
 use crate::error::BridgeError;
-use crate::protocol::ErrorKind;
 use crate::util::io::{keep_tail, read_line_bounded, LineRead};
 use crate::util::sync::AbortOnDrop;
+use crate::vocab::ErrorKind;
 
 /// A stdout line longer than this fails the turn (file contents arrive inside tool results, so
 /// lines of several MiB are normal; 16 MiB is not).

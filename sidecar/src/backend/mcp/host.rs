@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, watch};
 use super::calls::{McpCall, OfferedTool};
 use super::catalog::{Catalog, SERVER_NAME};
 use super::server::{self, random_hex, Shared};
-use crate::protocol::Secret;
 use crate::util::sync::AbortOnDrop;
+use crate::vocab::Secret;
 
 /// Calls handed over but not yet taken by the backend; more wait in their HTTP requests.
 const CALL_QUEUE: usize = 64;

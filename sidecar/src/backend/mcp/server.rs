@@ -22,9 +22,9 @@ use super::calls::{McpCall, McpReply};
 use super::catalog::Catalog;
 use super::jsonrpc::{self, INVALID_REQUEST, REQUEST_CANCELLED, SESSION_NOT_FOUND};
 use super::methods::{self, Pending, Step};
-use crate::protocol::Secret;
 use crate::util::redact::{bearer, constant_time_eq};
 use crate::util::sync::{lock, OnDrop};
+use crate::vocab::Secret;
 
 /// Largest request body. The agent sends tool arguments (a file's new content, say): generous.
 pub const MAX_BODY: usize = 8 * 1024 * 1024;

@@ -19,8 +19,9 @@ use tokio::sync::mpsc;
 
 use super::{Config, Engine, Event, TurnOutcome, TurnRequest};
 use crate::backend::scripted::Scripted;
+use crate::engine::Settings;
 use crate::error::Result;
-use crate::protocol::{ChatMessage, Mode, Options, Role};
+use crate::vocab::{ChatMessage, Mode, Role};
 
 pub struct Harness {
     pub engine: Arc<Engine>,
@@ -30,12 +31,12 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub fn new(options: Options) -> Harness {
+    pub fn new(options: Settings) -> Harness {
         Self::with_state(options, false)
     }
 
     /// With a state folder (sessions and models persisted) when `persist` is set.
-    pub fn with_state(options: Options, persist: bool) -> Harness {
+    pub fn with_state(options: Settings, persist: bool) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().join("ws");
         std::fs::create_dir_all(&workspace).unwrap();

@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 
 use super::*;
 use crate::backend::scripted::model;
-use crate::protocol::Options;
+use crate::engine::Settings;
 
 #[tokio::test(start_paused = true)]
 async fn the_list_is_fetched_once_and_refresh_asks_again() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     *h.backend.models.lock().unwrap() = vec![model("a")];
     assert_eq!(h.engine.models(false).await.unwrap(), vec![model("a")]);
     assert_eq!(h.engine.models(false).await.unwrap(), vec![model("a")]);
@@ -21,7 +21,7 @@ async fn the_list_is_fetched_once_and_refresh_asks_again() {
 
 #[tokio::test(start_paused = true)]
 async fn a_restart_serves_the_saved_list_then_announces_a_changed_one() {
-    let h = Harness::with_state(Options::default(), true);
+    let h = Harness::with_state(Settings::default(), true);
     *h.backend.models.lock().unwrap() = vec![model("old")];
     h.engine.models(false).await.unwrap();
 
@@ -36,7 +36,7 @@ async fn a_restart_serves_the_saved_list_then_announces_a_changed_one() {
 
 #[tokio::test(start_paused = true)]
 async fn an_unchanged_list_is_not_announced() {
-    let h = Harness::with_state(Options::default(), true);
+    let h = Harness::with_state(Settings::default(), true);
     *h.backend.models.lock().unwrap() = vec![model("same")];
     h.engine.models(false).await.unwrap();
     let restarted = h.restart();

@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::*;
-use crate::protocol::Options;
+use crate::engine::Settings;
 
 #[tokio::test(start_paused = true)]
 async fn at_most_max_concurrent_turns_run_and_the_rest_queue_in_order() {
-    let h = Harness::new(Options { max_concurrent: 2, ..Options::default() });
+    let h = Harness::new(Settings { max_concurrent: 2, ..Settings::default() });
     let turns = (0..6).map(|i| {
         let h = &h;
         async move {
@@ -30,7 +30,7 @@ async fn at_most_max_concurrent_turns_run_and_the_rest_queue_in_order() {
 
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_turn_stops_the_backend_and_records_nothing() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let turn = h.send(in_conversation("c", vec![user("[[text:start|busy:100|text:end]]")]));
     let cancelled = tokio::time::timeout(Duration::from_secs(5), turn).await;
     assert!(cancelled.is_err(), "still running after 5 s");
@@ -45,7 +45,7 @@ async fn cancel_racing_completion_leaves_a_consistent_engine() {
     // Cancel at every moment from before the run to after its end: the engine either finished the
     // turn (and recorded it) or did not start or stopped it (and recorded nothing).
     for at_ms in [0u64, 1, 500, 999, 1000, 1001, 2000] {
-        let h = Harness::new(Options::default());
+        let h = Harness::new(Settings::default());
         let turn = h.send(in_conversation("c", vec![user("[[busy:1|text:done]]")]));
         let finished = tokio::time::timeout(Duration::from_millis(at_ms), turn).await.is_ok();
         let recorded = h.engine.sessions().await.len();
@@ -57,7 +57,7 @@ async fn cancel_racing_completion_leaves_a_consistent_engine() {
 
 #[tokio::test(start_paused = true)]
 async fn a_queued_turn_that_is_cancelled_never_reaches_the_backend() {
-    let h = Harness::new(Options { max_concurrent: 1, ..Options::default() });
+    let h = Harness::new(Settings { max_concurrent: 1, ..Settings::default() });
     let busy = h.send(request(vec![user("[[busy:10|text:a]]")]));
     let queued = async {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -71,7 +71,7 @@ async fn a_queued_turn_that_is_cancelled_never_reaches_the_backend() {
 
 #[tokio::test(start_paused = true)]
 async fn waiting_for_a_slot_is_bounded_and_says_why() {
-    let h = Harness::new(Options { max_concurrent: 1, request_timeout_seconds: 10, ..Options::default() });
+    let h = Harness::new(Settings { max_concurrent: 1, request_timeout_seconds: 10, ..Settings::default() });
     let turn = |i: u64| {
         let h = &h;
         async move {
@@ -83,7 +83,7 @@ async fn waiting_for_a_slot_is_bounded_and_says_why() {
     let (a, b, c) = tokio::join!(turn(0), turn(1), turn(2));
     assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
     let e = c.unwrap_err();
-    assert_eq!(e.kind, crate::protocol::ErrorKind::Timeout);
+    assert_eq!(e.kind, crate::vocab::ErrorKind::Timeout);
     assert!(e.message.starts_with("No free slot for 10 s"), "{}", e.message);
     assert!(e.hint.unwrap().contains("maxConcurrent"));
     assert_eq!(h.backend.turn_count(), 2, "the third never ran");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::engine::sessions::ClearScope;
-use crate::protocol::ErrorKind;
+use crate::vocab::ErrorKind;
 
 /// Puts a FIFO where the session file is: reading it blocks until [`unblock_after`] writes.
 fn fifo_in_place_of(path: &Path) {
@@ -36,7 +36,7 @@ fn unblock_after(path: PathBuf, delay: Duration) -> std::thread::JoinHandle<()> 
 #[tokio::test]
 async fn the_session_file_is_read_off_the_async_workers() {
     for op in ["sessions/list", "sessions/clear", "a turn"] {
-        let h = Harness::with_state(Options::default(), true);
+        let h = Harness::with_state(Settings::default(), true);
         h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
         let path = h.engine.config().state_dir.clone().unwrap().join("sessions.json");
         fifo_in_place_of(&path);
@@ -68,7 +68,7 @@ async fn the_session_file_is_read_off_the_async_workers() {
 /// answered: a sidecar started right after continues the same chat.
 #[tokio::test(start_paused = true)]
 async fn a_failed_turns_note_is_on_disk_before_its_error_is_answered() {
-    let h = Harness::with_state(Options::default(), true);
+    let h = Harness::with_state(Settings::default(), true);
     h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
     h.backend.fail_next.lock().unwrap().push(ErrorKind::Network);
     let (_, failed) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;

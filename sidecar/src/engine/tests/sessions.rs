@@ -3,11 +3,11 @@
 use super::*;
 use crate::backend::{Chat, Warm};
 use crate::engine::sessions::ClearScope;
-use crate::protocol::Options;
+use crate::engine::Settings;
 
 #[tokio::test(start_paused = true)]
 async fn a_follow_up_resumes_the_chat_and_sends_only_the_new_message() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, first) = h.send(in_conversation("conv-1", vec![user("hello")])).await;
     let first = first.unwrap();
     assert_eq!(text_of(&events), "Echo: hello");
@@ -26,7 +26,7 @@ async fn a_follow_up_resumes_the_chat_and_sends_only_the_new_message() {
 
 #[tokio::test(start_paused = true)]
 async fn history_alone_identifies_a_conversation_and_a_different_one_starts_a_new_chat() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.send(request(vec![user("first question")])).await.1.unwrap();
     let (_, same) =
         h.send(request(vec![user("first question"), assistant("Echo: first question"), user("second")])).await;
@@ -42,7 +42,7 @@ async fn history_alone_identifies_a_conversation_and_a_different_one_starts_a_ne
 
 #[tokio::test(start_paused = true)]
 async fn a_cleared_session_replays_the_conversation_into_a_new_chat() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.send(in_conversation("c", vec![user("remember 42")])).await.1.unwrap();
     assert_eq!(h.engine.clear_sessions(ClearScope::Mine).await, 1);
     let (events, r) =
@@ -56,7 +56,7 @@ async fn a_cleared_session_replays_the_conversation_into_a_new_chat() {
 
 #[tokio::test(start_paused = true)]
 async fn a_chat_the_agent_lost_is_replayed_instead_of_failing() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
     h.backend.lost_chats.lock().unwrap().push("chat-1".into());
     let (events, r) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;
@@ -75,7 +75,7 @@ async fn a_chat_the_agent_lost_is_replayed_instead_of_failing() {
 
 #[tokio::test(start_paused = true)]
 async fn utility_turns_run_one_shot_in_ask_mode_and_touch_no_session() {
-    let h = Harness::new(Options { utility_model: Some("fast-model".into()), ..Options::default() });
+    let h = Harness::new(Settings { utility_model: Some("fast-model".into()), ..Settings::default() });
     let req = TurnRequest { utility: true, mode: Mode::Agent, ..request(vec![user("title for: hello")]) };
     let (events, r) = h.send(req).await;
     let r = r.unwrap();
@@ -88,7 +88,7 @@ async fn utility_turns_run_one_shot_in_ask_mode_and_touch_no_session() {
 
 #[tokio::test(start_paused = true)]
 async fn sessions_survive_a_restart_through_the_state_folder() {
-    let h = Harness::with_state(Options::default(), true);
+    let h = Harness::with_state(Settings::default(), true);
     h.send(in_conversation("c", vec![user("persist me")])).await.1.unwrap();
     let restarted = h.restart();
     let (_, r) =
@@ -98,18 +98,18 @@ async fn sessions_survive_a_restart_through_the_state_folder() {
 
 #[tokio::test(start_paused = true)]
 async fn a_finished_turn_warms_up_its_follow_up() {
-    let h = Harness::new(Options { spares: 2, ..Options::default() });
+    let h = Harness::new(Settings { spares: 2, ..Settings::default() });
     h.send(in_conversation("c", vec![user("hi")])).await.1.unwrap();
     let warmed = h.backend.warmed.lock().unwrap().clone();
     assert!(matches!(&warmed[..], [Warm::FollowUp { chat_id, fresh: true, .. }] if chat_id == "chat-1"), "{warmed:?}");
-    let off = Harness::new(Options { spares: 0, ..Options::default() });
+    let off = Harness::new(Settings { spares: 0, ..Settings::default() });
     off.send(in_conversation("c", vec![user("hi")])).await.1.unwrap();
     assert!(off.backend.warmed.lock().unwrap().is_empty());
 }
 
 #[tokio::test(start_paused = true)]
 async fn events_arrive_in_order_and_usage_comes_last() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, r) = h.send(request(vec![user("[[think:hmm|tool|text:done]]")])).await;
     r.unwrap();
     let kinds: Vec<&str> = events
@@ -129,7 +129,7 @@ async fn events_arrive_in_order_and_usage_comes_last() {
 
 #[tokio::test(start_paused = true)]
 async fn an_empty_answer_is_an_error_but_tool_work_is_not() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (_, r) = h.send(request(vec![user("[[empty]]")])).await;
     assert_eq!(r.unwrap_err().kind, ErrorKind::EmptyResponse);
     let (_, r) = h.send(request(vec![user("[[tool]]")])).await;
@@ -138,7 +138,7 @@ async fn an_empty_answer_is_an_error_but_tool_work_is_not() {
 
 #[tokio::test(start_paused = true)]
 async fn bad_requests_are_refused_before_the_agent_runs() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (_, r) = h.send(TurnRequest { model: " ".into(), ..request(vec![user("x")]) }).await;
     assert_eq!(r.unwrap_err().kind, ErrorKind::InvalidParams);
     let (_, r) = h.send(request(vec![assistant("no user message")])).await;
@@ -151,11 +151,11 @@ async fn bad_requests_are_refused_before_the_agent_runs() {
     assert_eq!(h.backend.turn_count(), 0);
 }
 
-use crate::protocol::ErrorKind;
+use crate::vocab::ErrorKind;
 
 #[tokio::test(start_paused = true)]
 async fn a_turn_that_failed_is_sent_again_in_the_same_chat() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
     h.backend.fail_next.lock().unwrap().push(ErrorKind::Network);
     let (_, failed) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;
@@ -171,7 +171,7 @@ async fn a_turn_that_failed_is_sent_again_in_the_same_chat() {
 
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_turn_counts_as_given_to_the_chat() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
     let slow = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("[[busy:100|text:late]]")]));
     assert!(tokio::time::timeout(std::time::Duration::from_secs(1), slow).await.is_err());
@@ -185,7 +185,7 @@ async fn a_cancelled_turn_counts_as_given_to_the_chat() {
 
 #[tokio::test(start_paused = true)]
 async fn two_turns_of_one_conversation_never_run_at_once_on_one_chat() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let first = h.send(in_conversation("c", vec![user("[[busy:10|text:a]]")]));
     let retry = async {
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
@@ -200,7 +200,7 @@ async fn two_turns_of_one_conversation_never_run_at_once_on_one_chat() {
 
 #[tokio::test(start_paused = true)]
 async fn a_chat_that_is_lost_twice_is_given_up() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
     h.backend.lost_chats.lock().unwrap().push("chat-1".into());
     // Each time: the resume finds the chat gone, and the replay fails too (say, the network).
@@ -219,7 +219,7 @@ async fn a_chat_that_is_lost_twice_is_given_up() {
 
 #[tokio::test(start_paused = true)]
 async fn a_fallback_tells_the_client_what_really_happened() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
     h.backend.lost_chats.lock().unwrap().push("chat-1".into());
     let (events, r) = h.send(in_conversation("c", vec![user("one"), assistant("Echo: one"), user("two")])).await;
@@ -237,7 +237,7 @@ async fn a_fallback_tells_the_client_what_really_happened() {
 
 #[tokio::test(start_paused = true)]
 async fn conversations_that_began_alike_never_share_a_chat() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     // Two clients without conversation ids, both opening with "hi" (same answer, too).
     h.send(request(vec![user("hi")])).await.1.unwrap();
     h.send(request(vec![user("hi")])).await.1.unwrap();
@@ -255,7 +255,7 @@ async fn each_conversation_gets_a_private_folder_of_its_own_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("conversations");
     std::fs::create_dir_all(&root).unwrap();
-    let mut config = Config::new(Options::default(), vec![root.clone()], None).unwrap();
+    let mut config = Config::new(Settings::default(), vec![root.clone()], None).unwrap();
     config.conversation_folders = Some(dunce::canonicalize(&root).unwrap());
     let backend = crate::backend::scripted::Scripted::new();
     let engine = crate::engine::Engine::new(config, backend.clone());
@@ -282,7 +282,7 @@ use crate::engine::Config;
 #[tokio::test(start_paused = true)]
 async fn a_resume_failure_that_does_not_say_the_chat_is_gone_is_shown_and_the_chat_kept() {
     // ACP says when a session is gone; "the previous turn is still stopping" (cliFailed) is not that.
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.backend.says_lost.store(true, std::sync::atomic::Ordering::SeqCst);
     h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
     for _ in 0..3 {
@@ -302,7 +302,7 @@ async fn a_resume_failure_that_does_not_say_the_chat_is_gone_is_shown_and_the_ch
 
 #[tokio::test(start_paused = true)]
 async fn a_session_the_agent_says_is_gone_is_replayed() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.backend.says_lost.store(true, std::sync::atomic::Ordering::SeqCst);
     h.send(in_conversation("c", vec![user("one")])).await.1.unwrap();
     h.backend.lost_chats.lock().unwrap().push("chat-1".into());

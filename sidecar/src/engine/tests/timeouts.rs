@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use super::*;
-use crate::protocol::{ErrorKind, Options};
+use crate::engine::Settings;
+use crate::vocab::ErrorKind;
 
-fn limits(idle: u64, overall: u64) -> Options {
-    Options { idle_timeout_seconds: idle, request_timeout_seconds: overall, ..Options::default() }
+fn limits(idle: u64, overall: u64) -> Settings {
+    Settings { idle_timeout_seconds: idle, request_timeout_seconds: overall, ..Settings::default() }
 }
 
 #[tokio::test(start_paused = true)]
@@ -67,7 +68,7 @@ async fn a_busy_agent_is_not_idle_but_still_meets_the_overall_limit() {
 
 #[tokio::test(start_paused = true)]
 async fn the_overall_limit_counts_from_the_start_of_the_run_not_the_queue() {
-    let h = Harness::new(Options { max_concurrent: 1, ..limits(60, 100) });
+    let h = Harness::new(Settings { max_concurrent: 1, ..limits(60, 100) });
     let first = h.send(request(vec![user("[[busy:90|text:one]]")]));
     let second = async {
         tokio::time::sleep(Duration::from_millis(1)).await;

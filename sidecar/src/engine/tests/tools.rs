@@ -8,7 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::backend::Chat;
 use crate::engine::tools::ToolSet;
-use crate::protocol::{ErrorKind, ToolCall, ToolChoice, ToolDefinition, ToolResult};
+use crate::vocab::{ErrorKind, ToolCall, ToolChoice, ToolDefinition, ToolResult};
 
 fn create_file() -> ToolDefinition {
     ToolDefinition {
@@ -56,7 +56,7 @@ fn after_calls(first: &str, said: &str, calls: Vec<ToolCall>, result: &str) -> V
 
 #[tokio::test(start_paused = true)]
 async fn the_models_call_reaches_the_client_as_a_call_not_as_text() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, outcome) = h.send(tools_request("c1", vec![user(CREATE)])).await;
     let outcome = outcome.unwrap();
     assert!(outcome.tool_calls, "the turn ends with tool calls");
@@ -81,7 +81,7 @@ async fn the_models_call_reaches_the_client_as_a_call_not_as_text() {
 
 #[tokio::test(start_paused = true)]
 async fn results_continue_the_same_chat_with_only_the_results() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, first) = h.send(tools_request("c1", vec![user(CREATE)])).await;
     let first = first.unwrap();
     let calls = calls_of(&events);
@@ -107,7 +107,7 @@ async fn results_continue_the_same_chat_with_only_the_results() {
 
 #[tokio::test(start_paused = true)]
 async fn a_tool_round_whose_chat_is_gone_is_rebuilt_from_the_transcript() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, _) = h.send(tools_request("c1", vec![user(CREATE)])).await;
     let next = after_calls(CREATE, "Creating it. ", calls_of(&events), "done: /w/a.txt");
     // A restarted sidecar without a session store knows nothing of the chat.
@@ -127,7 +127,7 @@ async fn a_tool_round_whose_chat_is_gone_is_rebuilt_from_the_transcript() {
 
 #[tokio::test(start_paused = true)]
 async fn a_plain_answer_streams_as_without_tools() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, outcome) =
         h.send(tools_request("c1", vec![user("[[text:Hello |text:[1] and [TOOL|text:S] fine]]")])).await;
     assert!(!outcome.unwrap().tool_calls);
@@ -137,7 +137,7 @@ async fn a_plain_answer_streams_as_without_tools() {
 
 #[tokio::test(start_paused = true)]
 async fn a_broken_call_gets_one_repair_prompt_in_the_same_chat() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, outcome) = h.send(tools_request("c1", vec![user("[[call:delete_everything:{}]]")])).await;
     // The scripted model answers the repair prompt in text (an echo): that answer stands.
     assert!(!outcome.unwrap().tool_calls);
@@ -151,7 +151,7 @@ async fn a_broken_call_gets_one_repair_prompt_in_the_same_chat() {
 
 #[tokio::test(start_paused = true)]
 async fn without_parallel_calls_only_the_first_call_is_kept() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let two = r#"[[call:create_file:{"filePath": "/a", "content": "1"}|call:create_file:{"filePath": "/b", "content": "2"}]]"#;
     // The scripted model writes two blocks; the first block's array has one call, the second block
     // follows it and is ignored: what counts is the first block.
@@ -162,7 +162,7 @@ async fn without_parallel_calls_only_the_first_call_is_kept() {
 
 #[tokio::test(start_paused = true)]
 async fn a_required_call_that_does_not_come_is_asked_for() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (_, _) =
         h.send(with_tools(in_conversation("c1", vec![user("[[text:I think not]]")]), ToolChoice::Required, true)).await;
     assert!(h.backend.turn(0).prompt.contains("You must call a tool in this reply."));
@@ -175,7 +175,7 @@ async fn a_required_call_that_does_not_come_is_asked_for() {
 
 #[tokio::test(start_paused = true)]
 async fn cursors_own_tool_running_stops_the_turn() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, outcome) = h.send(tools_request("c1", vec![user("[[tool|text:I edited it myself]]")])).await;
     let e = outcome.unwrap_err();
     assert_eq!(e.kind, ErrorKind::ToolPolicy);
@@ -200,7 +200,7 @@ async fn a_built_in_tool_that_ran_stops_the_turn_whether_it_succeeded_or_not() {
         ("builtin:refused", None),
     ];
     for (step, stopped) in cases {
-        let h = Harness::new(Options::default());
+        let h = Harness::new(Settings::default());
         let prompt = format!("[[{step}|text:I answered myself]]");
         let (events, outcome) = h.send(tools_request("c1", vec![user(&prompt)])).await;
         match (stopped, outcome) {
@@ -223,7 +223,7 @@ async fn a_built_in_tool_that_ran_stops_the_turn_whether_it_succeeded_or_not() {
 
 #[tokio::test(start_paused = true)]
 async fn a_turn_without_tools_is_untouched() {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     let (events, outcome) = h.send(in_conversation("c1", vec![user("[[tool|text:done]]")])).await;
     assert!(!outcome.unwrap().tool_calls);
     assert!(events.iter().any(|e| matches!(e, Event::ToolStarted { .. })));
@@ -236,7 +236,7 @@ async fn a_turn_without_tools_is_untouched() {
 // Hosted tools (the MCP path): the agent's turn waits inside the call while the client runs it.
 
 fn hosting() -> Harness {
-    let h = Harness::new(Options::default());
+    let h = Harness::new(Settings::default());
     h.backend.hosts.store(true, std::sync::atomic::Ordering::SeqCst);
     h
 }
@@ -486,7 +486,7 @@ async fn results_that_come_while_the_detach_ends_the_agents_turn_continue_the_sa
 /// conversation run at once, and its results wait their turn for a slot.
 #[tokio::test(start_paused = true)]
 async fn a_parked_turn_gives_its_slot_back_and_its_results_never_wait_for_one() {
-    let h = Harness::new(Options { max_concurrent: 1, ..Options::default() });
+    let h = Harness::new(Settings { max_concurrent: 1, ..Settings::default() });
     h.backend.hosts.store(true, std::sync::atomic::Ordering::SeqCst);
     let (events, _) = h.send(tools_request("c1", vec![user(HOSTED)])).await;
     let calls = calls_of(&events);

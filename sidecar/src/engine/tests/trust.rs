@@ -2,10 +2,10 @@
 
 use super::*;
 use crate::engine::Config;
-use crate::protocol::Options;
+use crate::engine::Settings;
 
-fn untrusted(force: bool) -> Options {
-    Options { workspace_trusted: false, force, ..Options::default() }
+fn untrusted(force: bool) -> Settings {
+    Settings { workspace_trusted: false, force, ..Settings::default() }
 }
 
 #[tokio::test(start_paused = true)]
@@ -34,7 +34,7 @@ async fn an_untrusted_workspace_runs_ask_mode_in_a_private_scratch_folder() {
 
 #[tokio::test(start_paused = true)]
 async fn a_trusted_workspace_runs_where_asked_and_force_needs_agent_mode() {
-    let h = Harness::new(Options { force: true, ..Options::default() });
+    let h = Harness::new(Settings { force: true, ..Settings::default() });
     let user_folder = h.engine.config().workspaces[0].clone();
     h.send(TurnRequest { mode: Mode::Agent, ..request(vec![user("a")]) }).await.1.unwrap();
     h.send(TurnRequest { mode: Mode::Ask, ..request(vec![user("b")]) }).await.1.unwrap();
@@ -45,7 +45,7 @@ async fn a_trusted_workspace_runs_where_asked_and_force_needs_agent_mode() {
 
 #[tokio::test(start_paused = true)]
 async fn a_window_without_folders_runs_in_a_scratch_folder_not_the_current_one() {
-    let config = Config::new(Options::default(), Vec::new(), None).unwrap();
+    let config = Config::new(Settings::default(), Vec::new(), None).unwrap();
     let backend = crate::backend::scripted::Scripted::new();
     let engine = crate::engine::Engine::new(config, backend.clone());
     send_to(&engine, request(vec![user("hi")])).await.1.unwrap();
@@ -76,7 +76,7 @@ fn folders_given(backend: &crate::backend::scripted::Scripted) -> Vec<(String, s
 #[tokio::test(start_paused = true)]
 async fn no_backend_call_of_any_kind_ever_receives_an_untrusted_folder() {
     use crate::engine::tools::ToolSet;
-    use crate::protocol::{ToolChoice, ToolDefinition};
+    use crate::vocab::{ToolChoice, ToolDefinition};
     let h = Harness::with_state(untrusted(true), true);
     let user_folder = h.engine.config().workspaces[0].clone();
     let inside = user_folder.join("src");

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::ToolSet;
-use crate::protocol::ToolDefinition;
+use crate::vocab::ToolDefinition;
 
 /// One call as the model wrote it (before we give it an id).
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +112,7 @@ fn check_arguments(tool: &ToolDefinition, arguments: &Value) -> Result<(), Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolChoice;
+    use crate::vocab::ToolChoice;
     use serde_json::json;
 
     fn set() -> ToolSet {

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::ToolSet;
-use crate::protocol::{ToolCall, ToolResult};
+use crate::vocab::{ToolCall, ToolResult};
 
 /// What opens a block of calls in the model's reply.
 pub const MARKER: &str = "[TOOL_CALLS:";
@@ -32,8 +32,8 @@ pub fn tools_block(set: &ToolSet) -> String {
         block.push_str("Call one tool at a time. Its result comes back in the next message.\n");
     }
     match &set.choice {
-        crate::protocol::ToolChoice::Required => block.push_str("You must call a tool in this reply.\n"),
-        crate::protocol::ToolChoice::Named(name) => block.push_str(&format!("You must call `{name}` in this reply.\n")),
+        crate::vocab::ToolChoice::Required => block.push_str("You must call a tool in this reply.\n"),
+        crate::vocab::ToolChoice::Named(name) => block.push_str(&format!("You must call `{name}` in this reply.\n")),
         _ => block.push_str("When you need no tool, answer normally.\n"),
     }
     block.push_str("</client_tools>");
@@ -74,7 +74,7 @@ pub fn repair_prompt(why: &str) -> String {
 /// Asks for the call a `required` (or named) tool choice demands, after a reply without one.
 pub fn must_call_prompt(set: &ToolSet) -> String {
     match &set.choice {
-        crate::protocol::ToolChoice::Named(name) => {
+        crate::vocab::ToolChoice::Named(name) => {
             format!("You must call the tool `{name}` now. Reply with only a [TOOL_CALLS: …] block.")
         }
         _ => "You must call one of the tools now. Reply with only a [TOOL_CALLS: …] block.".into(),

@@ -9,7 +9,7 @@ pub mod contract;
 pub mod hold;
 pub mod parked;
 
-use crate::protocol::{ToolChoice, ToolDefinition};
+use crate::vocab::{ToolChoice, ToolDefinition};
 
 /// The client's tools for one turn, and what it allows the model to do with them.
 #[derive(Debug, Clone)]

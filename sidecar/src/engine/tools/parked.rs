@@ -15,8 +15,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Activity, ClientCall, Event, EventSink, ToolReply, TurnEnd, TurnFailure};
-use crate::protocol::ToolResult;
 use crate::util::sync::lock;
+use crate::vocab::ToolResult;
 
 /// Parallel calls arriving this close together go to the client in one response.
 pub const BATCH_WINDOW: Duration = Duration::from_millis(50);

@@ -1,7 +1,7 @@
 //! What the parser produces: [`StreamEvent`]s, the [`ToolOutcome`] of a tool call and the
 //! [`TurnResult`] of a turn. Re-exported by the parent module; imports nothing from its siblings.
 
-use crate::protocol::Usage;
+use crate::vocab::Usage;
 
 /// Something the editor can show, in stream order.
 #[derive(Debug, Clone, PartialEq)]

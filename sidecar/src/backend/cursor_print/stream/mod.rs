@@ -38,7 +38,7 @@ mod wire;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::protocol::Usage;
+use crate::vocab::Usage;
 
 pub use event::{StreamEvent, ToolOutcome, TurnResult};
 use lenient::Lenient;

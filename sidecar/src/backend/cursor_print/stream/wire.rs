@@ -20,7 +20,7 @@ use serde::de::{MapAccess, SeqAccess};
 use serde::{Deserialize, Deserializer};
 
 use super::lenient::{self, skip, Entries, Fallback, Lenient, Loose, Shape};
-use crate::protocol::Usage;
+use crate::vocab::Usage;
 
 /// One line of the stream: the union of the fields of every event type this parser reads.
 #[derive(Deserialize, Default)]
