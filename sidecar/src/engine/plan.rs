@@ -4,7 +4,7 @@
 use super::sessions::Session;
 use super::tools::ToolSet;
 use crate::backend::{Chat, HostedTools};
-use crate::protocol::Mode;
+use crate::vocab::Mode;
 
 /// How the turn meets its agent chat.
 #[derive(Clone)]

@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::errors::ApiError;
 use super::HttpState;
-use crate::protocol::Secret;
 use crate::util::redact::{bearer, constant_time_eq};
+use crate::vocab::Secret;
 
 pub const ENV_API_KEY: &str = "CURSOR_BRIDGE_API_KEY";
 

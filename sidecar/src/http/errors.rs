@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::error::BridgeError;
-use crate::protocol::ErrorKind;
+use crate::vocab::ErrorKind;
 
 #[derive(Debug, Clone)]
 pub struct ApiError {

@@ -31,9 +31,10 @@ use tracing::Instrument;
 use crate::backend::select::{self, EnvPolicy};
 use crate::engine::sessions::Door;
 use crate::engine::{Config, Engine};
-use crate::protocol::{Mode, Options, Secret};
+use crate::protocol::Options;
 use crate::startup::{self, Paths};
 use crate::translate;
+use crate::vocab::{Mode, Secret};
 
 pub use workspaces::Workspaces;
 
@@ -85,7 +86,7 @@ pub struct ServeArgs {
     pub request_timeout: Option<u64>,
     pub idle_timeout: Option<u64>,
     pub max_concurrent: Option<usize>,
-    pub backend: Option<crate::protocol::BackendChoice>,
+    pub backend: Option<crate::vocab::BackendChoice>,
     /// Names (or `PREFIX*`) of the server's variables the CLI inherits beyond the minimal set.
     pub pass_env: Vec<String>,
 }

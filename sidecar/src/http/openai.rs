@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::errors::ApiError;
 use crate::engine::tools::ToolSet;
-use crate::protocol::{ChatMessage, Mode, ModelInfo, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage};
+use crate::vocab::{ChatMessage, Mode, ModelInfo, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage};
 
 #[derive(Debug, Deserialize)]
 pub struct ChatCompletionRequest {
@@ -320,9 +320,9 @@ pub struct Model {
     /// The base model this SKU is a variant of, and where it sits on its axes (protocol.md,
     /// `models/list`): clients that group variants read these.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub base: Option<crate::protocol::ModelBase>,
+    pub base: Option<crate::vocab::ModelBase>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub variant: Option<crate::protocol::ModelVariant>,
+    pub variant: Option<crate::vocab::ModelVariant>,
 }
 
 impl ModelList {

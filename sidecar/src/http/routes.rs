@@ -30,7 +30,7 @@ use super::openai::{
 use super::{json_body, HttpState, RequestId, MAX_BODY};
 use crate::engine::{Event as TurnEvent, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
-use crate::protocol::Mode;
+use crate::vocab::Mode;
 
 /// Deltas buffered between the engine and the HTTP writer; a slow client slows the turn.
 const DELTA_BUFFER: usize = 256;
