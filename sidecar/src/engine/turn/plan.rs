@@ -305,29 +305,7 @@ impl Engine {
             found => {
                 let session = match found {
                     Match::Diverged(s) => Session { requests: Vec::new(), answers: Vec::new(), ..s },
-                    _ => Session {
-                        id: new_session_id(),
-                        chat_id: String::new(),
-                        conversation_id: req.conversation_id.clone(),
-                        mode,
-                        model: model.clone(),
-                        workspace: if place.per_conversation {
-                            self.config.new_conversation_folder()?.to_string_lossy().into_owned()
-                        } else {
-                            workspace
-                        },
-                        requests: Vec::new(),
-                        answers: Vec::new(),
-                        attempted: Vec::new(),
-                        resume_failures: 0,
-                        turns: 0,
-                        created_ms: now,
-                        last_used_ms: now,
-                        tools: 0,
-                        // The store's, set when it is recorded.
-                        owner: String::new(),
-                        door: Default::default(),
-                    },
+                    _ => self.new_session(req, place, workspace, now)?,
                 };
                 let replayed = conversation.has_history() || continuing;
                 let prompt = self.new_chat_prompt(conversation, req.tools.is_some());
@@ -344,6 +322,34 @@ impl Engine {
                 })
             }
         }
+    }
+
+    /// A session of its own for a conversation no session matched; its chat comes with its
+    /// first turn.
+    fn new_session(&self, req: &TurnRequest, place: &Placement, workspace: String, now: u64) -> Result<Session> {
+        Ok(Session {
+            id: new_session_id(),
+            chat_id: String::new(),
+            conversation_id: req.conversation_id.clone(),
+            mode: place.mode,
+            model: req.model.clone(),
+            workspace: if place.per_conversation {
+                self.config.new_conversation_folder()?.to_string_lossy().into_owned()
+            } else {
+                workspace
+            },
+            requests: Vec::new(),
+            answers: Vec::new(),
+            attempted: Vec::new(),
+            resume_failures: 0,
+            turns: 0,
+            created_ms: now,
+            last_used_ms: now,
+            tools: 0,
+            // The store's, set when it is recorded.
+            owner: String::new(),
+            door: Default::default(),
+        })
     }
 }
 
