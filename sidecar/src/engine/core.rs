@@ -1,6 +1,6 @@
 //! The engine's state, set up once per front door: configuration, the backend, sessions, the
 //! model catalogue, the pool, and the background work (model checks) it started. The
-//! operations live beside it: a turn in `turn.rs`, the model list in `models.rs`.
+//! operations live beside it: a turn in `turn/`, the model list in `models.rs`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -45,7 +45,7 @@ pub struct Engine {
     /// sidecar's exit.
     background: Mutex<tokio::task::JoinSet<()>>,
     /// Turns waiting inside calls of the client's tools (client-tools mode, hosted tools).
-    pub(super) parking: super::tools::parked::Parking<super::plan::ParkedState>,
+    pub(super) parking: super::tools::parked::Parking<super::turn::state::ParkedState>,
 }
 
 impl Engine {

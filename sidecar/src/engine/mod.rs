@@ -1,5 +1,5 @@
 //! The engine: what a turn is, independent of who asked. [`Engine`] (`core.rs`) holds the state;
-//! a turn is `turn.rs`, the model list `models.rs`; sessions (matching, TTL/LRU, persistence),
+//! a turn is `turn/`, the model list `models.rs`; sessions (matching, TTL/LRU, persistence),
 //! prompts, the model catalogue, the pool and the configuration each have a module. It drives a
 //! [`crate::backend::Backend`] and never imports a front door.
 
@@ -9,7 +9,6 @@ pub mod core;
 pub mod doctor;
 pub mod lanes;
 pub mod models;
-pub mod plan;
 pub mod pool;
 pub mod prompt;
 pub mod session_io;

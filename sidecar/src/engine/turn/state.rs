@@ -1,9 +1,10 @@
-//! How a turn meets its agent chat (the engine's plan for one turn), and what a turn parked in
-//! a call of the client's tools keeps until it is continued (`tools/parked.rs`).
+//! What outlives a step of the turn: how it meets its agent chat (the plan `plan.rs` makes and
+//! the later steps follow), and what a turn parked in a call of the client's tools keeps until
+//! it is continued (`tools/parked.rs`). A leaf: the engine's parking holds its state.
 
-use super::sessions::Session;
-use super::tools::ToolSet;
-use crate::backend::{Chat, HostedTools};
+use crate::backend::Chat;
+use crate::engine::sessions::Session;
+use crate::engine::tools::ToolSet;
 use crate::vocab::Mode;
 
 /// How the turn meets its agent chat.
@@ -19,12 +20,10 @@ pub(super) struct Plan {
     pub(super) unattended: bool,
     /// The turn brings the results of the model's tool calls (it continues a tool round).
     pub(super) continuing: bool,
-    /// The backend hosts the client's tools for this turn (else the prompt protocol).
-    pub(super) hosted: Option<HostedTools>,
 }
 
 /// What a parked turn needs to be continued or recorded (`engine/tools/parked.rs`).
-pub(super) struct ParkedState {
+pub struct ParkedState {
     pub(super) plan: Plan,
     pub(super) workspace: std::path::PathBuf,
     /// The client's tools of the turn (its later calls are checked against them).
