@@ -245,7 +245,7 @@ fn the_graph_sees_real_imports() {
     let has = |from: &str, to: &str| g[from].contains(to);
     assert!(has("engine/turn.rs", "engine/core.rs"));
     assert!(has("stdio/handlers.rs", "engine/mod.rs"));
-    assert!(has("backend/cursor_print/run.rs", "util/io.rs"));
+    assert!(has("backend/cursor/print/run.rs", "util/io.rs"));
     assert!(has("stdio/dispatch.rs", "stdio/outbox.rs"), "grouped `use super::{{…}}` members");
     assert_eq!(layer("stdio/handlers.rs"), "stdio");
     assert!(!allowed("engine").contains(&"stdio") && !allowed("backend").contains(&"engine"));

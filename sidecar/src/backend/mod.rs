@@ -4,12 +4,8 @@
 //! front door.
 
 pub mod acp;
-pub mod auto;
-pub mod cli_version;
-pub mod cursor_acp;
-pub mod cursor_print;
+pub mod cursor;
 pub mod events;
-pub mod isolation;
 /// The loopback MCP server that offers the client's tools to an ACP agent.
 pub mod mcp;
 pub mod process;
@@ -18,7 +14,6 @@ pub mod process;
 pub mod scripted;
 pub mod seam;
 pub mod select;
-pub mod sku;
 
 pub use events::{Activity, Event, EventSink, TextHold, ToolPolicy};
 pub use seam::{

@@ -372,7 +372,7 @@ impl Backend for Scripted {
 
     fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()> {
         lock(&self.locked).push(folder.to_path_buf());
-        crate::backend::isolation::lock_down(folder)
+        crate::backend::cursor::isolation::lock_down(folder)
     }
 
     fn health(&self) -> BoxFuture<'_, CliStatus> {

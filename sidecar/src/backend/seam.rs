@@ -231,8 +231,8 @@ pub trait Backend: Send + Sync {
 
     /// Whether the agent's version (as `health` reported it) is one this backend is known to
     /// work with, for `doctor`. Every backend so far drives the same Cursor CLI.
-    fn judge_version(&self, version: &str) -> super::cli_version::VersionVerdict {
-        super::cli_version::judge(version)
+    fn judge_version(&self, version: &str) -> super::cursor::cli_version::VersionVerdict {
+        super::cursor::cli_version::judge(version)
     }
 
     /// Whether this backend can host the client's tools itself ([`TurnSpec::hosted_tools`]) for
@@ -253,7 +253,7 @@ pub trait Backend: Send + Sync {
     /// Make `folder` one where the agent can run none of its own tools, only the client's
     /// (client-tools mode). Every backend so far drives the Cursor CLI.
     fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()> {
-        super::isolation::lock_down(folder)
+        super::cursor::isolation::lock_down(folder)
     }
 
     /// Stop everything prepared ahead and every background task (sidecar shutdown).

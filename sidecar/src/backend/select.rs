@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::auto::Auto;
-use super::cursor_acp::CursorAcp;
-use super::cursor_print::CursorPrint;
+use super::cursor::acp::CursorAcp;
+use super::cursor::auto::Auto;
+use super::cursor::print::CursorPrint;
 use super::seam::Backend;
 pub use super::seam::{EnvPolicy, Settings};
 use crate::protocol::BackendChoice;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::core::Engine;
-use crate::backend::cli_version::{self, VersionVerdict};
+use crate::backend::cursor::cli_version::{self, VersionVerdict};
 use crate::protocol::{Check, CheckStatus, DoctorResult, ModelInfo};
 
 const UPDATE_FIX: &str =

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::args::ChildEnv;
 use super::discovery::CliCommand;
 use super::models::{parse_model_list, CliModel, ModelListError};
+use super::print::args::ChildEnv;
 use crate::backend::process::{self, SpawnSpec};
 use crate::error::{BridgeError, Result};
 use crate::protocol::ErrorKind;

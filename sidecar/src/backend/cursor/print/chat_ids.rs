@@ -17,8 +17,8 @@ use tokio::task::JoinSet;
 use crate::util::sync::lock;
 
 use super::args::ChildEnv;
-use super::commands;
-use super::discovery::CliCommand;
+use crate::backend::cursor::commands;
+use crate::backend::cursor::discovery::CliCommand;
 
 /// A workspace's prefetched id. Locked while a fetch for it is due or runs (and only then), so a
 /// turn that finds it locked knows an id is on its way, and one that finds it empty knows none is.

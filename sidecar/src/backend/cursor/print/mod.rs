@@ -8,12 +8,6 @@
 pub mod args;
 pub mod chat_ids;
 pub mod chat_store;
-pub mod commands;
-pub mod discovery;
-pub mod errors;
-pub mod hints;
-pub mod locate;
-pub mod models;
 pub mod run;
 pub mod spares;
 pub mod stream;
@@ -24,10 +18,12 @@ use std::time::Duration;
 
 use args::{child_env, turn_args, ChildEnv, TurnArgs};
 use chat_ids::ChatIdCache;
-use commands::{spawn_error, spawn_spec};
-use discovery::CliCommand;
-use locate::Locator;
 use spares::Spares;
+
+use super::commands::{self, spawn_error, spawn_spec};
+use super::discovery::CliCommand;
+use super::locate::Locator;
+use super::{hints, models};
 
 use crate::backend::events::EventSink;
 use crate::backend::process::{self, SpawnSpec};

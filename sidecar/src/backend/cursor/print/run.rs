@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncWriteExt, BufReader};
 
-use super::errors::classify;
 use super::stream::{StreamEvent, StreamParser, ToolOutcome, TurnResult};
+use crate::backend::cursor::errors::classify;
 use crate::backend::events::{Event, EventSink};
 use crate::backend::process::{self, ChildProcess};
 use crate::backend::seam::{TurnEnd, TurnFailure};

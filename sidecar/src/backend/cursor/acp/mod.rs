@@ -27,9 +27,9 @@ use agent::{Agent, Launch, StartFailure};
 use build_note::BuildNote;
 use turn::Slot;
 
-use super::cursor_print::discovery::CliCommand;
-use super::cursor_print::spares::memory_allows_spares;
-use super::cursor_print::CursorPrint;
+use super::discovery::CliCommand;
+use super::print::spares::memory_allows_spares;
+use super::print::CursorPrint;
 use crate::backend::events::EventSink;
 use crate::backend::process;
 use crate::backend::seam::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
@@ -460,7 +460,7 @@ impl CursorAcp {
                     ErrorKind::InvalidModel,
                     format!("The model `{}` is not available in Cursor's ACP mode", t.model),
                 )
-                .hint(crate::backend::cursor_print::errors::HINT_MODEL);
+                .hint(crate::backend::cursor::errors::HINT_MODEL);
                 return Err(error.into());
             }
         };
