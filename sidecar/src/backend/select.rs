@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use super::contract::Backend;
+pub use super::contract::{EnvPolicy, Settings};
 use super::cursor::acp::CursorAcp;
 use super::cursor::auto::Auto;
 use super::cursor::print::CursorPrint;
-use super::seam::Backend;
-pub use super::seam::{EnvPolicy, Settings};
 use crate::protocol::BackendChoice;
 
 pub fn backend(settings: Settings) -> Arc<dyn Backend> {

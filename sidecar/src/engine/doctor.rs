@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::core::Engine;
-use crate::backend::cursor::cli_version::{self, VersionVerdict};
+use crate::backend::cursor::known_builds::{self, VersionVerdict};
 use crate::protocol::{Check, CheckStatus, DoctorResult, ModelInfo};
 
 const UPDATE_FIX: &str =
@@ -58,8 +58,8 @@ impl Engine {
 
         // Its version.
         const VERSION: (&str, &str) = ("cliVersion", "Cursor CLI version");
-        let oldest = cli_version::show(cli_version::OLDEST_KNOWN_GOOD);
-        let newest = cli_version::show(cli_version::NEWEST_KNOWN_GOOD);
+        let oldest = known_builds::show(known_builds::OLDEST_KNOWN_GOOD);
+        let newest = known_builds::show(known_builds::NEWEST_KNOWN_GOOD);
         checks.push(match (&cli.version, found) {
             (_, false) => not_checked(VERSION.0, VERSION.1, "no Cursor CLI"),
             (None, true) => with_fix(

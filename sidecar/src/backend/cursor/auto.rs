@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use super::acp::{self, CursorAcp};
 use super::print::CursorPrint;
+use crate::backend::contract::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::backend::events::EventSink;
-use crate::backend::seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::error::BridgeError;
 use crate::protocol::{BackendStatus, CliStatus, ErrorKind, ModelInfo, ServedTurn};
 use crate::util::sync::lock;

@@ -3,14 +3,14 @@
 //! across turns so a follow-up pays neither a process start nor `session/new`, plus sessions
 //! opened ahead of need so a new conversation's first message does not wait either. The generic
 //! protocol client is `backend/acp/`; what is Cursor's is here: the launch and the handshake's
-//! auth policy (`agent`), model ids (`catalog`), a prompt with Cursor's error texts, permission
+//! auth policy (`agent`), model ids (`model_options`), a prompt with Cursor's error texts, permission
 //! and `cursor/*` requests and cancel (`turn`). Where the CLI is, its model list and its login
 //! are print mode's (the same program): `CursorPrint` answers those. docs/cursor-acp.md has the
 //! facts these rely on.
 
 pub mod agent;
 mod build_note;
-pub mod catalog;
+pub mod model_options;
 pub mod tools;
 pub mod turn;
 
@@ -30,9 +30,9 @@ use turn::Slot;
 use super::discovery::CliCommand;
 use super::print::spares::memory_allows_spares;
 use super::print::CursorPrint;
+use crate::backend::contract::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::backend::events::EventSink;
 use crate::backend::process;
-use crate::backend::seam::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::error::BridgeError;
 use crate::protocol::{CliStatus, ErrorKind, ModelInfo};
 use crate::util::sync::lock;
@@ -103,7 +103,7 @@ pub struct CursorAcp {
     /// of a session), since when: the client's tools go in the prompt meanwhile.
     no_session_mcp: BuildNote<()>,
     /// The model catalogue the last session of a CLI build advertised.
-    catalogue: BuildNote<catalog::ModelConfig>,
+    catalogue: BuildNote<model_options::ModelConfig>,
     closed: AtomicBool,
 }
 
@@ -445,7 +445,7 @@ impl CursorAcp {
         let config = self.catalogue(&cli, agent).await;
         drop(opening);
         let display = lock(&self.names).get(&t.model).cloned();
-        let choice = match catalog::choose(&config, &t.model, display.as_deref()) {
+        let choice = match model_options::choose(&config, &t.model, display.as_deref()) {
             Some(choice) => Some(choice),
             // Nothing at all is known of the catalogue (a session loaded with `{}`, an agent
             // that lists no models, no session of this build opened yet): ACP takes only its
@@ -460,7 +460,7 @@ impl CursorAcp {
                     ErrorKind::InvalidModel,
                     format!("The model `{}` is not available in Cursor's ACP mode", t.model),
                 )
-                .hint(crate::backend::cursor::errors::HINT_MODEL);
+                .hint(crate::backend::cursor::failures::HINT_MODEL);
                 return Err(error.into());
             }
         };
@@ -508,7 +508,7 @@ impl CursorAcp {
     /// The model catalogue a turn on `agent` picks from: its session's own, else the last one a
     /// session of this CLI build advertised (a `session/load` may answer `{}`), else the agent's
     /// `cursor/list_available_models`.
-    async fn catalogue(&self, cli: &CliCommand, agent: &mut Agent) -> catalog::ModelConfig {
+    async fn catalogue(&self, cli: &CliCommand, agent: &mut Agent) -> model_options::ModelConfig {
         if !agent.config.options.is_empty() {
             self.catalogue.note(cli, agent.config.clone());
             return agent.config.clone();

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::backend::seam::EnvPolicy;
+use crate::backend::contract::EnvPolicy;
 use crate::protocol::Mode;
 
 #[derive(Debug, Clone)]

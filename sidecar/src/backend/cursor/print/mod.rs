@@ -1,9 +1,10 @@
 //! The Cursor CLI in print mode (`agent -p --output-format stream-json`): a process per turn,
 //! the prompt on its stdin, its NDJSON events on stdout. Everything that knows this mode lives
-//! in this folder: where the CLI is (`discovery`, `locate`), its argv and environment (`args`),
-//! its short subcommands (`commands`), its model list (`models`), its event stream (`stream/`),
-//! its error texts (`errors`), chat ids fetched ahead (`chat_ids`), processes started ahead
-//! (`spares`) and the turn loop (`run`). docs/cursor-cli.md has the facts these rely on.
+//! in this folder: its argv (`args`), its event stream (`stream/`), chat ids fetched ahead
+//! (`chat_ids`), whether a chat is still in the CLI's store (`chat_store`), processes started
+//! ahead (`spares`) and the turn loop (`run`); what it shares with ACP mode (where the CLI is,
+//! its subcommands, models and failure texts) is the parent folder's, `backend/cursor/`.
+//! docs/cursor-cli.md has the facts these rely on.
 
 pub mod args;
 pub mod chat_ids;
@@ -25,11 +26,11 @@ use super::discovery::CliCommand;
 use super::locate::Locator;
 use super::{hints, models};
 
-use crate::backend::events::EventSink;
-use crate::backend::process::{self, SpawnSpec};
-use crate::backend::seam::{
+use crate::backend::contract::{
     Backend, BoxFuture, Chat, EnvPolicy, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm,
 };
+use crate::backend::events::EventSink;
+use crate::backend::process::{self, SpawnSpec};
 use crate::error::BridgeError;
 use crate::protocol::{CliStatus, Mode, ModelInfo, Secret};
 

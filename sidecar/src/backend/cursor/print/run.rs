@@ -8,10 +8,10 @@ use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use super::stream::{StreamEvent, StreamParser, ToolOutcome, TurnResult};
-use crate::backend::cursor::errors::classify;
+use crate::backend::contract::{TurnEnd, TurnFailure};
+use crate::backend::cursor::failures::classify;
 use crate::backend::events::{Event, EventSink};
 use crate::backend::process::{self, ChildProcess};
-use crate::backend::seam::{TurnEnd, TurnFailure};
 use crate::error::BridgeError;
 use crate::protocol::ErrorKind;
 use crate::util::io::{keep_tail, read_line_bounded, LineRead};

@@ -1,7 +1,8 @@
-//! The seam between the engine and whatever runs a turn. The engine decides *what* happens
+//! The contract between the engine and whatever runs a turn. The engine decides *what* happens
 //! (which session, which prompt, when to warm up, how long to wait); a backend knows *how* with
 //! one agent program (print mode spawns a process per turn; ACP keeps one warm). A new backend is
-//! a folder beside `cursor_print/` implementing [`Backend`]; nothing in `engine/` changes.
+//! a folder of its own implementing [`Backend`] (`cursor/print/`, `cursor/acp/`); nothing in
+//! `engine/` changes.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -231,8 +232,8 @@ pub trait Backend: Send + Sync {
 
     /// Whether the agent's version (as `health` reported it) is one this backend is known to
     /// work with, for `doctor`. Every backend so far drives the same Cursor CLI.
-    fn judge_version(&self, version: &str) -> super::cursor::cli_version::VersionVerdict {
-        super::cursor::cli_version::judge(version)
+    fn judge_version(&self, version: &str) -> super::cursor::known_builds::VersionVerdict {
+        super::cursor::known_builds::judge(version)
     }
 
     /// Whether this backend can host the client's tools itself ([`TurnSpec::hosted_tools`]) for
