@@ -174,5 +174,6 @@ impl Backend for Auto {
 
     fn shutdown(&self) {
         self.acp.shutdown();
+        self.print.shutdown();
     }
 }

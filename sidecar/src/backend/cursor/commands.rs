@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::discovery::CliCommand;
+use super::env::ChildEnv;
 use super::models::{parse_model_list, CliModel, ModelListError};
-use super::print::args::ChildEnv;
 use crate::backend::process::{self, SpawnSpec};
 use crate::error::{BridgeError, Result};
 use crate::protocol::ErrorKind;

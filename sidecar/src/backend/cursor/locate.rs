@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::commands;
 use super::discovery::{self, CliCommand, DiscoveryError, Lookup};
+use super::env::ChildEnv;
 use super::hints::INSTALL_HINT;
-use super::print::args::ChildEnv;
 use crate::error::{BridgeError, Result};
 use crate::protocol::ErrorKind;
 use crate::util::sync::lock;

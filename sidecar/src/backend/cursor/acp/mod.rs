@@ -4,9 +4,9 @@
 //! opened ahead of need so a new conversation's first message does not wait either. The generic
 //! protocol client is `backend/acp/`; what is Cursor's is here: the launch and the handshake's
 //! auth policy (`agent`), model ids (`model_options`), a prompt with Cursor's error texts, permission
-//! and `cursor/*` requests and cancel (`turn`). Where the CLI is, its model list and its login
-//! are print mode's (the same program): `CursorPrint` answers those. docs/cursor-acp.md has the
-//! facts these rely on.
+//! and `cursor/*` requests and cancel (`turn`). Where the CLI is, its environment, its model list
+//! and its login are the program's, shared with print mode (`backend/cursor/cli.rs`).
+//! docs/cursor-acp.md has the facts these rely on.
 
 pub mod agent;
 mod build_note;
@@ -27,9 +27,8 @@ use agent::{Agent, Launch, StartFailure};
 use build_note::BuildNote;
 use turn::Slot;
 
+use super::cli::{memory_allows_spares, CursorCli};
 use super::discovery::CliCommand;
-use super::print::spares::memory_allows_spares;
-use super::print::CursorPrint;
 use crate::backend::contract::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::backend::events::EventSink;
 use crate::backend::process;
@@ -82,7 +81,8 @@ impl Spare {
 
 pub struct CursorAcp {
     me: Weak<CursorAcp>,
-    print: Arc<CursorPrint>,
+    /// The program (shared with the print backend of the same front door).
+    cli: Arc<CursorCli>,
     api_key: bool,
     /// Warm sessions by ACP session id.
     warm: Mutex<HashMap<String, SlotCell>>,
@@ -108,10 +108,10 @@ pub struct CursorAcp {
 }
 
 impl CursorAcp {
-    pub fn new(settings: &Settings, print: Arc<CursorPrint>) -> Arc<CursorAcp> {
+    pub fn new(settings: &Settings, cli: Arc<CursorCli>) -> Arc<CursorAcp> {
         let backend = Arc::new_cyclic(|me| CursorAcp {
             me: me.clone(),
-            print,
+            cli,
             api_key: settings.api_key.as_ref().is_some_and(|k| !k.expose().is_empty()),
             warm: Mutex::default(),
             spares: Mutex::default(),
@@ -143,13 +143,13 @@ impl CursorAcp {
 
     /// `Err(why)` while ACP is known not to start with the current CLI build.
     pub fn usable(&self) -> Result<(), String> {
-        let Some(cli) = self.print.known_cli() else { return Ok(()) };
+        let Some(cli) = self.cli.found() else { return Ok(()) };
         self.broken.get(&cli).map_or(Ok(()), Err)
     }
 
     /// Whether sessions of the current CLI build can be given the client's tools.
     pub fn hosts_tools(&self) -> bool {
-        let Some(cli) = self.print.known_cli() else { return self.usable().is_ok() };
+        let Some(cli) = self.cli.found() else { return self.usable().is_ok() };
         self.usable().is_ok() && self.no_session_mcp.get(&cli).is_none()
     }
 
@@ -167,7 +167,7 @@ impl CursorAcp {
         tools: Option<&[crate::protocol::ToolDefinition]>,
         load: Option<&str>,
     ) -> Result<Option<Agent>, TurnFailure> {
-        let env = self.print.env();
+        let env = self.cli.env();
         let launch = Launch { cli, env: &env, workspace, api_key: self.api_key };
         let mut retried = false;
         loop {
@@ -212,7 +212,7 @@ impl CursorAcp {
             self.note_start(cli, &failure);
             // No answer to `authenticate` is no evidence of a missing login; the CLI's own
             // `status` is: signed out → "log in", else the timeout as it is.
-            if failure.auth_unanswered && self.print.health().await.logged_in == Some(false) {
+            if failure.auth_unanswered && self.cli.health().await.logged_in == Some(false) {
                 return Err(agent::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
             }
             let broken = failure.broken;
@@ -308,7 +308,7 @@ impl CursorAcp {
         if !memory_allows_spares() {
             return;
         }
-        let Some(cli) = self.print.known_cli() else { return };
+        let Some(cli) = self.cli.found() else { return };
         {
             let mut spares = lock(&self.spares);
             let mut opening = lock(&self.opening);
@@ -381,7 +381,7 @@ impl CursorAcp {
     }
 
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
-        let cli = self.print.cli().await?;
+        let cli = self.cli.find().await?;
         let mut one_shot = false;
         // A new session is kept warm only once its first turn succeeded (below).
         let mut fresh: Option<Fresh> = None;
@@ -641,12 +641,12 @@ impl Backend for CursorAcp {
     }
 
     fn locate(&self) -> BoxFuture<'_, Result<Located, BridgeError>> {
-        self.print.locate()
+        Box::pin(self.cli.locate())
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>, BridgeError>> {
         Box::pin(async move {
-            let models = self.print.list_models().await?;
+            let models = self.cli.models().await?;
             *lock(&self.names) = models.iter().map(|m| (m.id.clone(), m.name.clone())).collect();
             Ok(models)
         })
@@ -675,7 +675,7 @@ impl Backend for CursorAcp {
     }
 
     fn health(&self) -> BoxFuture<'_, CliStatus> {
-        self.print.health()
+        Box::pin(self.cli.health())
     }
 
     fn status(&self) -> crate::protocol::BackendStatus {
@@ -710,7 +710,8 @@ impl Backend for CursorAcp {
             std::thread::sleep(Duration::from_millis(10));
         }
         drop(agents);
-        self.print.shutdown();
+        // The sidecar is stopping: the sweep that follows ends every orphan.
+        process::stopping();
         process::sweep_orphans();
     }
 }

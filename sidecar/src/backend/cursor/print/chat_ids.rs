@@ -16,9 +16,9 @@ use tokio::task::JoinSet;
 
 use crate::util::sync::lock;
 
-use super::args::ChildEnv;
 use crate::backend::cursor::commands;
 use crate::backend::cursor::discovery::CliCommand;
+use crate::backend::cursor::env::ChildEnv;
 
 /// A workspace's prefetched id. Locked while a fetch for it is due or runs (and only then), so a
 /// turn that finds it locked knows an id is on its way, and one that finds it empty knows none is.
@@ -140,8 +140,8 @@ async fn fetch(cli: &CliCommand, env: &ChildEnv, workspace: &Path) -> Option<Str
 mod tests {
     use std::time::Duration;
 
-    use super::super::args::child_env;
     use super::*;
+    use crate::backend::cursor::env::child_env;
 
     /// A `create-chat` that counts its runs in `calls` and answers `chat-000<n>`.
     fn counting_cli(calls: &Path) -> CliCommand {
