@@ -199,6 +199,27 @@ pub struct Located {
     pub path: String,
 }
 
+/// An agent's version against the builds a backend was checked with, for `doctor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionCheck {
+    pub verdict: VersionVerdict,
+    /// The oldest and the newest build known to work, as the agent writes its version.
+    pub oldest: String,
+    pub newest: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionVerdict {
+    /// Between the oldest and the newest known-good build.
+    KnownGood,
+    /// Newer than any build the bridge was checked against; expected to work.
+    Newer,
+    /// Older than the oldest known-good build: turns will fail.
+    TooOld,
+    /// Not a version of this agent's shape.
+    Unrecognised,
+}
+
 pub trait Backend: Send + Sync {
     /// Short name for logs and `status` (`print`, `acp`, …).
     fn name(&self) -> &'static str;
@@ -231,10 +252,8 @@ pub trait Backend: Send + Sync {
     }
 
     /// Whether the agent's version (as `health` reported it) is one this backend is known to
-    /// work with, for `doctor`. Every backend so far drives the same Cursor CLI.
-    fn judge_version(&self, version: &str) -> super::cursor::known_builds::VersionVerdict {
-        super::cursor::known_builds::judge(version)
-    }
+    /// work with, for `doctor`: each agent has builds of its own.
+    fn judge_version(&self, version: &str) -> VersionCheck;
 
     /// Whether this backend can host the client's tools itself ([`TurnSpec::hosted_tools`]) for
     /// its next turn; otherwise the engine describes them in the prompt. A cheap check (what
@@ -252,10 +271,8 @@ pub trait Backend: Send + Sync {
     }
 
     /// Make `folder` one where the agent can run none of its own tools, only the client's
-    /// (client-tools mode). Every backend so far drives the Cursor CLI.
-    fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()> {
-        super::cursor::isolation::lock_down(folder)
-    }
+    /// (client-tools mode): each agent has its own way to deny its tools.
+    fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()>;
 
     /// Stop everything prepared ahead and every background task (sidecar shutdown).
     fn shutdown(&self);

@@ -390,5 +390,10 @@ impl Backend for Scripted {
         })
     }
 
+    /// As the Cursor CLI's backends judge it: this script stands in for them.
+    fn judge_version(&self, version: &str) -> crate::backend::VersionCheck {
+        crate::backend::cursor::known_builds::check(version)
+    }
+
     fn shutdown(&self) {}
 }

@@ -10,11 +10,12 @@
 //! one-shot turns (titles) run in print mode, since a session nobody resumes gains nothing from
 //! being warm.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::acp::{self, CursorAcp};
 use super::print::CursorPrint;
-use crate::backend::contract::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::backend::contract::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm};
 use crate::backend::events::EventSink;
 use crate::error::BridgeError;
 use crate::protocol::{BackendStatus, CliStatus, ErrorKind, ModelInfo, ServedTurn};
@@ -170,6 +171,14 @@ impl Backend for Auto {
             last_turn: lock(&self.last).clone(),
             warm: self.acp.warm_count(),
         }
+    }
+
+    fn judge_version(&self, version: &str) -> VersionCheck {
+        super::known_builds::check(version)
+    }
+
+    fn lock_down(&self, folder: &Path) -> std::io::Result<()> {
+        super::isolation::lock_down(folder)
     }
 
     fn shutdown(&self) {

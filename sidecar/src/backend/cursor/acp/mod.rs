@@ -29,7 +29,9 @@ use turn::Slot;
 
 use super::cli::{memory_allows_spares, CursorCli};
 use super::discovery::CliCommand;
-use crate::backend::contract::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::backend::contract::{
+    Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
+};
 use crate::backend::events::EventSink;
 use crate::backend::process;
 use crate::error::BridgeError;
@@ -686,6 +688,14 @@ impl Backend for CursorAcp {
             last_turn: None,
             warm: self.warm_count(),
         }
+    }
+
+    fn judge_version(&self, version: &str) -> VersionCheck {
+        super::known_builds::check(version)
+    }
+
+    fn lock_down(&self, folder: &Path) -> std::io::Result<()> {
+        super::isolation::lock_down(folder)
     }
 
     fn shutdown(&self) {

@@ -25,7 +25,9 @@ use super::cli::CursorCli;
 use super::commands::{spawn_error, spawn_spec};
 use super::discovery::CliCommand;
 
-use crate::backend::contract::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
+use crate::backend::contract::{
+    Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
+};
 use crate::backend::events::EventSink;
 use crate::backend::process::{self, SpawnSpec};
 use crate::error::BridgeError;
@@ -219,6 +221,14 @@ impl Backend for CursorPrint {
 
     fn health(&self) -> BoxFuture<'_, CliStatus> {
         Box::pin(self.cli.health())
+    }
+
+    fn judge_version(&self, version: &str) -> VersionCheck {
+        super::known_builds::check(version)
+    }
+
+    fn lock_down(&self, folder: &Path) -> std::io::Result<()> {
+        super::isolation::lock_down(folder)
     }
 
     fn shutdown(&self) {
