@@ -108,6 +108,16 @@ pub struct TurnFailure {
     pub unstartable: bool,
 }
 
+impl TurnFailure {
+    /// The agent does not have the chat to resume (any more): the engine replays the
+    /// conversation into a new chat, as the hint says. `why` says how it showed.
+    pub fn chat_lost(why: impl Into<String>) -> TurnFailure {
+        let error = BridgeError::new(crate::protocol::ErrorKind::CliFailed, why)
+            .hint("The conversation continues in a new chat with its history.");
+        TurnFailure { chat_lost: true, ..error.into() }
+    }
+}
+
 impl From<BridgeError> for TurnFailure {
     fn from(error: BridgeError) -> Self {
         TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: false, unstartable: false }

@@ -193,7 +193,9 @@ impl CursorAcp {
                     Err(Unopened::Start(failure)) if load.is_some() && failure.broken => {
                         retire(agent);
                         tracing::warn!(error = %failure.error.message, "Cursor's agent stopped while loading a session");
-                        return Err(chat_lost("Cursor's agent stopped while loading this conversation's session"));
+                        return Err(TurnFailure::chat_lost(
+                            "Cursor's agent stopped while loading this conversation's session",
+                        ));
                     }
                     Err(Unopened::Start(failure)) => {
                         retire(agent);
@@ -395,7 +397,7 @@ impl CursorAcp {
             Chat::Resume(chat) => {
                 let Some(session) = session_of(chat) else {
                     // A print-mode chat: ACP cannot continue it; the engine replays it here.
-                    return Err(chat_lost("This conversation's chat belongs to print mode"));
+                    return Err(TurnFailure::chat_lost("This conversation's chat belongs to print mode"));
                 };
                 let mut slot = self.lock_session(session, &t.workspace).await?;
                 // Client-tools mode needs the session's agent to host exactly these tools: else
@@ -416,7 +418,7 @@ impl CursorAcp {
                         }
                         None => {
                             lock(&self.warm).remove(session);
-                            return Err(chat_lost("Cursor could not load this conversation's session"));
+                            return Err(TurnFailure::chat_lost("Cursor could not load this conversation's session"));
                         }
                     }
                 }
@@ -629,12 +631,6 @@ fn retire(mut agent: Agent) {
 enum Unopened {
     Start(StartFailure),
     Turn(TurnFailure),
-}
-
-fn chat_lost(why: &str) -> TurnFailure {
-    let error = BridgeError::new(ErrorKind::CliFailed, why.to_owned())
-        .hint("The conversation continues in a new session with its history.");
-    TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false, unstartable: false }
 }
 
 impl Backend for CursorAcp {

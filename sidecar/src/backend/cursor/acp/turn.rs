@@ -486,14 +486,8 @@ impl State {
             }
             RpcError::Remote { code: -32602, message, .. } if message.contains("not found") => {
                 // The session is gone from the agent: continue in a new one with the history.
-                return TurnFailure {
-                    error: BridgeError::new(ErrorKind::CliFailed, "Cursor no longer has this session")
-                        .hint("The conversation continues in a new session with its history."),
-                    spoke: self.spoke,
-                    chat_lost: !self.spoke,
-                    tools_not_hosted: false,
-                    unstartable: false,
-                };
+                let lost = TurnFailure::chat_lost("Cursor no longer has this session");
+                return TurnFailure { spoke: self.spoke, chat_lost: !self.spoke, ..lost };
             }
             RpcError::Remote { message, .. } if is_transport_drop(&message) => {
                 BridgeError::new(ErrorKind::Network, "The connection to Cursor's servers dropped during the turn.")

@@ -97,18 +97,7 @@ impl CursorPrint {
             Chat::Resume(id) => {
                 if self.chat_store.is_gone(&cli.program, id, &t.workspace) {
                     tracing::warn!(chat = %id, "the chat is gone from the CLI's chat store");
-                    let error = BridgeError::new(
-                        crate::protocol::ErrorKind::CliFailed,
-                        "The Cursor CLI no longer has this chat",
-                    )
-                    .hint("The conversation continues in a new chat with its history.");
-                    return Err(TurnFailure {
-                        error,
-                        spoke: false,
-                        chat_lost: true,
-                        tools_not_hosted: false,
-                        unstartable: false,
-                    });
+                    return Err(TurnFailure::chat_lost("The Cursor CLI no longer has this chat"));
                 }
                 (Some(id.clone()), None)
             }

@@ -101,15 +101,7 @@ pub async fn drive(
             if let (StreamEvent::Init { session_id, .. }, Some(expected)) = (&event, resuming) {
                 if session_id != expected {
                     tracing::warn!(expected, started = %session_id, "the CLI started a new chat instead of resuming");
-                    let error = BridgeError::new(ErrorKind::CliFailed, "The Cursor CLI no longer has this chat")
-                        .hint("The conversation continues in a new chat with its history.");
-                    return Err(TurnFailure {
-                        error,
-                        spoke: false,
-                        chat_lost: true,
-                        tools_not_hosted: false,
-                        unstartable: false,
-                    });
+                    return Err(TurnFailure::chat_lost("The Cursor CLI no longer has this chat"));
                 }
             }
             state.apply(event, sink).await;
