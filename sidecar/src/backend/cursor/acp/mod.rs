@@ -85,7 +85,6 @@ pub struct CursorAcp {
     me: Weak<CursorAcp>,
     /// The program (shared with the print backend of the same front door).
     cli: Arc<CursorCli>,
-    api_key: bool,
     /// Warm sessions by ACP session id.
     warm: Mutex<HashMap<String, SlotCell>>,
     spares: Mutex<Vec<Spare>>,
@@ -114,7 +113,6 @@ impl CursorAcp {
         let backend = Arc::new_cyclic(|me| CursorAcp {
             me: me.clone(),
             cli,
-            api_key: settings.api_key.as_ref().is_some_and(|k| !k.expose().is_empty()),
             warm: Mutex::default(),
             spares: Mutex::default(),
             opening: Mutex::default(),
@@ -170,7 +168,7 @@ impl CursorAcp {
         load: Option<&str>,
     ) -> Result<Option<Agent>, TurnFailure> {
         let env = self.cli.env();
-        let launch = Launch { cli, env: &env, workspace, api_key: self.api_key };
+        let launch = Launch { cli, env: &env, workspace, api_key: self.cli.has_key() };
         let mut retried = false;
         loop {
             let failure = match Agent::start(&launch).await {
