@@ -23,7 +23,7 @@
 
 use std::collections::HashSet;
 
-use cursor_bridge::backend::mcp::catalog::{Catalog, MAX_LISTED, SERVER_NAME};
+use cursor_bridge::backend::mcp::offer::{Catalog, MAX_LISTED, SERVER_NAME};
 use cursor_bridge::backend::mcp::methods::{self, Step};
 use cursor_bridge::backend::mcp::{names, schema, OfferedTool};
 use libfuzzer_sys::fuzz_target;

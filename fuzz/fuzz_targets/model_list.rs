@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use cursor_bridge::backend::cursor_print::models::{parse_model_list, ModelListError};
+use cursor_bridge::backend::cursor::models::{parse_model_list, ModelListError};
 use cursor_bridge::util::text::strip_ansi;
 use libfuzzer_sys::fuzz_target;
 

@@ -12,7 +12,7 @@
 //!    never before the first `Thinking`; after `finish()` no thinking block is left open.
 #![no_main]
 
-use cursor_bridge::backend::cursor_print::stream::{StreamEvent, StreamParser};
+use cursor_bridge::backend::cursor::print::stream::{StreamEvent, StreamParser};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

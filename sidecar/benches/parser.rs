@@ -13,7 +13,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use cursor_bridge::backend::cursor_print::stream::{StreamEvent, StreamParser};
+use cursor_bridge::backend::cursor::print::stream::{StreamEvent, StreamParser};
 
 fn fixtures() -> Vec<Vec<Vec<u8>>> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cursor-cli");

@@ -4,6 +4,9 @@
 //! - Layers: front doors (`stdio/`, `http/`) use the engine, the engine uses backends, nothing
 //!   below imports a front door, and the two doors never import each other.
 //! - No two modules import each other, however indirectly (the import graph has no cycle).
+//! - Backends are folders of their own: no backend imports a sibling (`cursor/print/` and
+//!   `cursor/acp/`) or another agent's folder, and nothing shared at the backend root (nor above
+//!   it) imports an agent's folder (`cursor/`).
 //! - Processes start only through `backend/process.rs`.
 //! - Only the writer touches stdout (`main.rs` prints `--version`/`--help` before serving).
 //! - rustfmt's output is the source (`rustfmt.toml` at the workspace root).
@@ -264,11 +267,119 @@ fn the_graph_sees_real_imports() {
     let has = |from: &str, to: &str| g[from].contains(to);
     assert!(has("engine/turn/mod.rs", "engine/core.rs"));
     assert!(has("stdio/handlers.rs", "engine/mod.rs"));
-    assert!(has("backend/cursor_print/run.rs", "util/io.rs"));
+    assert!(has("backend/cursor/print/run.rs", "util/io.rs"));
     assert!(has("stdio/dispatch.rs", "stdio/outbox.rs"), "grouped `use super::{{…}}` members");
     assert_eq!(layer("stdio/handlers.rs"), "stdio");
     assert!(!allowed("engine").contains(&"stdio") && !allowed("backend").contains(&"engine"));
     assert!(!allowed("http").contains(&"stdio") && !allowed("stdio").contains(&"http"));
+}
+
+/// The backend root's modules that any agent shares: every file at the root but the two below,
+/// and these folders.
+const BACKEND_SHARED_FOLDERS: &[&str] = &["acp", "mcp", "process"];
+/// Files at the backend root that name agents on purpose: the chooser of a front door's backend,
+/// and the in-process tier's stand-in for one.
+const BACKEND_CHOOSERS: &[&str] = &["select.rs", "scripted.rs"];
+/// Files of an agent's folder that compose its backends on purpose (besides its `mod.rs`).
+const BACKEND_POLICIES: &[&str] = &["backend/cursor/auto.rs"];
+
+/// Where a file sits among the backends. Every folder of `backend/` that is not shared is an
+/// agent's (`cursor/`): its own files are what its backends share, and each of its folders is one
+/// backend (`cursor/print/`, `cursor/acp/`).
+#[derive(Debug, PartialEq)]
+enum BackendPlace<'a> {
+    /// Not under `backend/`.
+    Above,
+    Shared,
+    Chooser,
+    Agent {
+        agent: &'a str,
+        backend: Option<&'a str>,
+    },
+}
+
+fn backend_place(file: &str) -> BackendPlace<'_> {
+    let Some(rest) = file.strip_prefix("backend/") else { return BackendPlace::Above };
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts[..] {
+        [name] if BACKEND_CHOOSERS.contains(&name) => BackendPlace::Chooser,
+        [_] => BackendPlace::Shared,
+        [folder, ..] if BACKEND_SHARED_FOLDERS.contains(&folder.trim_end_matches(".rs")) => BackendPlace::Shared,
+        [agent, _] => BackendPlace::Agent { agent, backend: None },
+        [agent, backend, ..] => BackendPlace::Agent { agent, backend: Some(backend) },
+        [] => unreachable!("split yields at least one part"),
+    }
+}
+
+/// Why the import `from` → `to` breaks the backends' layout, if it does.
+fn backend_import_problem(from: &str, to: &str) -> Option<String> {
+    use BackendPlace::*;
+    match (backend_place(from), backend_place(to)) {
+        (Above | Shared, Agent { agent, .. }) => {
+            Some(format!("{from} imports {to}: only the backend root is shared, the {agent}/ agent is not"))
+        }
+        (Shared, Chooser) => Some(format!("{from} imports {to}: shared modules do not name backends")),
+        (Agent { .. }, Chooser) => Some(format!("{from} imports {to}: a backend never picks backends")),
+        (Agent { agent: a, .. }, Agent { agent: b, .. }) if a != b => {
+            Some(format!("{from} imports {to}: the {a}/ agent imports the {b}/ agent"))
+        }
+        (Agent { backend: Some(x), .. }, Agent { backend: Some(y), .. }) if x != y => {
+            Some(format!("{from} imports {to}: sibling backends {x}/ and {y}/ share only their parent's modules"))
+        }
+        (Agent { agent, backend: None }, Agent { backend: Some(b), .. })
+            if !BACKEND_POLICIES.contains(&from) && from != format!("backend/{agent}/mod.rs") =>
+        {
+            Some(format!("{from} imports {to}: what an agent's backends share does not use one of them ({b}/)"))
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn no_backend_imports_a_sibling_and_nothing_shared_imports_an_agent() {
+    let wrong: Vec<String> = import_graph()
+        .iter()
+        .flat_map(|(from, edges)| edges.iter().filter_map(move |to| backend_import_problem(from, to)))
+        .collect();
+    assert!(wrong.is_empty(), "backends are folders of their own (docs/architecture.md):\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_backend_rule_catches_each_kind_of_violation() {
+    // The rule above must flag what it forbids, or it proves nothing.
+    for (from, to) in [
+        ("backend/cursor/acp/mod.rs", "backend/cursor/print/spares.rs"),
+        ("backend/cursor/print/stream/raw.rs", "backend/cursor/acp/turn.rs"),
+        ("backend/gemini/mod.rs", "backend/cursor/cli.rs"),
+        ("backend/cursor/acp/agent.rs", "backend/gemini/agent.rs"),
+        ("backend/contract.rs", "backend/cursor/known_builds.rs"),
+        ("backend/acp/connection.rs", "backend/cursor/failures.rs"),
+        ("backend/mcp/host.rs", "backend/cursor/isolation.rs"),
+        ("backend/events.rs", "backend/select.rs"),
+        ("backend/cursor/cli.rs", "backend/cursor/print/mod.rs"),
+        ("backend/cursor/print/mod.rs", "backend/select.rs"),
+        ("engine/doctor.rs", "backend/cursor/known_builds.rs"),
+    ] {
+        assert!(backend_import_problem(from, to).is_some(), "{from} → {to} passes");
+    }
+    for (from, to) in [
+        ("backend/cursor/acp/mod.rs", "backend/cursor/cli.rs"),
+        ("backend/cursor/acp/turn.rs", "backend/acp/updates.rs"),
+        ("backend/cursor/acp/tools.rs", "backend/mcp/mod.rs"),
+        ("backend/cursor/print/run.rs", "backend/cursor/print/stream/mod.rs"),
+        ("backend/cursor/auto.rs", "backend/cursor/acp/mod.rs"),
+        ("backend/cursor/mod.rs", "backend/cursor/print/mod.rs"),
+        ("backend/select.rs", "backend/cursor/mod.rs"),
+        ("backend/acp/updates.rs", "backend/events.rs"),
+        ("engine/core.rs", "backend/mod.rs"),
+    ] {
+        assert_eq!(backend_import_problem(from, to), None, "{from} → {to}");
+    }
+    let g = import_graph();
+    assert!(
+        g["backend/cursor/acp/mod.rs"].contains("backend/cursor/cli.rs"),
+        "the graph sees `super::` into the parent"
+    );
 }
 
 #[test]

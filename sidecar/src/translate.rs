@@ -33,11 +33,11 @@ pub fn backend_settings(cli_path: Option<String>, api_key: Option<Secret>, o: &p
         api_key,
         spares: o.spares,
         spare_idle: std::time::Duration::from_secs(o.spare_idle_seconds),
-        backend: o.backend.or_else(backend::seam::backend_from_env).unwrap_or_default(),
+        backend: o.backend.or_else(backend::contract::backend_from_env).unwrap_or_default(),
         warm_sessions: o.warm_sessions,
         warm_idle: std::time::Duration::from_secs(o.warm_idle_seconds),
         neutral_dir: None,
-        env: backend::seam::EnvPolicy::Inherit,
+        env: backend::contract::EnvPolicy::Inherit,
     }
 }
 

@@ -1,15 +1,15 @@
-//! Backends: what runs a turn. [`seam`] is the contract the engine programs against, [`events`]
-//! what a turn streams, [`process`] the one helper that starts processes; each backend is a
-//! folder (`cursor_print/`: the Cursor CLI in print mode). Nothing here imports `engine/` or a
-//! front door.
+//! Backends: what runs a turn. The root holds what any agent shares: [`contract`] (the trait
+//! the engine programs against), [`events`] (what a turn streams), [`process`] (the one helper
+//! that starts processes), [`acp`] (the generic Agent Client Protocol client) and [`mcp`] (the
+//! loopback MCP host of the client's tools), plus [`select`], which picks a backend. Each agent
+//! is a folder of its own (`cursor/`: the Cursor CLI, with its print and ACP backends beneath
+//! it); no agent's folder imports another's, and nothing shared imports an agent's (tidy).
+//! Nothing here imports `engine/` or a front door.
 
 pub mod acp;
-pub mod auto;
-pub mod cli_version;
-pub mod cursor_acp;
-pub mod cursor_print;
+pub mod contract;
+pub mod cursor;
 pub mod events;
-pub mod isolation;
 /// The loopback MCP server that offers the client's tools to an ACP agent.
 pub mod mcp;
 pub mod process;
@@ -17,12 +17,11 @@ pub mod reports;
 /// A backend that follows a script, for the in-process test tier.
 #[cfg(test)]
 pub mod scripted;
-pub mod seam;
 pub mod select;
-pub mod sku;
 
+pub use contract::{
+    Backend, BoxFuture, Chat, ClientCall, HostedTools, Located, ToolReply, TurnEnd, TurnFailure, TurnSpec,
+    VersionCheck, VersionVerdict, Warm,
+};
 pub use events::{Activity, Event, EventSink, TextHold, ToolPolicy};
 pub use reports::{BackendStatus, CliStatus, ServedTurn};
-pub use seam::{
-    Backend, BoxFuture, Chat, ClientCall, HostedTools, Located, ToolReply, TurnEnd, TurnFailure, TurnSpec, Warm,
-};

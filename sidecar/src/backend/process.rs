@@ -1237,10 +1237,10 @@ pub(crate) mod tests {
     fn no_process_starts_on_a_blocking_pool_thread() {
         let allowed: &[(&str, &str)] = &[
             ("backend/process.rs", "runtime.spawn_blocking(sweep_orphans)"),
-            ("backend/cursor_print/run.rs", "tokio::task::spawn_blocking(process::sweep_orphans)"),
+            ("backend/cursor/print/run.rs", "tokio::task::spawn_blocking(process::sweep_orphans)"),
             // CLI discovery probes candidates with `--version` from the blocking pool; each probe
             // is awaited (block_on) before the closure returns, so none outlives the thread.
-            ("backend/cursor_print/locate.rs", "tokio::task::spawn_blocking(move || {"),
+            ("backend/cursor/locate.rs", "tokio::task::spawn_blocking(move || {"),
             // Removing folders; starts nothing.
             ("http/mod.rs", "spawn_blocking(move || engine.sweep_conversation_folders(FOLDER_GRACE))"),
             // Reading and writing the session file; starts nothing.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::core::Engine;
-use crate::backend::cli_version::{self, VersionVerdict};
+use crate::backend::{VersionCheck, VersionVerdict};
 use crate::vocab::ModelInfo;
 
 /// What stands between this set-up and a working Cursor model, check by check.
@@ -90,8 +90,6 @@ impl Engine {
 
         // Its version.
         const VERSION: (&str, &str) = ("cliVersion", "Cursor CLI version");
-        let oldest = cli_version::show(cli_version::OLDEST_KNOWN_GOOD);
-        let newest = cli_version::show(cli_version::NEWEST_KNOWN_GOOD);
         checks.push(match (&cli.version, found) {
             (_, false) => not_checked(VERSION.0, VERSION.1, "no Cursor CLI"),
             (None, true) => with_fix(
@@ -99,19 +97,19 @@ impl Engine {
                 "Run `agent --version` in a terminal to see what it says; `agent update` may help.",
             ),
             (Some(v), true) => match self.backend.judge_version(v) {
-                VersionVerdict::KnownGood => check(
+                VersionCheck { verdict: VersionVerdict::KnownGood, oldest, newest } => check(
                     VERSION.0,
                     VERSION.1,
                     CheckStatus::Ok,
                     format!("{v}: known to work (builds {oldest} to {newest} were checked)."),
                 ),
-                VersionVerdict::Newer => check(
+                VersionCheck { verdict: VersionVerdict::Newer, newest, .. } => check(
                     VERSION.0,
                     VERSION.1,
                     CheckStatus::Ok,
                     format!("{v}: newer than any build checked (up to {newest}); expected to work."),
                 ),
-                VersionVerdict::TooOld => with_fix(
+                VersionCheck { verdict: VersionVerdict::TooOld, oldest, .. } => with_fix(
                     check(
                         VERSION.0,
                         VERSION.1,
@@ -120,7 +118,7 @@ impl Engine {
                     ),
                     UPDATE_FIX,
                 ),
-                VersionVerdict::Unrecognised => with_fix(
+                VersionCheck { verdict: VersionVerdict::Unrecognised, newest, .. } => with_fix(
                     check(
                         VERSION.0,
                         VERSION.1,

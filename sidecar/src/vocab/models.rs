@@ -13,7 +13,7 @@ pub struct ModelInfo {
     pub max_output_tokens: u32,
     pub capabilities: ModelCapabilities,
     pub is_default: bool,
-    /// The base model this SKU is a variant of (`backend/sku.rs`); absent in lists cached by
+    /// The base model this SKU is a variant of (`backend/cursor/sku.rs`); absent in lists cached by
     /// older sidecars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<ModelBase>,

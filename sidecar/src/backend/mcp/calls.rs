@@ -5,7 +5,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 /// A tool of the client's as the client described it. The host adapts name and schema to what
-/// MCP clients accept (`catalog.rs`); everything it hands back names the tool by this `name`.
+/// MCP clients accept (`offer.rs`); everything it hands back names the tool by this `name`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OfferedTool {
     pub name: String,

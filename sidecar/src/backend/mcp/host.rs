@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
 use super::calls::{McpCall, OfferedTool};
-use super::catalog::{Catalog, SERVER_NAME};
+use super::offer::{Catalog, SERVER_NAME};
 use super::server::{self, random_hex, Shared};
 use crate::util::sync::AbortOnDrop;
 use crate::vocab::Secret;

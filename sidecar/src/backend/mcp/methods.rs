@@ -14,8 +14,8 @@
 
 use serde_json::{json, Value};
 
-use super::catalog::Catalog;
 use super::jsonrpc::{self, Body, Message, INVALID_PARAMS, METHOD_NOT_FOUND};
+use super::offer::Catalog;
 
 /// Versions answered as asked; a client asking for another gets [`LATEST`] (and may then go).
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];

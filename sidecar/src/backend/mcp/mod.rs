@@ -5,16 +5,16 @@
 //!
 //! `host.rs` ([`McpHost`]: start, the `mcpServers` entry, stop on drop), `server.rs` (HTTP:
 //! path, token, sessions, parking), `methods.rs` (the MCP methods, pure), `jsonrpc.rs` (messages
-//! and batches), `catalog.rs` (what is offered: the 40-tool cap with a dispatcher, the way back
+//! and batches), `offer.rs` (what is offered: the 40-tool cap with a dispatcher, the way back
 //! to the client's names), `names.rs` (names MCP clients accept), `schema.rs` (input schemas MCP
 //! accepts), `calls.rs` (the types that cross to the backend).
 
 mod calls;
-pub mod catalog;
 mod host;
 pub mod jsonrpc;
 pub mod methods;
 pub mod names;
+pub mod offer;
 pub mod schema;
 mod server;
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //!
 //! A schema whose `type` is explicitly not an object (`{"type": "string"}`: a client bug, but
 //! seen in OpenAI-style tool lists) is wrapped as the one property [`WRAP_KEY`], and the agent's
-//! `{"input": …}` is unwrapped again before the client sees it (`catalog.rs`).
+//! `{"input": …}` is unwrapped again before the client sees it (`offer.rs`).
 
 use serde_json::{json, Map, Value};
 

@@ -19,9 +19,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use super::calls::{McpCall, McpReply};
-use super::catalog::Catalog;
 use super::jsonrpc::{self, INVALID_REQUEST, REQUEST_CANCELLED, SESSION_NOT_FOUND};
 use super::methods::{self, Pending, Step};
+use super::offer::Catalog;
 use crate::util::redact::{bearer, constant_time_eq};
 use crate::util::sync::{lock, OnDrop};
 use crate::vocab::Secret;

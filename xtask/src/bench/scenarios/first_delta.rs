@@ -70,7 +70,7 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
             .note("chat/send → first `text` delta at the client; the double answers at once (no start-up, no pacing). Sidecar initialized with `spares: 0` (a cold CLI process per turn, like the direct spawn) and a new conversationId per turn; the direct spawn uses the sidecar's argv (`-p --output-format stream-json --stream-partial-output --model auto --workspace <ws> --resume <new id> --trust`, prompt on stdin then closed), environment and working folder."),
         Row::new("first delta", "First-delta overhead, new conversation (sidecar − direct)", Unit::Ms, &diff)
             .target(Target::below(2.0, "< 2 ms median"))
-            .note("Paired per iteration. A new conversation takes the prefetched chat id; the `create-chat` for the next one starts once the turn's CLI is done (sidecar/src/backend/cursor_print/chat_ids.rs), so it never competes with the turn's start-up, and a new conversation never waits for a refill that has not started."),
+            .note("Paired per iteration. A new conversation takes the prefetched chat id; the `create-chat` for the next one starts once the turn's CLI is done (sidecar/src/backend/cursor/print/chat_ids.rs), so it never competes with the turn's start-up, and a new conversation never waits for a refill that has not started."),
         Row::new("first delta", "First-delta overhead, resumed turn (sidecar − direct)", Unit::Ms, &diff_resumed)
             .reference("resumed turn via sidecar (absolute)", &via_resumed)
             .note("Same, for the second message of an existing conversation (`--resume` its chat, `spares: 0`): no chat id is taken, so nothing else starts with the turn."),

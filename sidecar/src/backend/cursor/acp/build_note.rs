@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use tokio::time::Instant;
 
 use super::REPROBE_AFTER;
-use crate::backend::cursor_print::discovery::CliCommand;
+use crate::backend::cursor::discovery::CliCommand;
 use crate::util::sync::lock;
 
 pub struct BuildNote<T> {

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::args::ChildEnv;
 use super::commands;
 use super::discovery::{self, CliCommand, DiscoveryError, Lookup};
+use super::env::ChildEnv;
 use super::hints::INSTALL_HINT;
 use crate::error::{BridgeError, Result};
 use crate::util::sync::lock;

@@ -8,17 +8,8 @@ pub const OLDEST_KNOWN_GOOD: (u32, u32, u32) = (2026, 6, 15);
 /// The newest build the facts in docs/cursor-cli.md were gathered from.
 pub const NEWEST_KNOWN_GOOD: (u32, u32, u32) = (2026, 9, 28);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VersionVerdict {
-    /// Between the oldest and the newest known-good build.
-    KnownGood,
-    /// Newer than any build the bridge was checked against; expected to work.
-    Newer,
-    /// Older than the oldest known-good build: turns will fail.
-    TooOld,
-    /// Not a date-shaped Cursor version.
-    Unrecognised,
-}
+use crate::backend::contract::VersionCheck;
+pub use crate::backend::contract::VersionVerdict;
 
 /// `2026.09.28-64d2043` or `2026.06.15-03-48-54-da23e37` → (2026, 9, 28).
 pub fn parse(version: &str) -> Option<(u32, u32, u32)> {
@@ -42,6 +33,11 @@ pub fn judge(version: &str) -> VersionVerdict {
 
 pub fn show((y, m, d): (u32, u32, u32)) -> String {
     format!("{y}.{m:02}.{d:02}")
+}
+
+/// [`judge`], with the range it judged by (what every Cursor backend answers `doctor`).
+pub fn check(version: &str) -> VersionCheck {
+    VersionCheck { verdict: judge(version), oldest: show(OLDEST_KNOWN_GOOD), newest: show(NEWEST_KNOWN_GOOD) }
 }
 
 #[cfg(test)]

@@ -16,9 +16,9 @@ use tokio::task::JoinSet;
 
 use crate::util::sync::lock;
 
-use super::args::ChildEnv;
-use super::commands;
-use super::discovery::CliCommand;
+use crate::backend::cursor::commands;
+use crate::backend::cursor::discovery::CliCommand;
+use crate::backend::cursor::env::ChildEnv;
 
 /// A workspace's prefetched id. Locked while a fetch for it is due or runs (and only then), so a
 /// turn that finds it locked knows an id is on its way, and one that finds it empty knows none is.
@@ -140,8 +140,8 @@ async fn fetch(cli: &CliCommand, env: &ChildEnv, workspace: &Path) -> Option<Str
 mod tests {
     use std::time::Duration;
 
-    use super::super::args::child_env;
     use super::*;
+    use crate::backend::cursor::env::child_env;
 
     /// A `create-chat` that counts its runs in `calls` and answers `chat-000<n>`.
     fn counting_cli(calls: &Path) -> CliCommand {
@@ -158,7 +158,7 @@ mod tests {
         tokio::time::pause();
         let taken = tokio::time::timeout(
             Duration::from_millis(1),
-            cache.take(cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), ws),
+            cache.take(cli, child_env(None, &crate::backend::contract::EnvPolicy::Inherit), ws),
         )
         .await;
         tokio::time::resume();
@@ -176,8 +176,9 @@ mod tests {
         let cache = ChatIdCache::default();
 
         // Warm-up: a turn right after it waits for the fetch in progress and gets its id.
-        cache.prefetch(cli.clone(), child_env(None, &crate::backend::seam::EnvPolicy::Inherit), ws.clone());
-        let (id, mut refill) = cache.take(&cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), &ws).await;
+        cache.prefetch(cli.clone(), child_env(None, &crate::backend::contract::EnvPolicy::Inherit), ws.clone());
+        let (id, mut refill) =
+            cache.take(&cli, child_env(None, &crate::backend::contract::EnvPolicy::Inherit), &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0001"));
 
         // Taking the id started no fetch (the slot is empty and unlocked): a new conversation
@@ -188,12 +189,12 @@ mod tests {
         // The turn's CLI is done: the refill runs, and the next new conversation gets its id.
         refill.start();
         refill.start(); // once only
-        let (id, refill) = cache.take(&cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), &ws).await;
+        let (id, refill) = cache.take(&cli, child_env(None, &crate::backend::contract::EnvPolicy::Inherit), &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0002"));
 
         // A turn refills when its Refill is dropped (its CLI done, or the turn failed or cancelled).
         drop(refill);
-        let (id, _refill) = cache.take(&cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), &ws).await;
+        let (id, _refill) = cache.take(&cli, child_env(None, &crate::backend::contract::EnvPolicy::Inherit), &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0003"));
         assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 3, "one create-chat per refill");
     }
@@ -205,11 +206,11 @@ mod tests {
         let cli = counting_cli(&calls);
         let cache = ChatIdCache::default();
         assert_eq!(take_at_once(&cache, &cli, dir.path()).await, None, "no slot: no wait");
-        drop(cache.take(&cli, child_env(None, &crate::backend::seam::EnvPolicy::Inherit), dir.path()).await);
+        drop(cache.take(&cli, child_env(None, &crate::backend::contract::EnvPolicy::Inherit), dir.path()).await);
         cache.stop();
         cache.prefetch(
             cli.clone(),
-            child_env(None, &crate::backend::seam::EnvPolicy::Inherit),
+            child_env(None, &crate::backend::contract::EnvPolicy::Inherit),
             dir.path().to_path_buf(),
         );
         assert_eq!(take_at_once(&cache, &cli, dir.path()).await, None);

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::event::ToolOutcome;
-use super::wire::{OutcomeEntry, OutcomeKind, ResultWire, ToolArgsWire, ToolBodyWire, ToolCallWire};
+use super::raw::{OutcomeEntry, OutcomeKind, ResultWire, ToolArgsWire, ToolBodyWire, ToolCallWire};
 
 /// A tool summary is at most this many characters (one line in the editor's tool list).
 pub(super) const SUMMARY_MAX_CHARS: usize = 200;

@@ -10,12 +10,13 @@
 //! one-shot turns (titles) run in print mode, since a session nobody resumes gains nothing from
 //! being warm.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::cursor_acp::{self, CursorAcp};
-use super::cursor_print::CursorPrint;
-use super::events::EventSink;
-use super::seam::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, Warm};
+use super::acp::{self, CursorAcp};
+use super::print::CursorPrint;
+use crate::backend::contract::{Backend, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm};
+use crate::backend::events::EventSink;
 use crate::backend::reports::{BackendStatus, CliStatus, ServedTurn};
 use crate::error::BridgeError;
 use crate::util::sync::lock;
@@ -49,7 +50,7 @@ impl Auto {
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         match &t.chat {
             Chat::OneShot => return self.on_print(t, sink, "one-shot turn".into()).await,
-            Chat::Resume(chat) if cursor_acp::session_of(chat).is_none() => {
+            Chat::Resume(chat) if acp::session_of(chat).is_none() => {
                 return self.on_print(t, sink, "the conversation's chat is a print-mode chat".into()).await
             }
             Chat::Resume(_) => return self.resume_on_acp(t, sink).await,
@@ -69,7 +70,7 @@ impl Auto {
             };
             // Shown (or the engine's to handle: the tools go in the prompt), or the person's
             // own problem, which print mode would only repeat.
-            let project_config = f.error.message.starts_with(cursor_acp::agent::PROJECT_CONFIG_REJECTED);
+            let project_config = f.error.message.starts_with(acp::agent::PROJECT_CONFIG_REJECTED);
             if f.spoke || f.chat_lost || f.tools_not_hosted || project_config || print_would_repeat(f.error.kind) {
                 self.served("acp", "ACP mode works with this CLI");
                 return Err(f);
@@ -140,7 +141,7 @@ impl Backend for Auto {
 
     /// Print-mode chats as print mode; an ACP session's failure says itself when it is gone.
     fn silent_failure_loses(&self, chat: &str) -> bool {
-        cursor_acp::session_of(chat).is_none()
+        acp::session_of(chat).is_none()
     }
 
     fn run_turn<'a>(&'a self, turn: TurnSpec, sink: &'a mut EventSink) -> BoxFuture<'a, Result<TurnEnd, TurnFailure>> {
@@ -149,7 +150,7 @@ impl Backend for Auto {
 
     fn warm(&self, hint: Warm) {
         match &hint {
-            Warm::FollowUp { chat_id, .. } if cursor_acp::session_of(chat_id).is_none() => self.print.warm(hint),
+            Warm::FollowUp { chat_id, .. } if acp::session_of(chat_id).is_none() => self.print.warm(hint),
             _ if self.acp.usable().is_err() => self.print.warm(hint),
             _ => self.acp.warm(hint),
         }
@@ -173,7 +174,16 @@ impl Backend for Auto {
         }
     }
 
+    fn judge_version(&self, version: &str) -> VersionCheck {
+        super::known_builds::check(version)
+    }
+
+    fn lock_down(&self, folder: &Path) -> std::io::Result<()> {
+        super::isolation::lock_down(folder)
+    }
+
     fn shutdown(&self) {
         self.acp.shutdown();
+        self.print.shutdown();
     }
 }

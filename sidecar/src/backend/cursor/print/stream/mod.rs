@@ -31,9 +31,9 @@
 
 mod event;
 mod lenient;
+mod raw;
 mod surrogates;
 mod tools;
-mod wire;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -42,9 +42,9 @@ use crate::vocab::Usage;
 
 pub use event::{StreamEvent, ToolOutcome, TurnResult};
 use lenient::Lenient;
+use raw::{EventKind, EventWire, ToolCallWire};
 use surrogates::{combine_surrogates, repair_lone_surrogates, Edges};
 use tools::{describe_tool, outcome_from_word, summarize, tool_display_name, tool_outcome};
-use wire::{EventKind, EventWire, ToolCallWire};
 
 /// What a partial-mode flush adds to the streamed text (see `reconcile_flush`).
 #[derive(Debug, PartialEq)]

@@ -119,7 +119,7 @@ async fn forward(mut calls: mpsc::Receiver<McpCall>, current: Current, called: A
 /// server's? Cursor titles them `<server>: <tool>` and `<server>-<tool>: <tool>` and names the
 /// server in `rawInput.providerIdentifier` (docs/client-tools.md).
 pub fn is_ours(call: &Value) -> bool {
-    let server = crate::backend::isolation::OUR_SERVER;
+    let server = crate::backend::cursor::isolation::OUR_SERVER;
     if call.pointer("/rawInput/providerIdentifier").and_then(Value::as_str) == Some(server) {
         return true;
     }

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncWriteExt, BufReader};
 
-use super::errors::classify;
 use super::stream::{StreamEvent, StreamParser, ToolOutcome, TurnResult};
+use crate::backend::contract::{TurnEnd, TurnFailure};
+use crate::backend::cursor::failures::classify;
 use crate::backend::events::{Event, EventSink};
 use crate::backend::process::{self, ChildProcess};
-use crate::backend::seam::{TurnEnd, TurnFailure};
 use crate::error::BridgeError;
 use crate::util::io::{keep_tail, read_line_bounded, LineRead};
 use crate::util::sync::AbortOnDrop;
@@ -101,15 +101,7 @@ pub async fn drive(
             if let (StreamEvent::Init { session_id, .. }, Some(expected)) = (&event, resuming) {
                 if session_id != expected {
                     tracing::warn!(expected, started = %session_id, "the CLI started a new chat instead of resuming");
-                    let error = BridgeError::new(ErrorKind::CliFailed, "The Cursor CLI no longer has this chat")
-                        .hint("The conversation continues in a new chat with its history.");
-                    return Err(TurnFailure {
-                        error,
-                        spoke: false,
-                        chat_lost: true,
-                        tools_not_hosted: false,
-                        unstartable: false,
-                    });
+                    return Err(TurnFailure::chat_lost("The Cursor CLI no longer has this chat"));
                 }
             }
             state.apply(event, sink).await;

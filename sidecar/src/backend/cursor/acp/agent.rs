@@ -20,12 +20,12 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::catalog::ModelConfig;
+use super::model_options::ModelConfig;
 use crate::backend::acp::connection::{Connection, Incoming, RpcError};
-use crate::backend::cursor_print::args::ChildEnv;
-use crate::backend::cursor_print::commands::{spawn_error, spawn_spec};
-use crate::backend::cursor_print::discovery::CliCommand;
-use crate::backend::cursor_print::errors::{classify, HINT_AUTH, HINT_CLI_VERSION};
+use crate::backend::cursor::commands::{spawn_error, spawn_spec};
+use crate::backend::cursor::discovery::CliCommand;
+use crate::backend::cursor::env::ChildEnv;
+use crate::backend::cursor::failures::{classify, HINT_AUTH, HINT_CLI_VERSION};
 use crate::backend::process::{self, ChildProcess};
 use crate::error::BridgeError;
 use crate::util::sync::{lock, AbortOnDrop};

@@ -14,12 +14,12 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::task::JoinHandle;
 
 use super::agent::{cancelled_outcome, Agent, CONFIG_TIMEOUT};
-use super::catalog::{Choice, ModelConfig};
+use super::model_options::{Choice, ModelConfig};
 use crate::backend::acp::connection::{Incoming, RpcError};
 use crate::backend::acp::updates::Updates;
-use crate::backend::cursor_print::errors::classify;
+use crate::backend::contract::{TurnEnd, TurnFailure, TurnSpec};
+use crate::backend::cursor::failures::classify;
 use crate::backend::events::{Event, EventSink};
-use crate::backend::seam::{TurnEnd, TurnFailure, TurnSpec};
 use crate::error::BridgeError;
 use crate::vocab::{ErrorKind, Mode};
 
@@ -247,7 +247,7 @@ async fn config_request(agent: &Agent, method: &str, params: Value) -> Result<Va
         Ok(Ok(result)) => Ok(result),
         Ok(Err(RpcError::Remote { code: -32602, message, .. })) if method == "session/set_config_option" => {
             Err(BridgeError::new(ErrorKind::InvalidModel, format!("Cursor's ACP mode refused the model: {message}"))
-                .hint(crate::backend::cursor_print::errors::HINT_MODEL)
+                .hint(crate::backend::cursor::failures::HINT_MODEL)
                 .into())
         }
         Ok(Err(e)) => Err(BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `{method}`: {e}"))
@@ -486,18 +486,12 @@ impl State {
             }
             RpcError::Remote { code: -32602, message, .. } if message.contains("not found") => {
                 // The session is gone from the agent: continue in a new one with the history.
-                return TurnFailure {
-                    error: BridgeError::new(ErrorKind::CliFailed, "Cursor no longer has this session")
-                        .hint("The conversation continues in a new session with its history."),
-                    spoke: self.spoke,
-                    chat_lost: !self.spoke,
-                    tools_not_hosted: false,
-                    unstartable: false,
-                };
+                let lost = TurnFailure::chat_lost("Cursor no longer has this session");
+                return TurnFailure { spoke: self.spoke, chat_lost: !self.spoke, ..lost };
             }
             RpcError::Remote { message, .. } if is_transport_drop(&message) => {
                 BridgeError::new(ErrorKind::Network, "The connection to Cursor's servers dropped during the turn.")
-                    .hint(crate::backend::cursor_print::errors::HINT_NETWORK)
+                    .hint(crate::backend::cursor::failures::HINT_NETWORK)
                     .detail(crate::util::text::cut_chars(&message, 500).to_string())
             }
             RpcError::Remote { message, .. } => {

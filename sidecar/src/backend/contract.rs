@@ -1,7 +1,8 @@
-//! The seam between the engine and whatever runs a turn. The engine decides *what* happens
+//! The contract between the engine and whatever runs a turn. The engine decides *what* happens
 //! (which session, which prompt, when to warm up, how long to wait); a backend knows *how* with
 //! one agent program (print mode spawns a process per turn; ACP keeps one warm). A new backend is
-//! a folder beside `cursor_print/` implementing [`Backend`]; nothing in `engine/` changes.
+//! a folder of its own implementing [`Backend`] (`cursor/print/`, `cursor/acp/`); nothing in
+//! `engine/` changes.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -108,6 +109,16 @@ pub struct TurnFailure {
     pub unstartable: bool,
 }
 
+impl TurnFailure {
+    /// The agent does not have the chat to resume (any more): the engine replays the
+    /// conversation into a new chat, as the hint says. `why` says how it showed.
+    pub fn chat_lost(why: impl Into<String>) -> TurnFailure {
+        let error = BridgeError::new(crate::vocab::ErrorKind::CliFailed, why)
+            .hint("The conversation continues in a new chat with its history.");
+        TurnFailure { chat_lost: true, ..error.into() }
+    }
+}
+
 impl From<BridgeError> for TurnFailure {
     fn from(error: BridgeError) -> Self {
         TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: false, unstartable: false }
@@ -179,6 +190,27 @@ pub struct Located {
     pub path: String,
 }
 
+/// An agent's version against the builds a backend was checked with, for `doctor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionCheck {
+    pub verdict: VersionVerdict,
+    /// The oldest and the newest build known to work, as the agent writes its version.
+    pub oldest: String,
+    pub newest: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionVerdict {
+    /// Between the oldest and the newest known-good build.
+    KnownGood,
+    /// Newer than any build the bridge was checked against; expected to work.
+    Newer,
+    /// Older than the oldest known-good build: turns will fail.
+    TooOld,
+    /// Not a version of this agent's shape.
+    Unrecognised,
+}
+
 pub trait Backend: Send + Sync {
     /// Short name for logs and `status` (`print`, `acp`, …).
     fn name(&self) -> &'static str;
@@ -211,10 +243,8 @@ pub trait Backend: Send + Sync {
     }
 
     /// Whether the agent's version (as `health` reported it) is one this backend is known to
-    /// work with, for `doctor`. Every backend so far drives the same Cursor CLI.
-    fn judge_version(&self, version: &str) -> super::cli_version::VersionVerdict {
-        super::cli_version::judge(version)
-    }
+    /// work with, for `doctor`: each agent has builds of its own.
+    fn judge_version(&self, version: &str) -> VersionCheck;
 
     /// Whether this backend can host the client's tools itself ([`TurnSpec::hosted_tools`]) for
     /// its next turn; otherwise the engine describes them in the prompt. A cheap check (what
@@ -232,10 +262,8 @@ pub trait Backend: Send + Sync {
     }
 
     /// Make `folder` one where the agent can run none of its own tools, only the client's
-    /// (client-tools mode). Every backend so far drives the Cursor CLI.
-    fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()> {
-        super::isolation::lock_down(folder)
-    }
+    /// (client-tools mode): each agent has its own way to deny its tools.
+    fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()>;
 
     /// Stop everything prepared ahead and every background task (sidecar shutdown).
     fn shutdown(&self);

@@ -3,14 +3,14 @@
 //! across turns so a follow-up pays neither a process start nor `session/new`, plus sessions
 //! opened ahead of need so a new conversation's first message does not wait either. The generic
 //! protocol client is `backend/acp/`; what is Cursor's is here: the launch and the handshake's
-//! auth policy (`agent`), model ids (`catalog`), a prompt with Cursor's error texts, permission
-//! and `cursor/*` requests and cancel (`turn`). Where the CLI is, its model list and its login
-//! are print mode's (the same program): `CursorPrint` answers those. docs/cursor-acp.md has the
-//! facts these rely on.
+//! auth policy (`agent`), model ids (`model_options`), a prompt with Cursor's error texts, permission
+//! and `cursor/*` requests and cancel (`turn`). Where the CLI is, its environment, its model list
+//! and its login are the program's, shared with print mode (`backend/cursor/cli.rs`).
+//! docs/cursor-acp.md has the facts these rely on.
 
 pub mod agent;
 mod build_note;
-pub mod catalog;
+pub mod model_options;
 pub mod tools;
 pub mod turn;
 
@@ -27,13 +27,14 @@ use agent::{Agent, Launch, StartFailure};
 use build_note::BuildNote;
 use turn::Slot;
 
-use super::cursor_print::discovery::CliCommand;
-use super::cursor_print::spares::memory_allows_spares;
-use super::cursor_print::CursorPrint;
+use super::cli::{memory_allows_spares, CursorCli};
+use super::discovery::CliCommand;
+use crate::backend::contract::{
+    Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
+};
 use crate::backend::events::EventSink;
 use crate::backend::process;
 use crate::backend::reports::CliStatus;
-use crate::backend::seam::{Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, Warm};
 use crate::error::BridgeError;
 use crate::util::sync::lock;
 use crate::vocab::{ErrorKind, ModelInfo};
@@ -83,8 +84,8 @@ impl Spare {
 
 pub struct CursorAcp {
     me: Weak<CursorAcp>,
-    print: Arc<CursorPrint>,
-    api_key: bool,
+    /// The program (shared with the print backend of the same front door).
+    cli: Arc<CursorCli>,
     /// Warm sessions by ACP session id.
     warm: Mutex<HashMap<String, SlotCell>>,
     spares: Mutex<Vec<Spare>>,
@@ -104,16 +105,15 @@ pub struct CursorAcp {
     /// of a session), since when: the client's tools go in the prompt meanwhile.
     no_session_mcp: BuildNote<()>,
     /// The model catalogue the last session of a CLI build advertised.
-    catalogue: BuildNote<catalog::ModelConfig>,
+    catalogue: BuildNote<model_options::ModelConfig>,
     closed: AtomicBool,
 }
 
 impl CursorAcp {
-    pub fn new(settings: &Settings, print: Arc<CursorPrint>) -> Arc<CursorAcp> {
+    pub fn new(settings: &Settings, cli: Arc<CursorCli>) -> Arc<CursorAcp> {
         let backend = Arc::new_cyclic(|me| CursorAcp {
             me: me.clone(),
-            print,
-            api_key: settings.api_key.as_ref().is_some_and(|k| !k.expose().is_empty()),
+            cli,
             warm: Mutex::default(),
             spares: Mutex::default(),
             opening: Mutex::default(),
@@ -144,13 +144,13 @@ impl CursorAcp {
 
     /// `Err(why)` while ACP is known not to start with the current CLI build.
     pub fn usable(&self) -> Result<(), String> {
-        let Some(cli) = self.print.known_cli() else { return Ok(()) };
+        let Some(cli) = self.cli.found() else { return Ok(()) };
         self.broken.get(&cli).map_or(Ok(()), Err)
     }
 
     /// Whether sessions of the current CLI build can be given the client's tools.
     pub fn hosts_tools(&self) -> bool {
-        let Some(cli) = self.print.known_cli() else { return self.usable().is_ok() };
+        let Some(cli) = self.cli.found() else { return self.usable().is_ok() };
         self.usable().is_ok() && self.no_session_mcp.get(&cli).is_none()
     }
 
@@ -168,8 +168,8 @@ impl CursorAcp {
         tools: Option<&[crate::vocab::ToolDefinition]>,
         load: Option<&str>,
     ) -> Result<Option<Agent>, TurnFailure> {
-        let env = self.print.env();
-        let launch = Launch { cli, env: &env, workspace, api_key: self.api_key };
+        let env = self.cli.env();
+        let launch = Launch { cli, env: &env, workspace, api_key: self.cli.has_key() };
         let mut retried = false;
         loop {
             let failure = match Agent::start(&launch).await {
@@ -192,7 +192,9 @@ impl CursorAcp {
                     Err(Unopened::Start(failure)) if load.is_some() && failure.broken => {
                         retire(agent);
                         tracing::warn!(error = %failure.error.message, "Cursor's agent stopped while loading a session");
-                        return Err(chat_lost("Cursor's agent stopped while loading this conversation's session"));
+                        return Err(TurnFailure::chat_lost(
+                            "Cursor's agent stopped while loading this conversation's session",
+                        ));
                     }
                     Err(Unopened::Start(failure)) => {
                         retire(agent);
@@ -213,7 +215,7 @@ impl CursorAcp {
             self.note_start(cli, &failure);
             // No answer to `authenticate` is no evidence of a missing login; the CLI's own
             // `status` is: signed out → "log in", else the timeout as it is.
-            if failure.auth_unanswered && self.print.health().await.logged_in == Some(false) {
+            if failure.auth_unanswered && self.cli.health().await.logged_in == Some(false) {
                 return Err(agent::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
             }
             let broken = failure.broken;
@@ -309,7 +311,7 @@ impl CursorAcp {
         if !memory_allows_spares() {
             return;
         }
-        let Some(cli) = self.print.known_cli() else { return };
+        let Some(cli) = self.cli.found() else { return };
         {
             let mut spares = lock(&self.spares);
             let mut opening = lock(&self.opening);
@@ -382,7 +384,7 @@ impl CursorAcp {
     }
 
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
-        let cli = self.print.cli().await?;
+        let cli = self.cli.find().await?;
         let mut one_shot = false;
         // A new session is kept warm only once its first turn succeeded (below).
         let mut fresh: Option<Fresh> = None;
@@ -394,7 +396,7 @@ impl CursorAcp {
             Chat::Resume(chat) => {
                 let Some(session) = session_of(chat) else {
                     // A print-mode chat: ACP cannot continue it; the engine replays it here.
-                    return Err(chat_lost("This conversation's chat belongs to print mode"));
+                    return Err(TurnFailure::chat_lost("This conversation's chat belongs to print mode"));
                 };
                 let mut slot = self.lock_session(session, &t.workspace).await?;
                 // Client-tools mode needs the session's agent to host exactly these tools: else
@@ -415,7 +417,7 @@ impl CursorAcp {
                         }
                         None => {
                             lock(&self.warm).remove(session);
-                            return Err(chat_lost("Cursor could not load this conversation's session"));
+                            return Err(TurnFailure::chat_lost("Cursor could not load this conversation's session"));
                         }
                     }
                 }
@@ -446,7 +448,7 @@ impl CursorAcp {
         let config = self.catalogue(&cli, agent).await;
         drop(opening);
         let display = lock(&self.names).get(&t.model).cloned();
-        let choice = match catalog::choose(&config, &t.model, display.as_deref()) {
+        let choice = match model_options::choose(&config, &t.model, display.as_deref()) {
             Some(choice) => Some(choice),
             // Nothing at all is known of the catalogue (a session loaded with `{}`, an agent
             // that lists no models, no session of this build opened yet): ACP takes only its
@@ -461,7 +463,7 @@ impl CursorAcp {
                     ErrorKind::InvalidModel,
                     format!("The model `{}` is not available in Cursor's ACP mode", t.model),
                 )
-                .hint(crate::backend::cursor_print::errors::HINT_MODEL);
+                .hint(crate::backend::cursor::failures::HINT_MODEL);
                 return Err(error.into());
             }
         };
@@ -509,7 +511,7 @@ impl CursorAcp {
     /// The model catalogue a turn on `agent` picks from: its session's own, else the last one a
     /// session of this CLI build advertised (a `session/load` may answer `{}`), else the agent's
     /// `cursor/list_available_models`.
-    async fn catalogue(&self, cli: &CliCommand, agent: &mut Agent) -> catalog::ModelConfig {
+    async fn catalogue(&self, cli: &CliCommand, agent: &mut Agent) -> model_options::ModelConfig {
         if !agent.config.options.is_empty() {
             self.catalogue.note(cli, agent.config.clone());
             return agent.config.clone();
@@ -630,24 +632,18 @@ enum Unopened {
     Turn(TurnFailure),
 }
 
-fn chat_lost(why: &str) -> TurnFailure {
-    let error = BridgeError::new(ErrorKind::CliFailed, why.to_owned())
-        .hint("The conversation continues in a new session with its history.");
-    TurnFailure { error, spoke: false, chat_lost: true, tools_not_hosted: false, unstartable: false }
-}
-
 impl Backend for CursorAcp {
     fn name(&self) -> &'static str {
         "acp"
     }
 
     fn locate(&self) -> BoxFuture<'_, Result<Located, BridgeError>> {
-        self.print.locate()
+        Box::pin(self.cli.locate())
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>, BridgeError>> {
         Box::pin(async move {
-            let models = self.print.list_models().await?;
+            let models = self.cli.models().await?;
             *lock(&self.names) = models.iter().map(|m| (m.id.clone(), m.name.clone())).collect();
             Ok(models)
         })
@@ -676,7 +672,7 @@ impl Backend for CursorAcp {
     }
 
     fn health(&self) -> BoxFuture<'_, CliStatus> {
-        self.print.health()
+        Box::pin(self.cli.health())
     }
 
     fn status(&self) -> crate::backend::reports::BackendStatus {
@@ -687,6 +683,14 @@ impl Backend for CursorAcp {
             last_turn: None,
             warm: self.warm_count(),
         }
+    }
+
+    fn judge_version(&self, version: &str) -> VersionCheck {
+        super::known_builds::check(version)
+    }
+
+    fn lock_down(&self, folder: &Path) -> std::io::Result<()> {
+        super::isolation::lock_down(folder)
     }
 
     fn shutdown(&self) {
@@ -711,7 +715,8 @@ impl Backend for CursorAcp {
             std::thread::sleep(Duration::from_millis(10));
         }
         drop(agents);
-        self.print.shutdown();
+        // The sidecar is stopping: the sweep that follows ends every orphan.
+        process::stopping();
         process::sweep_orphans();
     }
 }

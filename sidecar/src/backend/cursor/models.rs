@@ -176,11 +176,11 @@ pub fn to_model_info(m: &CliModel) -> ModelInfo {
 }
 
 /// The listed models as the editor sees them: every SKU, each told its base model and variant
-/// (`backend/sku.rs`), the CLI's `(default)`/`(current)` marks deciding a base's default where
+/// (`backend/cursor/sku.rs`), the CLI's `(default)`/`(current)` marks deciding a base's default where
 /// the bare id is not listed.
 pub fn to_model_infos(listed: &[CliModel]) -> Vec<ModelInfo> {
     let marked: Vec<&str> = listed.iter().filter(|m| m.is_default || m.is_current).map(|m| m.id.as_str()).collect();
-    crate::backend::sku::group(listed.iter().map(to_model_info).collect(), |m| marked.contains(&m.id.as_str()))
+    crate::backend::cursor::sku::group(listed.iter().map(to_model_info).collect(), |m| marked.contains(&m.id.as_str()))
 }
 
 /// Context windows by id prefix (docs/cursor-cli.md §11, standard variants), most specific first.

@@ -28,7 +28,7 @@ pub enum StreamEvent {
     /// [`ToolOutcome::Rejected`].
     PermissionRequested { query_type: String, summary: String },
     /// `{"type":"error","message":..}` on the stream (docs/cursor-cli.md §4.11); the caller
-    /// classifies it with `errors::classify`.
+    /// classifies it with `cursor::failures::classify`.
     ErrorEnvelope { message: String },
     /// The terminal `result` event (docs/cursor-cli.md §4.9), once per turn and always the last
     /// event of a turn that has one; its fallback text (if any) was emitted as `Text` just before.

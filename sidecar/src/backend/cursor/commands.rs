@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::args::ChildEnv;
 use super::discovery::CliCommand;
+use super::env::ChildEnv;
 use super::models::{parse_model_list, CliModel, ModelListError};
 use crate::backend::process::{self, SpawnSpec};
 use crate::error::{BridgeError, Result};
@@ -125,7 +125,7 @@ pub async fn list_models(cli: &CliCommand, env: &ChildEnv, cwd: &Path) -> Result
                 .hint("Check your Cursor plan at cursor.com/dashboard."))
         }
         Err(ModelListError::Unrecognised { excerpt }) => {
-            let failure = super::errors::classify(out.code, &out.stderr, None);
+            let failure = super::failures::classify(out.code, &out.stderr, None);
             if failure.kind != ErrorKind::CliFailed {
                 return Err(failure.into());
             }
@@ -142,7 +142,7 @@ pub async fn create_chat(cli: &CliCommand, env: &ChildEnv, workspace: &Path) -> 
     let id = strip_ansi(&out.stdout).lines().map(str::trim).find(|l| is_chat_id(l)).map(str::to_string);
     match (out.code, id) {
         (Some(0), Some(id)) => Ok(id),
-        _ => Err(BridgeError::from(super::errors::classify(out.code, &out.stderr, None))),
+        _ => Err(BridgeError::from(super::failures::classify(out.code, &out.stderr, None))),
     }
 }
 

@@ -13,11 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::backend::cursor::cli::memory_allows_spares;
 use crate::backend::process::{self, ChildProcess, SpawnSpec};
-
-/// Below this much available memory no spare is kept (each is a Node process of ~100 MB). macOS
-/// judges by its memory-pressure level instead.
-const MIN_AVAILABLE_KIB: u64 = 512 * 1024;
 
 struct Spare {
     /// Program, arguments and folder: a turn may use the spare only if its own are identical.
@@ -149,12 +146,6 @@ impl Spares {
         self.lock().clear();
         process::stopping();
     }
-}
-
-/// Room for a spare: the OS does not report memory as tight (Linux `MemAvailable`, Windows
-/// available physical memory, macOS the kernel's pressure level; see `process::memory_is_tight`).
-pub fn memory_allows_spares() -> bool {
-    !process::memory_is_tight(MIN_AVAILABLE_KIB)
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -178,7 +178,7 @@ mod tests {
     use super::*;
     use crate::vocab::ModelCapabilities;
 
-    const FIXTURE: &str = include_str!("../../tests/fixtures/models/skus.txt");
+    const FIXTURE: &str = include_str!("../../../tests/fixtures/models/skus.txt");
 
     fn info(id: &str, name: &str) -> ModelInfo {
         ModelInfo {

@@ -1,0 +1,42 @@
+//! The Cursor CLI (`cursor-agent` / `agent`): what both of its backends share — the program
+//! itself (`cli`: found once, its environment, its model list and login), where it is
+//! (`discovery`, `locate`), the environment of its children (`env`), its short subcommands
+//! (`commands`), its model list (`models`, `sku`), its failure texts (`failures`, `hints`), the
+//! builds known to work (`known_builds`) and a folder where it may run only the client's tools
+//! (`isolation`) — with one folder per way of driving it: `print/` (a process per turn) and
+//! `acp/` (its ACP mode, warm), and `auto.rs`, the policy that picks between the two per turn.
+//! The two backend folders never import each other.
+
+pub mod acp;
+pub mod auto;
+pub mod cli;
+pub mod commands;
+pub mod discovery;
+pub mod env;
+pub mod failures;
+pub mod hints;
+pub mod isolation;
+pub mod known_builds;
+pub mod locate;
+pub mod models;
+pub mod print;
+pub mod sku;
+
+use std::sync::Arc;
+
+use crate::backend::contract::{Backend, Settings};
+use crate::vocab::BackendChoice;
+
+/// The Cursor backend a front door's settings ask for: `auto` (ACP with print mode as the
+/// fallback), `acp` or `print`, all driving one program.
+pub fn backend(settings: Settings) -> Arc<dyn Backend> {
+    let cli = cli::CursorCli::new(&settings);
+    match settings.backend {
+        BackendChoice::Print => print::CursorPrint::new(&settings, cli),
+        BackendChoice::Acp => acp::CursorAcp::new(&settings, cli),
+        BackendChoice::Auto => {
+            let acp = acp::CursorAcp::new(&settings, cli.clone());
+            auto::Auto::new(print::CursorPrint::new(&settings, cli), acp)
+        }
+    }
+}
