@@ -112,7 +112,9 @@ export class TurnRenderer {
         this.closeThinking();
         this.closeToolLine();
         this.toolCalls++;
-        this.report(new vscode.LanguageModelToolCallPart(delta.callId, delta.name, isObject(delta.input) ? delta.input : {}));
+        this.report(
+          new vscode.LanguageModelToolCallPart(delta.callId, delta.name, isObject(delta.input) ? delta.input : {}),
+        );
         return;
       case 'session':
         this.sessionId = delta.sessionId;

@@ -97,7 +97,12 @@ export function planTurn(
   // Utility requests (titles, progress messages) never touch a session and only need to talk.
   const mode: ModeDecision = utility
     ? { mode: 'ask', reason: 'utility request' }
-    : inferMode({ systemText: conversation.systemText, toolNames: toolNamesOf(options), setting: settings.mode, trusted });
+    : inferMode({
+        systemText: conversation.systemText,
+        toolNames: toolNamesOf(options),
+        setting: settings.mode,
+        trusted,
+      });
   const conversationId = conversationIdOf(options);
   const params: ChatSendParams = {
     turnId,
@@ -248,7 +253,8 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     renderer.finish();
     // A tool-call stop is not the answer yet: VS Code runs the tools and calls us again.
     const waitsForTools = result.stopReason === 'toolCalls';
-    if (waitsForTools && renderer.toolCalls === 0) this.deps.log.warn(`turn ${turnId} stopped for tool calls but none came`);
+    if (waitsForTools && renderer.toolCalls === 0)
+      this.deps.log.warn(`turn ${turnId} stopped for tool calls but none came`);
     if (!utility && !waitsForTools) this.deps.onTurn?.('answered');
     const usage = result.usage ?? renderer.usage;
     const DataPart = this.deps.dataPart();
@@ -263,8 +269,16 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     );
   }
 
-  private renderer(report: (part: vscode.LanguageModelResponsePart) => void, settings: Settings, utility: boolean): TurnRenderer {
-    return new TurnRenderer(report, { showToolActivity: settings.showToolActivity, thinkingPart: this.deps.thinkingPart(), utility });
+  private renderer(
+    report: (part: vscode.LanguageModelResponsePart) => void,
+    settings: Settings,
+    utility: boolean,
+  ): TurnRenderer {
+    return new TurnRenderer(report, {
+      showToolActivity: settings.showToolActivity,
+      thinkingPart: this.deps.thinkingPart(),
+      utility,
+    });
   }
 
   /** A failed turn: logged, then thrown or explained as the answer (errors.ts decides which). */
