@@ -2,6 +2,11 @@
 //! server), against the CLI test double: one test binary, one module per group. Rerun a group
 //! alone by its name, e.g. `cargo nextest run -p cursor-bridge --test process fault_matrix`.
 //!
+//! The heavy tier (the soak, the fault matrix, the `openai` Python client, and the ACP cases that
+//! wait out a real time bound) is `#[ignore]`d with its reason, so a plain `cargo test` stays
+//! fast; `cargo xtask test` runs it on both backends (`--run-ignored all`), and
+//! `cargo test -p cursor-bridge --test process -- --ignored` runs it by hand.
+//!
 //! Linux only: the suite counts processes, zombies and descriptors through `/proc` and signals
 //! them with POSIX calls. On macOS and Windows the process guarantees are tested by the unit tests
 //! of `backend/process` instead, and CI says so when it runs there (docs/platforms.md).

@@ -1,0 +1,60 @@
+//! The test tiers a contributor lives in (docs/contributing.md):
+//!
+//! - `cargo xtask test --quick`, the inner loop: formatting, the sidecar's library tests (unit
+//!   tests, tidy, the in-process tier of the engine and the stdio door), and the extension's
+//!   typecheck, lint, format check and unit tests. No integration suite, no fuzzing, no VS Code;
+//!   under five minutes from a warm `target/` on a 2-core machine.
+//! - A plain `cargo test`: everything but the heavy tier, which is `#[ignore]`d with its reason
+//!   (the soak, the fault matrix, the Python client, the ACP cases that wait out a real bound;
+//!   `sidecar/tests/process/main.rs`).
+//! - `cargo xtask test`, what CI runs: everything, the heavy tier included ([`HEAVY_TIER`]).
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::{cargo, conformance, extension, run_cmd};
+
+/// The nextest arguments that take the ignored heavy tier into the full run, but not the
+/// conformance tests, which are ignored for another reason (they need the agent the conformance
+/// stage installs, and run there).
+pub fn heavy_tier_nextest_args() -> Vec<String> {
+    let agents: Vec<String> = conformance::TESTS.iter().map(|t| format!("binary_id(acp-conformance::{t})")).collect();
+    vec!["--run-ignored".into(), "all".into(), "-E".into(), format!("not ({})", agents.join(" | "))]
+}
+
+/// What the full run adds to the tests a plain `cargo test` runs, said in its log.
+pub const HEAVY_TIER: &str =
+    "the heavy tier (#[ignore]d in a plain `cargo test`: soak, fault matrix, Python client, slow ACP bounds)";
+
+/// `cargo xtask test --quick`.
+pub fn quick(root: &Path) -> Result<()> {
+    let started = Instant::now();
+    let mut stages: Vec<(&str, std::time::Duration)> = Vec::new();
+    let mut stage = |name: &'static str, run: &mut dyn FnMut() -> Result<()>| -> Result<()> {
+        let at = Instant::now();
+        run()?;
+        stages.push((name, at.elapsed()));
+        Ok(())
+    };
+    stage("rustfmt --check", &mut || run_cmd(cargo().args(["fmt", "--all", "--", "--check"])))?;
+    // The unit tests, tidy and the in-process tier (engine/tests, stdio/tests) are all the lib's.
+    stage("sidecar lib tests (unit, tidy, in-process tier)", &mut || {
+        run_cmd(cargo().args(["test", "--locked", "-p", "cursor-bridge", "--lib"]))
+    })?;
+    // The extension's unit tests also drive the real sidecar against the CLI double.
+    stage("sidecar and CLI double binaries", &mut || {
+        run_cmd(cargo().args(["build", "--locked", "-p", "cursor-bridge", "-p", "cli-double", "--bins"]))
+    })?;
+    stage("extension typecheck, format, lint", &mut || extension::check(root))?;
+    stage("extension unit tests", &mut || extension::unit_tests(root).map(|_| ()))?;
+    for (name, took) in &stages {
+        eprintln!("xtask: {name}: {took:.0?}");
+    }
+    eprintln!(
+        "xtask: quick tests passed in {:.0?} (not run: the integration suite, {HEAVY_TIER}, conformance, fuzzing, benchmarks, e2e: `cargo xtask test`)",
+        started.elapsed()
+    );
+    Ok(())
+}
