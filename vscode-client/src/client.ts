@@ -1,6 +1,6 @@
 // One running sidecar process and the JSON-RPC connection over its stdio. It knows the wire (the
 // handshake, requests, notifications, how VS Code's cancellation and a dead process become
-// protocol errors) but no policy: when to start, stop or restart is ctx.ts's call, so a failure
+// protocol errors) but no policy: when to start, stop or restart is sidecar-manager.ts's call, so a failure
 // here is always reported, never retried. No vscode import, so it runs in plain Node.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';

@@ -6,7 +6,7 @@ import { plainMessage, toBridgeError } from './errors';
 import type { ModelCatalog } from './models';
 import { Request, type DoctorResult } from './protocol';
 import { applyFix, FIX_LABELS, showCheckSetup, type FixId, type SetupItem } from './setup-check';
-import type { SidecarManager } from './ctx';
+import type { SidecarManager } from './sidecar-manager';
 
 export const Command = {
   refreshModels: 'cursorBridge.refreshModels',

@@ -7,9 +7,9 @@
 // can say that they were not sent.
 
 import * as vscode from 'vscode';
-import { MARKER_MIME, parseMarker } from './marker';
+import { MARKER_MIME, parseMarker } from './session-marker';
 import type { ChatMessage, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult } from './protocol';
-import { dataPartCtor, thinkingPartCtor, toolResultPart2Ctor } from './newer-api';
+import { dataPartCtor, thinkingPartCtor, toolResultPart2Ctor } from './optional-parts';
 
 /** One content part, by what it is. */
 export type Part =

@@ -6,7 +6,7 @@
 
 import * as vscode from 'vscode';
 import type { ChatDelta, Usage } from './protocol';
-import { asResponsePart, type ThinkingPartCtor } from './newer-api';
+import { asResponsePart, type ThinkingPartCtor } from './optional-parts';
 
 export interface RendererOptions {
   /** `cursorBridge.showToolActivity`: tool lines in the answer. */

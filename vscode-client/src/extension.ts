@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { locateSidecar } from './bootstrap';
 import { API_KEY_SECRET, Command, registerCommands } from './commands';
-import { detached, restartOnChanges, SidecarManager, type LaunchConfig } from './ctx';
+import { detached, restartOnChanges, SidecarManager, type LaunchConfig } from './sidecar-manager';
 import { plainMessage, toBridgeError, type BridgeError, type FailureKind } from './errors';
 import { turnWorkspace } from './folders';
 import { ModelCatalog } from './models';
@@ -14,7 +14,7 @@ import { platformReport } from './platform';
 import { PROTOCOL_VERSION, Request } from './protocol';
 import { CursorChatProvider } from './provider';
 import { expandHome, readSettings, SECTION, sidecarOptions, type Settings } from './settings';
-import { dataPartCtor, thinkingPartCtor } from './newer-api';
+import { dataPartCtor, thinkingPartCtor } from './optional-parts';
 import { TokenCounter } from './tokens';
 
 export const VENDOR = 'cursor';

@@ -14,16 +14,16 @@ import {
   toolNamesOf,
   type RequestOptions,
 } from './convert';
-import type { Bridge } from './ctx';
+import type { Bridge } from './sidecar-manager';
 import { TurnRenderer } from './deltas';
 import { NOTICES, renderFailure, toBridgeError } from './errors';
-import { encodeMarker, MARKER_MIME } from './marker';
+import { encodeMarker, MARKER_MIME } from './session-marker';
 import { inferMode, type ModeDecision } from './mode';
 import { groupModels, resolveSku, toChatInformation, type ModelCatalog } from './models';
 import type { ModelInfo } from './protocol';
 import { Request, type ChatSendParams, type ChatSendResult, type InitializeResult, type Usage } from './protocol';
 import type { Settings, ToolsSetting } from './settings';
-import { asResponsePart, type DataPartCtor, type ThinkingPartCtor } from './newer-api';
+import { asResponsePart, type DataPartCtor, type ThinkingPartCtor } from './optional-parts';
 import type { TokenCounter } from './tokens';
 
 export interface ProviderDeps {
@@ -311,7 +311,7 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     return Promise.resolve(this.deps.tokens.count(text));
   }
 
-  /** Our session id, in the one data part the Chat view keeps in history (marker.ts). */
+  /** Our session id, in the one data part the Chat view keeps in history (session-marker.ts). */
   private reportMarker(
     report: (part: vscode.LanguageModelResponsePart) => void,
     model: vscode.LanguageModelChatInformation,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as vscode from 'vscode';
 import type { CancellationLike } from '../src/client';
-import type { Bridge } from '../src/ctx';
+import type { Bridge } from '../src/sidecar-manager';
 import { BridgeError, NOTICES } from '../src/errors';
 import { ModelCatalog } from '../src/models';
 import type {

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as vscode from 'vscode';
-import { detached, SidecarManager } from '../src/ctx';
+import { detached, SidecarManager } from '../src/sidecar-manager';
 import { toBridgeError } from '../src/errors';
 import { activate, deactivate } from '../src/extension';
 import { ModelCatalog } from '../src/models';

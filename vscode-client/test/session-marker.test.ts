@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { convertMessages } from '../src/convert';
-import { encodeMarker, MARKER_MIME, markerText, parseMarker } from '../src/marker';
+import { encodeMarker, MARKER_MIME, markerText, parseMarker } from '../src/session-marker';
 import * as stub from './vscode-stub';
 
 describe('stateful_marker', () => {

@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseStderrLine } from '../src/client';
-import { CrashTracker, restartOnChanges, SidecarManager, type SidecarManagerOptions } from '../src/ctx';
+import { CrashTracker, restartOnChanges, SidecarManager, type SidecarManagerOptions } from '../src/sidecar-manager';
 import { BridgeError, toBridgeError } from '../src/errors';
 import { DELTA_KINDS, type ChatDelta, type ChatSendParams, type InitializeResult } from '../src/protocol';
 import { alive, binariesOrSkip, directed, DOUBLE_BIN, memoryLog, SIDECAR_BIN, until } from './helpers';
