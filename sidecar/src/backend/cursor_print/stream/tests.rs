@@ -1,3 +1,7 @@
+//! The stream parser's tests: golden event files for every fixture (the CLI transcripts, the fuzz
+//! regressions, the `*.cases` of `tests/fixtures/stream-parser/`), each through the fuzz target's
+//! invariant check, and the few properties a golden file cannot show.
+
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
