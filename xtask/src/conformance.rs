@@ -77,7 +77,7 @@ fn native_copilot(prefix: &Path) -> Result<PathBuf> {
 }
 
 /// The conformance crate's test targets that need the agent.
-pub const TESTS: [&str; 2] = ["acp_agents", "copilot_byok"];
+const TESTS: [&str; 2] = ["acp_agents", "copilot_byok"];
 
 /// Install (cached), then run the conformance tests; adds their count to the tally.
 pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
