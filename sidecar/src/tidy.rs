@@ -143,6 +143,57 @@ fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// Paths written through a module imported by name: after `use super::cursor_acp::{self, …};` or
+/// `use crate::backend::process;`, a later `cursor_acp::agent::X` reaches `cursor_acp::agent`, which
+/// `references` alone (paths from `crate::`, `super::`, `self::`) would not see.
+fn aliased_references(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let mut aliases: Vec<(String, Vec<String>)> = Vec::new();
+    for line in code_lines(text) {
+        let Some(used) = line.trim_start().trim_start_matches("pub ").strip_prefix("use ") else { continue };
+        let used = used.trim_end().trim_end_matches(';');
+        let name = if let Some((head, group)) = used.split_once("::{") {
+            if !group.split(|c| c == ',' || c == '}').any(|m| m.trim() == "self") {
+                continue;
+            }
+            head.rsplit("::").next().unwrap_or("")
+        } else {
+            used.rsplit("::").next().unwrap_or("")
+        };
+        let is_module =
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit());
+        if !is_module || matches!(name, "self" | "super" | "crate") {
+            continue;
+        }
+        if let Some(path) = references(module, line).pop() {
+            aliases.push((name.to_string(), path));
+        }
+    }
+    let mut out = Vec::new();
+    for line in code_lines(text) {
+        if line.trim_start().starts_with("use ") || line.trim_start().starts_with("pub use ") {
+            continue;
+        }
+        for (name, path) in &aliases {
+            let pattern = format!("{name}::");
+            for (at, _) in line.match_indices(&pattern) {
+                if line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let rest = &line[at + pattern.len()..];
+                let mut target = path.clone();
+                target.extend(
+                    rest.split("::")
+                        .map(|s| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(""))
+                        .take_while(|s| !s.is_empty())
+                        .map(str::to_string),
+                );
+                out.push(target);
+            }
+        }
+    }
+    out
+}
+
 /// The import graph between source files: file → files whose module it uses. A module's own
 /// submodule declarations (`mod x;`) are not imports.
 fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
@@ -156,7 +207,7 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
             continue; // main: the binary crate (imports the library by name); tidy: quotes paths
         }
         let mut edges = BTreeSet::new();
-        for target in references(module, text) {
+        for target in references(module, text).into_iter().chain(aliased_references(module, text)) {
             // The longest prefix that is a module of ours.
             let found = (0..=target.len()).rev().find_map(|n| modules.get(&target[..n]));
             if let Some(file) = found {
@@ -250,6 +301,10 @@ fn the_graph_sees_real_imports() {
     assert!(has("stdio/handlers.rs", "engine/mod.rs"));
     assert!(has("backend/cursor_print/run.rs", "util/io.rs"));
     assert!(has("stdio/dispatch.rs", "stdio/outbox.rs"), "grouped `use super::{{…}}` members");
+    assert!(
+        has("backend/cursor_print/locate.rs", "backend/cursor_print/discovery.rs"),
+        "`use super::discovery::{{self, …}}`"
+    );
     assert_eq!(layer("stdio/handlers.rs"), "stdio");
     assert!(!allowed("engine").contains(&"stdio") && !allowed("backend").contains(&"engine"));
     assert!(!allowed("http").contains(&"stdio") && !allowed("stdio").contains(&"http"));
