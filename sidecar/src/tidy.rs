@@ -12,6 +12,9 @@
 //! - rustfmt's output is the source (`rustfmt.toml` at the workspace root).
 //! - Every JSON example in protocol.md deserializes into its Rust type and serializes back to
 //!   the same fields, so a renamed field fails here.
+//! - A backend's folder is used from outside only through its front (`mod.rs`), its parent
+//!   `backend/` included; the engine and the doors name no concrete backend at all.
+//! - Every Rust module of the workspace opens with a `//!` doc comment.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -143,6 +146,57 @@ fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// Paths written through a module imported by name: after `use super::acp::{self, …};` or
+/// `use crate::backend::process;`, a later `acp::agent::X` reaches `acp::agent`, which
+/// `references` alone (paths from `crate::`, `super::`, `self::`) would not see.
+fn aliased_references(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let mut aliases: Vec<(String, Vec<String>)> = Vec::new();
+    for line in code_lines(text) {
+        let Some(used) = line.trim_start().trim_start_matches("pub ").strip_prefix("use ") else { continue };
+        let used = used.trim_end().trim_end_matches(';');
+        let name = if let Some((head, group)) = used.split_once("::{") {
+            if !group.split(|c| c == ',' || c == '}').any(|m| m.trim() == "self") {
+                continue;
+            }
+            head.rsplit("::").next().unwrap_or("")
+        } else {
+            used.rsplit("::").next().unwrap_or("")
+        };
+        let is_module =
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit());
+        if !is_module || matches!(name, "self" | "super" | "crate") {
+            continue;
+        }
+        if let Some(path) = references(module, line).pop() {
+            aliases.push((name.to_string(), path));
+        }
+    }
+    let mut out = Vec::new();
+    for line in code_lines(text) {
+        if line.trim_start().starts_with("use ") || line.trim_start().starts_with("pub use ") {
+            continue;
+        }
+        for (name, path) in &aliases {
+            let pattern = format!("{name}::");
+            for (at, _) in line.match_indices(&pattern) {
+                if line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let rest = &line[at + pattern.len()..];
+                let mut target = path.clone();
+                target.extend(
+                    rest.split("::")
+                        .map(|s| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(""))
+                        .take_while(|s| !s.is_empty())
+                        .map(str::to_string),
+                );
+                out.push(target);
+            }
+        }
+    }
+    out
+}
+
 /// The import graph between source files: file → files whose module it uses. A module's own
 /// submodule declarations (`mod x;`) are not imports.
 fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
@@ -156,7 +210,7 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
             continue; // main: the binary crate (imports the library by name); tidy: quotes paths
         }
         let mut edges = BTreeSet::new();
-        for target in references(module, text) {
+        for target in references(module, text).into_iter().chain(aliased_references(module, text)) {
             // The longest prefix that is a module of ours.
             let found = (0..=target.len()).rev().find_map(|n| modules.get(&target[..n]));
             if let Some(file) = found {
@@ -269,6 +323,7 @@ fn the_graph_sees_real_imports() {
     assert!(has("stdio/handlers.rs", "engine/mod.rs"));
     assert!(has("backend/cursor/print/run.rs", "util/io.rs"));
     assert!(has("stdio/dispatch.rs", "stdio/outbox.rs"), "grouped `use super::{{…}}` members");
+    assert!(has("backend/cursor/locate.rs", "backend/cursor/discovery.rs"), "`use super::discovery::{{self, …}}`");
     assert_eq!(layer("stdio/handlers.rs"), "stdio");
     assert!(!allowed("engine").contains(&"stdio") && !allowed("backend").contains(&"engine"));
     assert!(!allowed("http").contains(&"stdio") && !allowed("stdio").contains(&"http"));
@@ -571,4 +626,163 @@ fn a_renamed_field_fails_the_round_trip() {
         serde_json::json!({"turnId": "t", "model": "auto", "mode": "ask", "converstionId": "typo", "messages": []});
     round_trip::<crate::protocol::ChatSendParams>(&example, "typo", &mut problems);
     assert_eq!(problems.len(), 1, "{problems:?}");
+}
+
+/// The folders below `backend/` a file lies in, innermost last: `backend/cursor/print/stream/raw.rs`
+/// → `backend/cursor/print/`, `backend/cursor/print/stream/`. Each is one module whose front is its
+/// `mod.rs` (or the `name.rs` beside the folder).
+fn backend_folders(file: &str) -> Vec<String> {
+    let parts: Vec<&str> = file.split('/').collect();
+    if parts.first() != Some(&"backend") {
+        return Vec::new();
+    }
+    (2..parts.len()).map(|n| parts[..n].join("/") + "/").collect()
+}
+
+fn is_front(folder: &str, file: &str) -> bool {
+    file == format!("{folder}mod.rs") || file == format!("{}.rs", folder.trim_end_matches('/'))
+}
+
+/// Edges into a backend folder's internals from outside the folder (docs/architecture.md: a
+/// backend's folder "is everything that knows" its agent, and its `mod.rs` is what it offers).
+/// The parent module (`backend/`'s own files: `auto.rs`, `select.rs`, …) is held to it like
+/// anyone; imports between two folders under one parent are a rule of their own (sibling
+/// backends), not this one's.
+fn reaches_into_a_backend(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (from, edges) in graph {
+        for to in edges {
+            for folder in backend_folders(to) {
+                if from.starts_with(&folder) || is_front(&folder, to) {
+                    continue;
+                }
+                let parent =
+                    folder.trim_end_matches('/').rsplit_once('/').map_or(String::new(), |(p, _)| format!("{p}/"));
+                let in_a_sibling = backend_folders(from)
+                    .iter()
+                    .any(|f| *f != folder && f.starts_with(&parent) && f.len() > parent.len());
+                if !in_a_sibling {
+                    wrong.push(format!("{from} uses {to}, an internal of {folder}: use what its front offers"));
+                }
+                break;
+            }
+        }
+    }
+    wrong
+}
+
+/// Edges from the engine or a front door into any backend's folder: they may know `trait Backend`
+/// and the backend root's shared files, never a concrete backend (docs/architecture.md, engine:
+/// "Must not: … name a concrete backend (that is `backend/select.rs`)").
+fn names_a_concrete_backend(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (from, edges) in graph {
+        if !matches!(layer(from), "engine" | "stdio" | "http" | "doctor" | "startup") {
+            continue;
+        }
+        for to in edges {
+            if let Some(folder) = backend_folders(to).first() {
+                wrong.push(format!(
+                    "{from} uses {to}: a concrete backend ({folder}), which only backend/select.rs names"
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn a_backend_folder_is_used_only_through_its_front() {
+    let wrong = reaches_into_a_backend(&import_graph());
+    assert!(wrong.is_empty(), "a backend folder's internals used from outside it:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_engine_and_the_doors_name_no_concrete_backend() {
+    let wrong = names_a_concrete_backend(&import_graph());
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_folder_rules_see_what_they_forbid() {
+    // The two rules above on a made-up graph: each edge they must refuse, and those they must not.
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("backend/cursor/auto.rs", &["backend/cursor/acp/agent.rs", "backend/cursor/print/mod.rs"][..]),
+        ("backend/select.rs", &["backend/process/vfork.rs", "backend/process.rs"][..]),
+        ("backend/cursor/acp/turn.rs", &["backend/cursor/acp/agent.rs", "backend/cursor/env.rs"][..]),
+        ("backend/cursor/print/run.rs", &["backend/cursor/print/stream/raw.rs", "backend/process.rs"][..]),
+        ("backend/cursor/print/mod.rs", &["backend/cursor/print/stream/mod.rs"][..]),
+        ("backend/scripted.rs", &["backend/cursor/mod.rs", "backend/cursor/isolation.rs"][..]),
+        ("engine/turn.rs", &["backend/contract.rs", "backend/mod.rs", "backend/cursor/mod.rs"][..]),
+        ("engine/core.rs", &["engine/tools/parked.rs", "backend/process.rs"][..]),
+    ]
+    .into_iter()
+    .map(|(from, to)| (from.to_string(), to.iter().map(|t| t.to_string()).collect()))
+    .collect();
+    assert_eq!(
+        reaches_into_a_backend(&graph),
+        [
+            "backend/cursor/auto.rs uses backend/cursor/acp/agent.rs, an internal of backend/cursor/acp/: use what its front offers",
+            "backend/cursor/print/run.rs uses backend/cursor/print/stream/raw.rs, an internal of backend/cursor/print/stream/: use what its front offers",
+            "backend/scripted.rs uses backend/cursor/isolation.rs, an internal of backend/cursor/: use what its front offers",
+            "backend/select.rs uses backend/process/vfork.rs, an internal of backend/process/: use what its front offers",
+        ]
+    );
+    assert_eq!(
+        names_a_concrete_backend(&graph),
+        ["engine/turn.rs uses backend/cursor/mod.rs: a concrete backend (backend/cursor/), which only backend/select.rs names"]
+    );
+}
+
+/// The Rust sources of the workspace, relative to its root: the sidecar's and every other crate's.
+fn workspace_sources() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in [
+        "sidecar/src",
+        "sidecar/tests",
+        "sidecar/benches",
+        "xtask/src",
+        "cli-double/src",
+        "cli-double/tests",
+        "conformance/src",
+        "conformance/tests",
+        "fuzz/fuzz_targets",
+    ] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.sort();
+    files.into_iter().map(|p| p.strip_prefix(root).unwrap().to_path_buf()).collect()
+}
+
+/// A module opens with `//!` lines saying what it owns (inner attributes such as `#![cfg]` may
+/// come first): the reader of any file learns what it is for before reading code.
+fn opens_with_a_doc_comment(text: &str) -> bool {
+    text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("#![")).is_some_and(|l| l.starts_with("//!"))
+}
+
+#[test]
+fn every_module_says_what_it_is() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let files = workspace_sources();
+    assert!(files.len() > 100, "tidy found only {} Rust files", files.len());
+    let silent: Vec<String> = files
+        .iter()
+        .filter(|p| !opens_with_a_doc_comment(&std::fs::read_to_string(root.join(p)).unwrap_or_default()))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(silent.is_empty(), "modules without a `//!` doc comment at the top:\n{}", silent.join("\n"));
+    assert!(opens_with_a_doc_comment("#![cfg(unix)]\n\n//! What.\nuse x;"));
+    assert!(!opens_with_a_doc_comment("use x;\n//! Late."));
+    assert!(!opens_with_a_doc_comment("/// An item's doc, not the module's.\nfn f() {}"));
 }

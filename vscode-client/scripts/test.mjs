@@ -31,8 +31,12 @@ await esbuild.build({
 });
 
 const files = tests.map((f) => path.join(outdir, f.replace(/\.ts$/, '.js')));
-const result = spawnSync(process.execPath, ['--enable-source-maps', '--test', '--test-reporter=spec', ...process.argv.slice(2), ...files], {
-  cwd: root,
-  stdio: 'inherit',
-});
+const result = spawnSync(
+  process.execPath,
+  ['--enable-source-maps', '--test', '--test-reporter=spec', ...process.argv.slice(2), ...files],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 process.exit(result.status ?? 1);

@@ -95,7 +95,10 @@ function ensureExecutable(file: string, log: Logger): void {
 export function locateSidecar(o: FindOptions, log: Logger): string {
   const found = findSidecar(o);
   if (!found) {
-    throw new BridgeError('sidecarNotFound', `no server/${sidecarFileName()} in the extension and cursorBridge.sidecarPath is not set`);
+    throw new BridgeError(
+      'sidecarNotFound',
+      `no server/${sidecarFileName()} in the extension and cursorBridge.sidecarPath is not set`,
+    );
   }
   if (found.source === 'bundled') {
     ensureExecutable(found.path, log);

@@ -1,6 +1,6 @@
 // One running sidecar process and the JSON-RPC connection over its stdio. It knows the wire (the
 // handshake, requests, notifications, how VS Code's cancellation and a dead process become
-// protocol errors) but no policy: when to start, stop or restart is ctx.ts's call, so a failure
+// protocol errors) but no policy: when to start, stop or restart is sidecar-manager.ts's call, so a failure
 // here is always reported, never retried. No vscode import, so it runs in plain Node.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -98,12 +98,16 @@ export class SidecarClient {
       const { level, text } = parseStderrLine(line);
       if (text) log[level](`[sidecar] ${text}`);
     });
-    this.connection = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin), {
-      error: (m) => log.error(`jsonrpc: ${m}`),
-      warn: (m) => log.warn(`jsonrpc: ${m}`),
-      info: (m) => log.debug(`jsonrpc: ${m}`),
-      log: (m) => log.trace(`jsonrpc: ${m}`),
-    });
+    this.connection = createMessageConnection(
+      new StreamMessageReader(child.stdout),
+      new StreamMessageWriter(child.stdin),
+      {
+        error: (m) => log.error(`jsonrpc: ${m}`),
+        warn: (m) => log.warn(`jsonrpc: ${m}`),
+        info: (m) => log.debug(`jsonrpc: ${m}`),
+        log: (m) => log.trace(`jsonrpc: ${m}`),
+      },
+    );
     this.connection.onNotification(Notification.chatDelta, (params: unknown) => {
       if (typeof params === 'object' && params !== null && typeof (params as ChatDelta).turnId === 'string') {
         onDelta(params as ChatDelta);
@@ -125,7 +129,11 @@ export class SidecarClient {
     return this.child.pid;
   }
 
-  request<M extends Method>(method: M, params: Requests[M]['params'], token?: CancellationLike): Promise<Requests[M]['result']> {
+  request<M extends Method>(
+    method: M,
+    params: Requests[M]['params'],
+    token?: CancellationLike,
+  ): Promise<Requests[M]['result']> {
     // vscode-jsonrpc sends `$/cancelRequest` itself when this token fires.
     const source = new CancellationTokenSource();
     const link = token?.onCancellationRequested(() => source.cancel());
@@ -163,7 +171,10 @@ export class SidecarClient {
     const result = await Promise.race([this.request(Request.initialize, params), timeout(timeoutMs)]);
     if (result === 'timeout') throw new BridgeError('sidecarCrashed', `no answer to initialize within ${timeoutMs} ms`);
     if (result.protocolVersion !== PROTOCOL_VERSION) {
-      throw new BridgeError('sidecarNotFound', `the sidecar speaks protocol ${result.protocolVersion}, not ${PROTOCOL_VERSION}`);
+      throw new BridgeError(
+        'sidecarNotFound',
+        `the sidecar speaks protocol ${result.protocolVersion}, not ${PROTOCOL_VERSION}`,
+      );
     }
     this.initialized = result;
     this.ready = true;

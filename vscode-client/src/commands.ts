@@ -6,7 +6,7 @@ import { plainMessage, toBridgeError } from './errors';
 import type { ModelCatalog } from './models';
 import { Request, type DoctorResult } from './protocol';
 import { applyFix, FIX_LABELS, showCheckSetup, type FixId, type SetupItem } from './setup-check';
-import type { SidecarManager } from './ctx';
+import type { SidecarManager } from './sidecar-manager';
 
 export const Command = {
   refreshModels: 'cursorBridge.refreshModels',
@@ -90,12 +90,14 @@ export function registerCommands(d: CommandDeps): vscode.Disposable[] {
       }
     }),
     vscode.commands.registerCommand(InternalCommand.fix, async (id: unknown) => {
-      if (typeof id === 'string' && id in FIX_LABELS) await applyFix(id as FixId, (c, ...args) => vscode.commands.executeCommand(c, ...args));
+      if (typeof id === 'string' && id in FIX_LABELS)
+        await applyFix(id as FixId, (c, ...args) => vscode.commands.executeCommand(c, ...args));
     }),
     vscode.commands.registerCommand(Command.setApiKey, async () => {
       const value = await vscode.window.showInputBox({
         title: 'Cursor Bridge: Set API Key',
-        prompt: 'A Cursor API key (Cursor dashboard → Integrations). It is kept in VS Code’s secret storage. Leave empty to remove the stored key.',
+        prompt:
+          'A Cursor API key (Cursor dashboard → Integrations). It is kept in VS Code’s secret storage. Leave empty to remove the stored key.',
         password: true,
         ignoreFocusOut: true,
       });
@@ -106,7 +108,9 @@ export function registerCommands(d: CommandDeps): vscode.Disposable[] {
       log.info(key ? 'API key stored' : 'API key removed');
       // The key only reaches the sidecar through `initialize`.
       sidecar.restartSoon(key ? 'API key changed' : 'API key removed');
-      void vscode.window.showInformationMessage(key ? 'Cursor Bridge: API key stored.' : 'Cursor Bridge: API key removed.');
+      void vscode.window.showInformationMessage(
+        key ? 'Cursor Bridge: API key stored.' : 'Cursor Bridge: API key removed.',
+      );
     }),
   ];
 }

@@ -7,9 +7,9 @@
 // can say that they were not sent.
 
 import * as vscode from 'vscode';
-import { MARKER_MIME, parseMarker } from './marker';
+import { MARKER_MIME, parseMarker } from './session-marker';
 import type { ChatMessage, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult } from './protocol';
-import { dataPartCtor, thinkingPartCtor, toolResultPart2Ctor } from './newer-api';
+import { dataPartCtor, thinkingPartCtor, toolResultPart2Ctor } from './optional-parts';
 
 /** One content part, by what it is. */
 export type Part =
@@ -48,7 +48,8 @@ export function classifyPart(part: unknown): Part {
     if (Array.isArray(part.content)) {
       return { type: 'toolResult', callId: part.callId, content: part.content, isError: part.isError === true };
     }
-    if (typeof part.name === 'string') return { type: 'toolCall', callId: part.callId, name: part.name, input: part.input };
+    if (typeof part.name === 'string')
+      return { type: 'toolCall', callId: part.callId, name: part.name, input: part.input };
   }
   // Thinking parts also have a `value`, but carry an `id`/`metadata` and are never plain text.
   if (typeof part.value === 'string' && !('id' in part) && !('metadata' in part)) {
@@ -146,7 +147,10 @@ export function toolResultText(content: readonly unknown[]): string {
     else if (part.type === 'data') {
       if (BOOKKEEPING_MIMES.has(part.mimeType)) continue;
       if (TEXT_MIME.test(part.mimeType)) pieces.push(new TextDecoder().decode(part.data));
-      else pieces.push(`[${/^image\//i.test(part.mimeType) ? 'image' : 'data'} ${part.mimeType}, ${part.data.byteLength} bytes, not shown]`);
+      else
+        pieces.push(
+          `[${/^image\//i.test(part.mimeType) ? 'image' : 'data'} ${part.mimeType}, ${part.data.byteLength} bytes, not shown]`,
+        );
     } else if (part.type === 'other' && isRecord(raw) && 'value' in raw) {
       // LanguageModelPromptTsxPart: a rendered prompt tree; its text is what matters.
       const text = promptTsxText(raw.value);
@@ -180,7 +184,10 @@ export interface Conversation {
   newImages: number;
 }
 
-export function convertMessages(messages: readonly vscode.LanguageModelChatRequestMessage[], o: ConvertOptions = {}): Conversation {
+export function convertMessages(
+  messages: readonly vscode.LanguageModelChatRequestMessage[],
+  o: ConvertOptions = {},
+): Conversation {
   const out: ChatMessage[] = [];
   const toolNames = new Map<string, string>();
   let sessionId: string | undefined;

@@ -6,7 +6,7 @@
 
 import * as vscode from 'vscode';
 import type { ChatDelta, Usage } from './protocol';
-import { asResponsePart, type ThinkingPartCtor } from './newer-api';
+import { asResponsePart, type ThinkingPartCtor } from './optional-parts';
 
 export interface RendererOptions {
   /** `cursorBridge.showToolActivity`: tool lines in the answer. */
@@ -112,7 +112,9 @@ export class TurnRenderer {
         this.closeThinking();
         this.closeToolLine();
         this.toolCalls++;
-        this.report(new vscode.LanguageModelToolCallPart(delta.callId, delta.name, isObject(delta.input) ? delta.input : {}));
+        this.report(
+          new vscode.LanguageModelToolCallPart(delta.callId, delta.name, isObject(delta.input) ? delta.input : {}),
+        );
         return;
       case 'session':
         this.sessionId = delta.sessionId;

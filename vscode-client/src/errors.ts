@@ -66,8 +66,14 @@ interface Entry {
 const SHOW_LOGS = 'Details: **Cursor Bridge: Show Logs**.';
 
 /** Set-up failures: their explanation also points to Check Setup, which finds every such problem at once. */
-export const SETUP_KINDS: ReadonlySet<FailureKind> = new Set<FailureKind>(['cliNotFound', 'authRequired', 'sidecarNotFound', 'sidecarGaveUp']);
-export const CHECK_SETUP_LINK = 'Run [Cursor Bridge: Check Setup](command:cursorBridge.checkSetup) to see everything that is missing and fix it.';
+export const SETUP_KINDS: ReadonlySet<FailureKind> = new Set<FailureKind>([
+  'cliNotFound',
+  'authRequired',
+  'sidecarNotFound',
+  'sidecarGaveUp',
+]);
+export const CHECK_SETUP_LINK =
+  'Run [Cursor Bridge: Check Setup](command:cursorBridge.checkSetup) to see everything that is missing and fix it.';
 
 /** Every failure kind, how it renders and what it says. */
 export const FAILURES: Readonly<Record<FailureKind, Entry>> = {
@@ -75,12 +81,14 @@ export const FAILURES: Readonly<Record<FailureKind, Entry>> = {
   cliNotFound: {
     render: 'markdown',
     what: 'Cursor Bridge could not find the Cursor CLI (`cursor-agent`).',
-    action: 'Install it (`curl https://cursor.com/install -fsS | bash`) or set `cursorBridge.cliPath` to where it is, then send your message again.',
+    action:
+      'Install it (`curl https://cursor.com/install -fsS | bash`) or set `cursorBridge.cliPath` to where it is, then send your message again.',
   },
   authRequired: {
     render: 'markdown',
     what: 'The Cursor CLI is not logged in, or its API key was refused.',
-    action: 'Run `agent login` in a terminal, or store an API key with **Cursor Bridge: Set API Key**, then send your message again.',
+    action:
+      'Run `agent login` in a terminal, or store an API key with **Cursor Bridge: Set API Key**, then send your message again.',
   },
   invalidModel: {
     render: 'markdown',
@@ -94,8 +102,9 @@ export const FAILURES: Readonly<Record<FailureKind, Entry>> = {
   },
   sidecarNotFound: {
     render: 'markdown',
-    what: "Cursor Bridge cannot start its helper program (`cursor-bridge`): it is missing or does not run on this system.",
-    action: 'Reinstall the extension for your platform, or set `cursorBridge.sidecarPath` to a working `cursor-bridge` binary.',
+    what: 'Cursor Bridge cannot start its helper program (`cursor-bridge`): it is missing or does not run on this system.',
+    action:
+      'Reinstall the extension for your platform, or set `cursorBridge.sidecarPath` to a working `cursor-bridge` binary.',
   },
   sidecarGaveUp: {
     render: 'markdown',
@@ -155,9 +164,9 @@ export const FAILURES: Readonly<Record<FailureKind, Entry>> = {
   },
   toolPolicy: {
     render: 'throw',
-    what: 'Cursor ran one of its own tools although only Copilot\'s tools are allowed, so the turn was stopped.',
+    what: "Cursor ran one of its own tools although only Copilot's tools are allowed, so the turn was stopped.",
     action:
-      'Please report it with the log. Meanwhile you can set `cursorBridge.tools` to `cursor` to let Cursor\'s agent work on its own.',
+      "Please report it with the log. Meanwhile you can set `cursorBridge.tools` to `cursor` to let Cursor's agent work on its own.",
   },
   unknown: {
     render: 'throw',
@@ -169,9 +178,7 @@ export const FAILURES: Readonly<Record<FailureKind, Entry>> = {
 };
 
 export type FailureRendering =
-  | { render: 'markdown'; markdown: string }
-  | { render: 'throw'; error: Error }
-  | { render: 'silent' };
+  { render: 'markdown'; markdown: string } | { render: 'throw'; error: Error } | { render: 'silent' };
 
 /**
  * How to show `err`. `utility` requests (chat titles, progress messages) always throw: a Markdown

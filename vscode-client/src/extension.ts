@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { locateSidecar } from './bootstrap';
 import { API_KEY_SECRET, Command, registerCommands } from './commands';
-import { detached, restartOnChanges, SidecarManager, type LaunchConfig } from './ctx';
+import { detached, restartOnChanges, SidecarManager, type LaunchConfig } from './sidecar-manager';
 import { plainMessage, toBridgeError, type BridgeError, type FailureKind } from './errors';
 import { turnWorkspace } from './folders';
 import { ModelCatalog } from './models';
@@ -14,7 +14,7 @@ import { platformReport } from './platform';
 import { PROTOCOL_VERSION, Request } from './protocol';
 import { CursorChatProvider } from './provider';
 import { expandHome, readSettings, SECTION, sidecarOptions, type Settings } from './settings';
-import { dataPartCtor, thinkingPartCtor } from './newer-api';
+import { dataPartCtor, thinkingPartCtor } from './optional-parts';
 import { TokenCounter } from './tokens';
 
 export const VENDOR = 'cursor';
@@ -102,7 +102,11 @@ function setContext(key: string): void {
 }
 
 /** Problems a person must fix before any Cursor model works; each is announced once per window. */
-const SETUP_PROBLEMS: ReadonlySet<FailureKind> = new Set<FailureKind>(['cliNotFound', 'authRequired', 'sidecarNotFound']);
+const SETUP_PROBLEMS: ReadonlySet<FailureKind> = new Set<FailureKind>([
+  'cliNotFound',
+  'authRequired',
+  'sidecarNotFound',
+]);
 
 export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
   const log = vscode.window.createOutputChannel('Cursor Bridge', { log: true });
@@ -191,7 +195,15 @@ export function activate(context: vscode.ExtensionContext): CursorBridgeApi {
       // Whether this VSIX's sidecar matches the machine (an x64 build under Rosetta, say).
       platformReport: () => {
         const r = platformReport(context.extensionPath);
-        return [{ id: 'platform', title: 'Sidecar build', status: r.ok ? 'ok' : 'warn', summary: r.message, fix: r.fix || undefined }];
+        return [
+          {
+            id: 'platform',
+            title: 'Sidecar build',
+            status: r.ok ? 'ok' : 'warn',
+            summary: r.message,
+            fix: r.fix || undefined,
+          },
+        ];
       },
     }),
     ...restartOnChanges(manager, vscode.workspace, context.secrets, API_KEY_SECRET),

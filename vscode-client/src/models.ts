@@ -84,7 +84,12 @@ function choiceOf(members: ModelInfo[], defaultSku: ModelInfo): VariantChoice {
     };
   }
   const title = fast && !effort && !thinking ? 'Speed' : thinking && !effort && !fast ? 'Thinking' : 'Variant';
-  return { key: 'variant', title, options: sorted.map((m) => ({ value: m.id, label: label(m), sku: m.id })), default: defaultSku.id };
+  return {
+    key: 'variant',
+    title,
+    options: sorted.map((m) => ({ value: m.id, label: label(m), sku: m.id })),
+    default: defaultSku.id,
+  };
 }
 
 /** The SKU a request runs: the one its `modelConfiguration` picked, else the base's default. */

@@ -59,14 +59,16 @@ export function checkPlatform(f: PlatformFacts): PlatformReport {
   if (f.translated && f.platform === 'darwin') {
     return {
       ok: false,
-      message: 'VS Code runs as an Intel (x64) app under Rosetta on Apple silicon, so Cursor Bridge uses its x64 sidecar, translated: it works, but starts and streams slower.',
+      message:
+        'VS Code runs as an Intel (x64) app under Rosetta on Apple silicon, so Cursor Bridge uses its x64 sidecar, translated: it works, but starts and streams slower.',
       fix: 'Install the Apple silicon (or Universal) build of VS Code; Cursor Bridge then installs its darwin-arm64 package.',
     };
   }
   if (f.translated && f.platform === 'win32') {
     return {
       ok: false,
-      message: 'VS Code runs as an x64 app under emulation on a Windows Arm machine, so Cursor Bridge uses its x64 sidecar, emulated: it works, but slower.',
+      message:
+        'VS Code runs as an x64 app under emulation on a Windows Arm machine, so Cursor Bridge uses its x64 sidecar, emulated: it works, but slower.',
       fix: 'Install the Arm64 build of VS Code; Cursor Bridge then installs its win32-arm64 package.',
     };
   }
@@ -75,7 +77,16 @@ export function checkPlatform(f: PlatformFacts): PlatformReport {
 }
 
 function describeHost(f: PlatformFacts): string {
-  const os = f.platform === 'darwin' ? 'macOS' : f.platform === 'win32' ? 'Windows' : f.platform === 'linux' ? (f.musl ? 'Linux (musl)' : 'Linux') : f.platform;
+  const os =
+    f.platform === 'darwin'
+      ? 'macOS'
+      : f.platform === 'win32'
+        ? 'Windows'
+        : f.platform === 'linux'
+          ? f.musl
+            ? 'Linux (musl)'
+            : 'Linux'
+          : f.platform;
   return `${os} ${f.arch}${f.translated ? ', translated' : ''}`;
 }
 
@@ -98,7 +109,9 @@ export function bundledTarget(extensionPath: string): string | undefined {
 export function runsTranslated(platform: NodeJS.Platform = process.platform, arch: string = process.arch): boolean {
   if (platform === 'darwin' && arch === 'x64') {
     try {
-      return execFileSync('sysctl', ['-n', 'sysctl.proc_translated'], { encoding: 'utf8', timeout: 2000 }).trim() === '1';
+      return (
+        execFileSync('sysctl', ['-n', 'sysctl.proc_translated'], { encoding: 'utf8', timeout: 2000 }).trim() === '1'
+      );
     } catch {
       return false; // an Intel Mac has no such name
     }

@@ -14,16 +14,16 @@ import {
   toolNamesOf,
   type RequestOptions,
 } from './convert';
-import type { Bridge } from './ctx';
+import type { Bridge } from './sidecar-manager';
 import { TurnRenderer } from './deltas';
 import { NOTICES, renderFailure, toBridgeError } from './errors';
-import { encodeMarker, MARKER_MIME } from './marker';
+import { encodeMarker, MARKER_MIME } from './session-marker';
 import { inferMode, type ModeDecision } from './mode';
 import { groupModels, resolveSku, toChatInformation, type ModelCatalog } from './models';
 import type { ModelInfo } from './protocol';
 import { Request, type ChatSendParams, type ChatSendResult, type InitializeResult, type Usage } from './protocol';
 import type { Settings, ToolsSetting } from './settings';
-import { asResponsePart, type DataPartCtor, type ThinkingPartCtor } from './newer-api';
+import { asResponsePart, type DataPartCtor, type ThinkingPartCtor } from './optional-parts';
 import type { TokenCounter } from './tokens';
 
 export interface ProviderDeps {
@@ -97,7 +97,12 @@ export function planTurn(
   // Utility requests (titles, progress messages) never touch a session and only need to talk.
   const mode: ModeDecision = utility
     ? { mode: 'ask', reason: 'utility request' }
-    : inferMode({ systemText: conversation.systemText, toolNames: toolNamesOf(options), setting: settings.mode, trusted });
+    : inferMode({
+        systemText: conversation.systemText,
+        toolNames: toolNamesOf(options),
+        setting: settings.mode,
+        trusted,
+      });
   const conversationId = conversationIdOf(options);
   const params: ChatSendParams = {
     turnId,
@@ -248,7 +253,8 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     renderer.finish();
     // A tool-call stop is not the answer yet: VS Code runs the tools and calls us again.
     const waitsForTools = result.stopReason === 'toolCalls';
-    if (waitsForTools && renderer.toolCalls === 0) this.deps.log.warn(`turn ${turnId} stopped for tool calls but none came`);
+    if (waitsForTools && renderer.toolCalls === 0)
+      this.deps.log.warn(`turn ${turnId} stopped for tool calls but none came`);
     if (!utility && !waitsForTools) this.deps.onTurn?.('answered');
     const usage = result.usage ?? renderer.usage;
     const DataPart = this.deps.dataPart();
@@ -263,8 +269,16 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     );
   }
 
-  private renderer(report: (part: vscode.LanguageModelResponsePart) => void, settings: Settings, utility: boolean): TurnRenderer {
-    return new TurnRenderer(report, { showToolActivity: settings.showToolActivity, thinkingPart: this.deps.thinkingPart(), utility });
+  private renderer(
+    report: (part: vscode.LanguageModelResponsePart) => void,
+    settings: Settings,
+    utility: boolean,
+  ): TurnRenderer {
+    return new TurnRenderer(report, {
+      showToolActivity: settings.showToolActivity,
+      thinkingPart: this.deps.thinkingPart(),
+      utility,
+    });
   }
 
   /** A failed turn: logged, then thrown or explained as the answer (errors.ts decides which). */
@@ -297,7 +311,7 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
     return Promise.resolve(this.deps.tokens.count(text));
   }
 
-  /** Our session id, in the one data part the Chat view keeps in history (marker.ts). */
+  /** Our session id, in the one data part the Chat view keeps in history (session-marker.ts). */
   private reportMarker(
     report: (part: vscode.LanguageModelResponsePart) => void,
     model: vscode.LanguageModelChatInformation,

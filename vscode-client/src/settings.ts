@@ -75,7 +75,9 @@ export const RESTART_KEYS: readonly (keyof Settings)[] = [
 /** The part of `vscode.WorkspaceConfiguration` used here. */
 export interface ConfigReader {
   get<T>(key: string): T | undefined;
-  inspect<T>(key: string): { defaultValue?: T; globalValue?: T; workspaceValue?: T; workspaceFolderValue?: T } | undefined;
+  inspect<T>(
+    key: string,
+  ): { defaultValue?: T; globalValue?: T; workspaceValue?: T; workspaceFolderValue?: T } | undefined;
 }
 
 /**
@@ -84,7 +86,11 @@ export interface ConfigReader {
  * workspace's value; they are read here without `workspaceValue` and `workspaceFolderValue` as
  * well, in case a VS Code version or a remote set-up still surfaces one through `get()`.
  */
-export const USER_ONLY_KEYS = ['cliPath', 'sidecarPath', 'allowUnattended'] as const satisfies readonly (keyof Settings)[];
+export const USER_ONLY_KEYS = [
+  'cliPath',
+  'sidecarPath',
+  'allowUnattended',
+] as const satisfies readonly (keyof Settings)[];
 
 /** The user's (or the remote machine's) value, else the default; workspace values never count. */
 function userValue(config: ConfigReader, key: (typeof USER_ONLY_KEYS)[number]): unknown {

@@ -23,7 +23,16 @@ export interface SetupSection {
 }
 
 /** Fixes the extension can apply, each after the person agreed to exactly that change. */
-export type FixId = 'utilityMainAgent' | 'agentHostByok' | 'agentsWindow' | 'trust' | 'login' | 'installCli' | 'cliPathSetting' | 'setApiKey' | 'showLogs';
+export type FixId =
+  | 'utilityMainAgent'
+  | 'agentHostByok'
+  | 'agentsWindow'
+  | 'trust'
+  | 'login'
+  | 'installCli'
+  | 'cliPathSetting'
+  | 'setApiKey'
+  | 'showLogs';
 
 export const EXTENSION_ID = 'cursor-bridge.cursor-bridge';
 
@@ -45,12 +54,18 @@ export function vscodeChecks(f: HostFacts): SetupItem[] {
   const items: SetupItem[] = [];
   items.push(
     f.trusted
-      ? { id: 'restrictedMode', title: 'Restricted Mode', status: 'ok', summary: 'The workspace is trusted: agent mode can edit files and run commands.' }
+      ? {
+          id: 'restrictedMode',
+          title: 'Restricted Mode',
+          status: 'ok',
+          summary: 'The workspace is trusted: agent mode can edit files and run commands.',
+        }
       : {
           id: 'restrictedMode',
           title: 'Restricted Mode',
           status: 'warn',
-          summary: 'The workspace is in Restricted Mode: Cursor models only answer questions (ask mode), in a private scratch folder.',
+          summary:
+            'The workspace is in Restricted Mode: Cursor models only answer questions (ask mode), in a private scratch folder.',
           fix: 'Trust the folder if you trust its contents.',
           action: 'trust',
         },
@@ -61,7 +76,9 @@ export function vscodeChecks(f: HostFacts): SetupItem[] {
       id: 'utilityModel',
       title: 'Utility model',
       status: 'ok',
-      summary: cursorUtility ? `Chat titles and progress messages go to ${String(f.utilityModel)}.` : 'Chat titles and progress messages go to the selected model (`chat.byokUtilityModelDefault` is "mainAgent").',
+      summary: cursorUtility
+        ? `Chat titles and progress messages go to ${String(f.utilityModel)}.`
+        : 'Chat titles and progress messages go to the selected model (`chat.byokUtilityModelDefault` is "mainAgent").',
     });
   } else {
     items.push({
@@ -81,25 +98,40 @@ export function vscodeChecks(f: HostFacts): SetupItem[] {
           id: 'agentHostByok',
           title: 'Copilot harness',
           status: 'warn',
-          summary: '`chat.agentHost.byokModels.enabled` is off: Cursor models do not appear when a chat runs in the Copilot harness.',
+          summary:
+            '`chat.agentHost.byokModels.enabled` is off: Cursor models do not appear when a chat runs in the Copilot harness.',
           fix: 'Turn `chat.agentHost.byokModels.enabled` on (the agent host restarts).',
           action: 'agentHostByok',
         }
       : f.agentHostByok === true
-        ? { id: 'agentHostByok', title: 'Copilot harness', status: 'ok', summary: '`chat.agentHost.byokModels.enabled` is on: Cursor models also serve the Copilot harness.' }
+        ? {
+            id: 'agentHostByok',
+            title: 'Copilot harness',
+            status: 'ok',
+            summary: '`chat.agentHost.byokModels.enabled` is on: Cursor models also serve the Copilot harness.',
+          }
         : {
             id: 'agentHostByok',
             title: 'Copilot harness',
             status: 'info',
-            summary: '`chat.agentHost.byokModels.enabled` is not set; some VS Code builds need it on before Cursor models appear in the Copilot harness (the Local harness never needs it).',
+            summary:
+              '`chat.agentHost.byokModels.enabled` is not set; some VS Code builds need it on before Cursor models appear in the Copilot harness (the Local harness never needs it).',
             fix: 'Turn it on if Cursor models are missing when "Copilot" is the session target.',
             action: 'agentHostByok',
           },
   );
-  const allowed = typeof f.agentsWindow === 'object' && f.agentsWindow !== null && (f.agentsWindow as Record<string, unknown>)[EXTENSION_ID] === true;
+  const allowed =
+    typeof f.agentsWindow === 'object' &&
+    f.agentsWindow !== null &&
+    (f.agentsWindow as Record<string, unknown>)[EXTENSION_ID] === true;
   items.push(
     allowed
-      ? { id: 'agentsWindow', title: 'Agents window', status: 'ok', summary: 'Cursor Bridge is allowed in the Agents window.' }
+      ? {
+          id: 'agentsWindow',
+          title: 'Agents window',
+          status: 'ok',
+          summary: 'Cursor Bridge is allowed in the Agents window.',
+        }
       : {
           id: 'agentsWindow',
           title: 'Agents window',
@@ -132,7 +164,14 @@ export function sidecarItems(report: DoctorResult): SetupItem[] {
     if (c.id === 'workspaceTrust') return 'trust';
     return undefined;
   };
-  return report.checks.map((c) => ({ id: c.id, title: c.title, status: c.status, summary: c.summary, fix: c.fix, action: actionOf(c) }));
+  return report.checks.map((c) => ({
+    id: c.id,
+    title: c.title,
+    status: c.status,
+    summary: c.summary,
+    fix: c.fix,
+    action: actionOf(c),
+  }));
 }
 
 // Text marks, not emoji: they render in every font (emoji fonts are missing on many Linux set-ups).
@@ -172,11 +211,18 @@ export function renderReport(sections: SetupSection[]): string {
       if (i.action && i.status !== 'ok') lines.push(`  - [${FIX_LABELS[i.action]}](#fix-${i.action})`);
     }
   }
-  lines.push('', '---', '', 'Run **Cursor Bridge: Check Setup** again after a fix. The same sidecar checks run in a terminal: `cursor-bridge doctor`.', '');
+  lines.push(
+    '',
+    '---',
+    '',
+    'Run **Cursor Bridge: Check Setup** again after a fix. The same sidecar checks run in a terminal: `cursor-bridge doctor`.',
+    '',
+  );
   return lines.join('\n');
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
 /** The webview page: the rendered Markdown, the fix links posting their id, Copy and Run Again. */
 export function reportHtml(bodyHtml: string, nonce: string): string {
@@ -224,7 +270,9 @@ export function hostFacts(githubSignedIn: boolean): HostFacts {
 /** A GitHub session this extension can see, without prompting anyone. */
 export async function githubSignedIn(): Promise<boolean> {
   try {
-    const accounts = (vscode.authentication as unknown as { getAccounts?: (id: string) => Thenable<readonly unknown[]> }).getAccounts;
+    const accounts = (
+      vscode.authentication as unknown as { getAccounts?: (id: string) => Thenable<readonly unknown[]> }
+    ).getAccounts;
     if (accounts) return (await accounts('github')).length > 0;
     return !!(await vscode.authentication.getSession('github', ['read:user'], { silent: true }));
   } catch {
@@ -233,20 +281,37 @@ export async function githubSignedIn(): Promise<boolean> {
 }
 
 /** Applies a fix after asking; true when something changed. */
-export async function applyFix(id: FixId, run: (command: string, ...args: unknown[]) => Thenable<unknown>): Promise<boolean> {
-  const ask = async (what: string, button: string) => (await vscode.window.showWarningMessage(what, { modal: true }, button)) === button;
+export async function applyFix(
+  id: FixId,
+  run: (command: string, ...args: unknown[]) => Thenable<unknown>,
+): Promise<boolean> {
+  const ask = async (what: string, button: string) =>
+    (await vscode.window.showWarningMessage(what, { modal: true }, button)) === button;
   const user = vscode.ConfigurationTarget.Global;
   switch (id) {
     case 'utilityMainAgent':
-      if (!(await ask('Set "chat.byokUtilityModelDefault" to "mainAgent" in your user settings? Chat titles and progress messages then go to the Cursor model you picked.', 'Set'))) return false;
+      if (
+        !(await ask(
+          'Set "chat.byokUtilityModelDefault" to "mainAgent" in your user settings? Chat titles and progress messages then go to the Cursor model you picked.',
+          'Set',
+        ))
+      )
+        return false;
       await vscode.workspace.getConfiguration('chat').update('byokUtilityModelDefault', 'mainAgent', user);
       return true;
     case 'agentHostByok':
-      if (!(await ask('Turn on "chat.agentHost.byokModels.enabled" in your user settings? Cursor models then also serve chats in the Copilot harness.', 'Turn On'))) return false;
+      if (
+        !(await ask(
+          'Turn on "chat.agentHost.byokModels.enabled" in your user settings? Cursor models then also serve chats in the Copilot harness.',
+          'Turn On',
+        ))
+      )
+        return false;
       await vscode.workspace.getConfiguration('chat').update('agentHost.byokModels.enabled', true, user);
       return true;
     case 'agentsWindow': {
-      if (!(await ask(`Add "${EXTENSION_ID}": true to "extensions.supportAgentsWindow" in your user settings?`, 'Add'))) return false;
+      if (!(await ask(`Add "${EXTENSION_ID}": true to "extensions.supportAgentsWindow" in your user settings?`, 'Add')))
+        return false;
       const section = vscode.workspace.getConfiguration('extensions');
       const current = section.inspect<Record<string, boolean>>('supportAgentsWindow')?.globalValue ?? {};
       await section.update('supportAgentsWindow', { ...current, [EXTENSION_ID]: true }, user);
@@ -254,7 +319,12 @@ export async function applyFix(id: FixId, run: (command: string, ...args: unknow
     }
     case 'login':
     case 'installCli': {
-      const line = id === 'login' ? 'agent login' : process.platform === 'win32' ? "irm 'https://cursor.com/install?win32=true' | iex" : 'curl https://cursor.com/install -fsS | bash';
+      const line =
+        id === 'login'
+          ? 'agent login'
+          : process.platform === 'win32'
+            ? "irm 'https://cursor.com/install?win32=true' | iex"
+            : 'curl https://cursor.com/install -fsS | bash';
       if (!(await ask(`Open a terminal and run \`${line}\`?`, 'Open Terminal'))) return false;
       const terminal = vscode.window.createTerminal({ name: 'Cursor CLI' });
       terminal.show();
@@ -331,7 +401,12 @@ export async function showCheckSetup(d: CheckSetupDeps): Promise<string> {
   const html = await markdownToHtml(markdown);
   const nonce = Math.random().toString(36).slice(2) + Date.now().toString(36);
   if (!panel) {
-    panel = vscode.window.createWebviewPanel('cursorBridge.checkSetup', 'Cursor Bridge: Check Setup', vscode.ViewColumn.Active, { enableScripts: true });
+    panel = vscode.window.createWebviewPanel(
+      'cursorBridge.checkSetup',
+      'Cursor Bridge: Check Setup',
+      vscode.ViewColumn.Active,
+      { enableScripts: true },
+    );
     panel.onDidDispose(() => (panel = undefined));
   }
   const current = panel;
@@ -354,6 +429,11 @@ export async function showCheckSetup(d: CheckSetupDeps): Promise<string> {
   });
   current.onDidDispose(() => sub.dispose());
   current.reveal();
-  d.log.info(`check setup: ${sections.flatMap((s) => s.items).map((i) => `${i.id}=${i.status}`).join(' ')}`);
+  d.log.info(
+    `check setup: ${sections
+      .flatMap((s) => s.items)
+      .map((i) => `${i.id}=${i.status}`)
+      .join(' ')}`,
+  );
   return markdown;
 }

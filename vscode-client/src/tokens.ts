@@ -14,6 +14,7 @@ const PIECE =
   /([A-Za-z\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF]+)|([0-9]+)|([ \t]*[\r\n][\s]*|[ \t\f\v]+)|([\u2E80-\u9FFF\uA960-\uA97F\uAC00-\uD7FF\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFFEF])|([!-/:-@[-`{-~]+)|([^])/g;
 
 const UPPER_AFTER_LOWER = /[a-z][A-Z]/g;
+// eslint-disable-next-line no-control-regex -- everything outside ASCII, whose range starts at NUL
 const NON_ASCII = /[^\x00-\x7F]/g;
 
 /** Estimated tokens of a run of letters: common words are one token; long ones and identifiers more. */

@@ -10,7 +10,19 @@ import type * as vscode from 'vscode';
 import { API_KEY_SECRET, Command, InternalCommand } from '../src/commands';
 import { activate, deactivate, type CursorBridgeApi } from '../src/extension';
 import type { CursorChatProvider } from '../src/provider';
-import { alive, binariesOrSkip, channelLines, directed, DOUBLE_BIN, fakeContext, loadRequest, model, secrets, SIDECAR_BIN, until } from './helpers';
+import {
+  alive,
+  binariesOrSkip,
+  channelLines,
+  directed,
+  DOUBLE_BIN,
+  fakeContext,
+  loadRequest,
+  model,
+  secrets,
+  SIDECAR_BIN,
+  until,
+} from './helpers';
 import * as stub from './vscode-stub';
 
 describe('the extension, activated against the real sidecar', { skip: binariesOrSkip() }, () => {
@@ -31,7 +43,11 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
     });
     delete process.env.CURSOR_BRIDGE_CLI_PATH;
     stub.stubState.workspaceFolders = [{ uri: { fsPath: path.join(dir, 'ws'), scheme: 'file' } }];
-    stub.stubState.config = { 'cursorBridge.sidecarPath': SIDECAR_BIN, 'cursorBridge.cliPath': DOUBLE_BIN, 'cursorBridge.logLevel': 'debug' };
+    stub.stubState.config = {
+      'cursorBridge.sidecarPath': SIDECAR_BIN,
+      'cursorBridge.cliPath': DOUBLE_BIN,
+      'cursorBridge.logLevel': 'debug',
+    };
     api = activate(fakeContext(path.join(dir, 'extension'), store) as unknown as vscode.ExtensionContext);
     provider = stub.stubState.providers.get('cursor') as CursorChatProvider;
   });
@@ -45,7 +61,10 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
 
   it('registers the cursor vendor and the commands at once, and warms up in the background', async () => {
     assert.ok(provider, 'provider registered');
-    assert.deepEqual([...stub.stubState.commands.keys()].sort(), [...Object.values(Command), ...Object.values(InternalCommand)].sort());
+    assert.deepEqual(
+      [...stub.stubState.commands.keys()].sort(),
+      [...Object.values(Command), ...Object.values(InternalCommand)].sort(),
+    );
     await until('the sidecar to start', () => api.sidecarPid !== undefined);
   });
 
@@ -74,14 +93,27 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
       tools: [{ kind: 'shell', args: { command: 'npm test' } }],
     });
     const wrapped = `<context>\nThe current date is 2026-11-29.\n</context>\n<userRequest>\n${question}\n</userRequest>\n`;
-    const messages = [first.messages[0], first.messages[1], { role: 1, name: undefined, content: [new stub.LanguageModelTextPart(wrapped)] }];
+    const messages = [
+      first.messages[0],
+      first.messages[1],
+      { role: 1, name: undefined, content: [new stub.LanguageModelTextPart(wrapped)] },
+    ];
     const parts: unknown[] = [];
-    await provider.provideLanguageModelChatResponse(first.model, messages as never, first.options, { report: (p) => void parts.push(p) }, token);
+    await provider.provideLanguageModelChatResponse(
+      first.model,
+      messages as never,
+      first.options,
+      { report: (p) => void parts.push(p) },
+      token,
+    );
     const text = parts.map((p) => (p instanceof stub.LanguageModelTextPart ? p.value : '')).join('');
     assert.match(text, /> 🔧 shell: `npm test` ✓/);
     assert.ok(text.endsWith(answer), text);
     assert.ok(parts.some((p) => p instanceof stub.LanguageModelThinkingPart));
-    const marker = parts.find((p): p is stub.LanguageModelDataPart => p instanceof stub.LanguageModelDataPart && p.mimeType === 'stateful_marker');
+    const marker = parts.find(
+      (p): p is stub.LanguageModelDataPart =>
+        p instanceof stub.LanguageModelDataPart && p.mimeType === 'stateful_marker',
+    );
     assert.ok(marker, 'marker reported');
     const markerText = new TextDecoder().decode(marker.data);
     assert.match(markerText, /^sonnet-5-thinking\\cursor-bridge:v1:cb-/);
@@ -90,20 +122,41 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
     const second = [
       ...messages,
       { role: 2, name: undefined, content: [marker, new stub.LanguageModelTextPart(text)] },
-      { role: 1, name: undefined, content: [new stub.LanguageModelTextPart('<userRequest>\nAnd how do I fix it?\n</userRequest>\n')] },
+      {
+        role: 1,
+        name: undefined,
+        content: [new stub.LanguageModelTextPart('<userRequest>\nAnd how do I fix it?\n</userRequest>\n')],
+      },
     ];
     const parts2: unknown[] = [];
-    await provider.provideLanguageModelChatResponse(first.model, second as never, first.options, { report: (p) => void parts2.push(p) }, token);
+    await provider.provideLanguageModelChatResponse(
+      first.model,
+      second as never,
+      first.options,
+      { report: (p) => void parts2.push(p) },
+      token,
+    );
     assert.ok(parts2.some((p) => p instanceof stub.LanguageModelTextPart));
-    assert.ok(logLines().some((l) => /turn .* done .*\(resumed\)/.test(l)), logLines().join('\n'));
+    assert.ok(
+      logLines().some((l) => /turn .* done .*\(resumed\)/.test(l)),
+      logLines().join('\n'),
+    );
   });
 
   it('explains a set-up problem as the answer', async () => {
     const r = loadRequest('ask-mode');
     r.model = model('auto');
-    const messages = [{ role: 1, name: undefined, content: [new stub.LanguageModelTextPart(directed('x', { fail: 'auth' }))] }];
+    const messages = [
+      { role: 1, name: undefined, content: [new stub.LanguageModelTextPart(directed('x', { fail: 'auth' }))] },
+    ];
     const parts: unknown[] = [];
-    await provider.provideLanguageModelChatResponse(r.model, messages as never, { ...r.options, modelOptions: { _conversationId: 'other' } }, { report: (p) => void parts.push(p) }, token);
+    await provider.provideLanguageModelChatResponse(
+      r.model,
+      messages as never,
+      { ...r.options, modelOptions: { _conversationId: 'other' } },
+      { report: (p) => void parts.push(p) },
+      token,
+    );
     const text = parts.map((p) => (p instanceof stub.LanguageModelTextPart ? p.value : '')).join('');
     assert.match(text, /not logged in/);
     assert.match(text, /Cursor Bridge: Set API Key/);
@@ -111,7 +164,10 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
 
   it('clears sessions with the command', async () => {
     await stub.commands.executeCommand(Command.clearSessions);
-    assert.ok(stub.stubState.messages.some((m) => /cleared [1-9]\d* session/.test(m.text)), JSON.stringify(stub.stubState.messages));
+    assert.ok(
+      stub.stubState.messages.some((m) => /cleared [1-9]\d* session/.test(m.text)),
+      JSON.stringify(stub.stubState.messages),
+    );
   });
 
   it('stores an API key from the input box and restarts the sidecar with it', async () => {
@@ -142,7 +198,10 @@ describe('the extension, activated against the real sidecar', { skip: binariesOr
     const before = api.sidecarPid;
     stub.grantWorkspaceTrust();
     await until('a new sidecar', () => api.sidecarPid !== undefined && api.sidecarPid !== before);
-    assert.ok(logLines().some((l) => l.includes('restarting the sidecar: workspace trusted')), logLines().join('\n'));
+    assert.ok(
+      logLines().some((l) => l.includes('restarting the sidecar: workspace trusted')),
+      logLines().join('\n'),
+    );
   });
 
   it('stops the sidecar on deactivate', async () => {

@@ -15,27 +15,63 @@ after(() => {
 });
 
 describe('findSidecar', () => {
-  const files = new Set(['/ext/server/cursor-bridge', '/usr/local/bin/cursor-bridge', 'C:\\ext\\server\\cursor-bridge.exe', 'C:\\tools\\cursor-bridge.exe']);
+  const files = new Set([
+    '/ext/server/cursor-bridge',
+    '/usr/local/bin/cursor-bridge',
+    'C:\\ext\\server\\cursor-bridge.exe',
+    'C:\\tools\\cursor-bridge.exe',
+  ]);
   const isFile = (p: string) => files.has(p);
   it('uses the setting first, even if it is wrong (the mistake gets reported)', () => {
-    assert.deepEqual(findSidecar({ setting: '/nowhere/cursor-bridge', extensionPath: '/ext', development: true, isFile, platform: 'linux' }), {
-      path: '/nowhere/cursor-bridge',
-      source: 'setting',
-    });
+    assert.deepEqual(
+      findSidecar({
+        setting: '/nowhere/cursor-bridge',
+        extensionPath: '/ext',
+        development: true,
+        isFile,
+        platform: 'linux',
+      }),
+      {
+        path: '/nowhere/cursor-bridge',
+        source: 'setting',
+      },
+    );
   });
   it('then the bundled server/cursor-bridge', () => {
-    assert.deepEqual(findSidecar({ setting: '', extensionPath: '/ext', development: false, isFile, platform: 'linux' }), {
-      path: '/ext/server/cursor-bridge',
-      source: 'bundled',
-    });
-    assert.deepEqual(findSidecar({ setting: '', extensionPath: 'C:\\ext', development: false, isFile, platform: 'win32' })?.source, 'bundled');
+    assert.deepEqual(
+      findSidecar({ setting: '', extensionPath: '/ext', development: false, isFile, platform: 'linux' }),
+      {
+        path: '/ext/server/cursor-bridge',
+        source: 'bundled',
+      },
+    );
+    assert.deepEqual(
+      findSidecar({ setting: '', extensionPath: 'C:\\ext', development: false, isFile, platform: 'win32' })?.source,
+      'bundled',
+    );
   });
   it('searches PATH only in development', () => {
-    const o = { setting: '', extensionPath: '/other', isFile, platform: 'linux' as const, pathEnv: '/usr/bin:/usr/local/bin' };
+    const o = {
+      setting: '',
+      extensionPath: '/other',
+      isFile,
+      platform: 'linux' as const,
+      pathEnv: '/usr/bin:/usr/local/bin',
+    };
     assert.equal(findSidecar({ ...o, development: false }), undefined);
-    assert.deepEqual(findSidecar({ ...o, development: true }), { path: '/usr/local/bin/cursor-bridge', source: 'PATH' });
+    assert.deepEqual(findSidecar({ ...o, development: true }), {
+      path: '/usr/local/bin/cursor-bridge',
+      source: 'PATH',
+    });
     assert.deepEqual(
-      findSidecar({ setting: '', extensionPath: 'D:\\x', isFile, platform: 'win32', pathEnv: 'C:\\Windows;C:\\tools', development: true }),
+      findSidecar({
+        setting: '',
+        extensionPath: 'D:\\x',
+        isFile,
+        platform: 'win32',
+        pathEnv: 'C:\\Windows;C:\\tools',
+        development: true,
+      }),
       { path: 'C:\\tools\\cursor-bridge.exe', source: 'PATH' },
     );
   });
@@ -48,7 +84,13 @@ describe('findSidecar', () => {
 describe('CURSOR_BRIDGE_SIDECAR_PATH', () => {
   const files = new Set(['/ext/server/cursor-bridge', '/usr/local/bin/cursor-bridge']);
   const isFile = (p: string) => files.has(p);
-  const o = { setting: '/nowhere/cursor-bridge', extensionPath: '/ext', isFile, platform: 'linux' as const, pathEnv: '/usr/local/bin' };
+  const o = {
+    setting: '/nowhere/cursor-bridge',
+    extensionPath: '/ext',
+    isFile,
+    platform: 'linux' as const,
+    pathEnv: '/usr/local/bin',
+  };
 
   it('wins over the setting, the bundled binary and PATH, in development and production', () => {
     for (const development of [true, false]) {
@@ -57,7 +99,10 @@ describe('CURSOR_BRIDGE_SIDECAR_PATH', () => {
         source: 'env',
       });
     }
-    assert.deepEqual(findSidecar({ ...o, setting: '', development: true, sidecarPathEnv: '/dev/cursor-bridge' })?.source, 'env');
+    assert.deepEqual(
+      findSidecar({ ...o, setting: '', development: true, sidecarPathEnv: '/dev/cursor-bridge' })?.source,
+      'env',
+    );
   });
 
   it('is read from the environment by default', () => {
@@ -70,7 +115,10 @@ describe('CURSOR_BRIDGE_SIDECAR_PATH', () => {
   });
 
   it('is ignored when empty (or blank)', () => {
-    assert.deepEqual(findSidecar({ ...o, development: false, sidecarPathEnv: '' }), { path: '/nowhere/cursor-bridge', source: 'setting' });
+    assert.deepEqual(findSidecar({ ...o, development: false, sidecarPathEnv: '' }), {
+      path: '/nowhere/cursor-bridge',
+      source: 'setting',
+    });
     assert.deepEqual(findSidecar({ ...o, setting: '', development: false, sidecarPathEnv: '  ' }), {
       path: '/ext/server/cursor-bridge',
       source: 'bundled',
@@ -85,7 +133,10 @@ describe('CURSOR_BRIDGE_SIDECAR_PATH', () => {
 
   it('says in the log that it was used', () => {
     const log = memoryLog();
-    assert.equal(locateSidecar({ ...o, development: false, sidecarPathEnv: '/dev/cursor-bridge' }, log), '/dev/cursor-bridge');
+    assert.equal(
+      locateSidecar({ ...o, development: false, sidecarPathEnv: '/dev/cursor-bridge' }, log),
+      '/dev/cursor-bridge',
+    );
     assert.ok(
       log.lines.some((l) => l.startsWith('info: ') && l.includes(SIDECAR_PATH_ENV) && l.includes('/dev/cursor-bridge')),
       log.lines.join('\n'),
@@ -99,7 +150,11 @@ describe('CURSOR_BRIDGE_SIDECAR_PATH', () => {
 describe('locateSidecar', () => {
   it('reports no binary at all as sidecarNotFound', () => {
     assert.throws(
-      () => locateSidecar({ setting: '', extensionPath: '/ext', development: false, isFile: () => false, sidecarPathEnv: '' }, memoryLog()),
+      () =>
+        locateSidecar(
+          { setting: '', extensionPath: '/ext', development: false, isFile: () => false, sidecarPathEnv: '' },
+          memoryLog(),
+        ),
       (e: BridgeError) => e.kind === 'sidecarNotFound',
     );
   });

@@ -41,7 +41,16 @@ describe('the same requests with client-owned tools (planTurn with the sidecar�
     it(name, () => {
       const r = loadRequest(name);
       const plain = planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't-1');
-      const plan = planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't-1', undefined, true);
+      const plan = planTurn(
+        r.model,
+        r.messages,
+        r.options,
+        { mode: 'auto', utilityModel: '' },
+        true,
+        't-1',
+        undefined,
+        true,
+      );
       const offered = (r.options.tools?.length ?? 0) > 0 && !r.expect.utility;
       assert.equal(plan.clientTools, offered, 'client tools exactly when the request offers tools');
       // What does not depend on tools stays as it is.
@@ -69,7 +78,16 @@ describe('the same requests with client-owned tools (planTurn with the sidecar�
   }
   it('keeps the system prompt in tools mode (the sidecar’s prompt explains nothing of Copilot’s tools)', () => {
     const r = loadRequest('client-tools-round');
-    const plan = planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't', undefined, true);
+    const plan = planTurn(
+      r.model,
+      r.messages,
+      r.options,
+      { mode: 'auto', utilityModel: '' },
+      true,
+      't',
+      undefined,
+      true,
+    );
     assert.equal(plan.params.messages[0].role, 'system');
     assert.match(plan.params.messages[0].text, /<toolUseInstructions>/);
   });
@@ -103,8 +121,15 @@ describe('tool definitions and choice', () => {
     assert.equal(toolChoiceOf({ toolMode: stub.LanguageModelChatToolMode.Auto }), 'auto');
     assert.equal(toolChoiceOf({}), 'auto');
     const r = loadRequest('client-tools-round');
-    const options = { ...r.options, toolMode: stub.LanguageModelChatToolMode.Required as number as typeof r.options.toolMode };
-    assert.equal(planTurn(r.model, r.messages, options, { mode: 'auto', utilityModel: '' }, true, 't', undefined, true).params.toolChoice, 'required');
+    const options = {
+      ...r.options,
+      toolMode: stub.LanguageModelChatToolMode.Required as number as typeof r.options.toolMode,
+    };
+    assert.equal(
+      planTurn(r.model, r.messages, options, { mode: 'auto', utilityModel: '' }, true, 't', undefined, true).params
+        .toolChoice,
+      'required',
+    );
   });
 });
 
@@ -138,7 +163,17 @@ describe('tool results with client-owned tools', () => {
       new stub.LanguageModelDataPart(enc('\n'), 'text/plain'),
       new stub.LanguageModelDataPart(new Uint8Array(3), 'application/octet-stream'),
       // LanguageModelPromptTsxPart: a rendered prompt-tsx tree.
-      { value: { node: { type: 1, children: [{ type: 2, text: 'from ' }, { type: 1, children: [{ type: 2, text: 'tsx' }] }] } } },
+      {
+        value: {
+          node: {
+            type: 1,
+            children: [
+              { type: 2, text: 'from ' },
+              { type: 1, children: [{ type: 2, text: 'tsx' }] },
+            ],
+          },
+        },
+      },
       { value: { node: { type: 1, children: [] } } },
     ];
     assert.equal(
@@ -149,7 +184,10 @@ describe('tool results with client-owned tools', () => {
   });
   it('keeps a message that has only tool calls or results, with empty text; drops thinking', () => {
     const out = convert(
-      assistant(new stub.LanguageModelThinkingPart('hmm', 't1'), new stub.LanguageModelToolCallPart('call_a', 'list_dir', { path: '/w' })),
+      assistant(
+        new stub.LanguageModelThinkingPart('hmm', 't1'),
+        new stub.LanguageModelToolCallPart('call_a', 'list_dir', { path: '/w' }),
+      ),
       user(new stub.LanguageModelToolResultPart('call_a', [new stub.LanguageModelTextPart('a.ts')])),
     );
     assert.deepEqual(out, [
@@ -165,7 +203,13 @@ describe('tool results with client-owned tools', () => {
         new stub.LanguageModelTextPart('it.'),
       ),
     );
-    assert.deepEqual(out, [{ role: 'assistant', text: 'Creating it.', toolCalls: [{ callId: 'call_a', name: 'create_file', input: { filePath: '/w/a' } }] }]);
+    assert.deepEqual(out, [
+      {
+        role: 'assistant',
+        text: 'Creating it.',
+        toolCalls: [{ callId: 'call_a', name: 'create_file', input: { filePath: '/w/a' } }],
+      },
+    ]);
   });
   it('leaves calls and results in the wrong role as lines (never seen; nothing is lost)', () => {
     const out = convert(
@@ -182,7 +226,14 @@ describe('tool results with client-owned tools', () => {
 describe('planTurn', () => {
   it('sends utility requests to cursorBridge.utilityModel, without session fields', () => {
     const r = loadRequest('utility-title');
-    const plan = planTurn(r.model, r.messages, r.options, { mode: 'agent', utilityModel: 'composer-2.5-fast' }, true, 't');
+    const plan = planTurn(
+      r.model,
+      r.messages,
+      r.options,
+      { mode: 'agent', utilityModel: 'composer-2.5-fast' },
+      true,
+      't',
+    );
     assert.equal(plan.params.model, 'composer-2.5-fast');
     assert.equal(plan.params.mode, 'ask', 'the mode setting does not apply to utility requests');
     assert.equal(plan.params.utility, true);
@@ -191,11 +242,17 @@ describe('planTurn', () => {
   });
   it('uses the selected model for utility requests when no utility model is set', () => {
     const r = loadRequest('utility-progress');
-    assert.equal(planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't').params.model, 'sonnet-5');
+    assert.equal(
+      planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't').params.model,
+      'sonnet-5',
+    );
   });
   it('ignores the utility model for main requests', () => {
     const r = loadRequest('agent-first-turn');
-    assert.equal(planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: 'fast' }, true, 't').params.model, 'sonnet-5');
+    assert.equal(
+      planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: 'fast' }, true, 't').params.model,
+      'sonnet-5',
+    );
   });
   it('asks (never agent) in an untrusted workspace, whatever the request or setting says', () => {
     const r = loadRequest('agent-second-turn');
@@ -205,21 +262,36 @@ describe('planTurn', () => {
   });
   it('names the turn’s folder as chat/send.workspace when given one', () => {
     const r = loadRequest('ask-mode');
-    assert.equal(planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't', '/home/dev/web').params.workspace, '/home/dev/web');
-    assert.ok(!('workspace' in planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't').params));
+    assert.equal(
+      planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't', '/home/dev/web').params
+        .workspace,
+      '/home/dev/web',
+    );
+    assert.ok(
+      !('workspace' in planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 't').params),
+    );
   });
   it('counts the new request’s images, except in utility requests (the note would become the title)', () => {
     const png = new stub.LanguageModelDataPart(new Uint8Array([0x89, 0x50]), 'image/png');
     const main = loadRequest('ask-mode');
     (main.messages.at(-1)!.content as unknown[]).push(png);
-    assert.equal(planTurn(main.model, main.messages, main.options, { mode: 'auto', utilityModel: '' }, true, 't').imagesNotSent, 1);
+    assert.equal(
+      planTurn(main.model, main.messages, main.options, { mode: 'auto', utilityModel: '' }, true, 't').imagesNotSent,
+      1,
+    );
     const title = loadRequest('utility-title');
     (title.messages.at(-1)!.content as unknown[]).push(png);
-    assert.equal(planTurn(title.model, title.messages, title.options, { mode: 'auto', utilityModel: '' }, true, 't').imagesNotSent, 0);
+    assert.equal(
+      planTurn(title.model, title.messages, title.options, { mode: 'auto', utilityModel: '' }, true, 't').imagesNotSent,
+      0,
+    );
   });
   it('passes the turn id through', () => {
     const r = loadRequest('ask-mode');
-    assert.equal(planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 'vsc-42').params.turnId, 'vsc-42');
+    assert.equal(
+      planTurn(r.model, r.messages, r.options, { mode: 'auto', utilityModel: '' }, true, 'vsc-42').params.turnId,
+      'vsc-42',
+    );
   });
 });
 
@@ -233,7 +305,11 @@ describe('isUtilityRequest', () => {
     ['empty id counts as none', { modelOptions: { _conversationId: '' } }, true],
     ['non-string id counts as none', { modelOptions: { _conversationId: 42 } }, true],
     ['the Chat view, no id, no tools', { modelOptions: {}, requestInitiator: 'github.copilot-chat' }, true],
-    ['the Chat view with an id', { modelOptions: { _conversationId: 'a1' }, requestInitiator: 'github.copilot-chat' }, false],
+    [
+      'the Chat view with an id',
+      { modelOptions: { _conversationId: 'a1' }, requestInitiator: 'github.copilot-chat' },
+      false,
+    ],
     ['another extension, no id, no tools', { modelOptions: {}, requestInitiator: 'someone.other-extension' }, false],
     ['another extension, no modelOptions', { requestInitiator: 'someone.other-extension' }, false],
     ['a non-string initiator is ignored', { modelOptions: {}, requestInitiator: 42 }, true],
@@ -268,8 +344,16 @@ describe('image parts', () => {
 
   it('recognises LanguageModelDataPart images and image parts of other shapes, nothing else', () => {
     assert.equal(imageMimeOf(new stub.LanguageModelDataPart(bytes, 'image/png')), 'image/png');
-    assert.equal(imageMimeOf({ mimeType: 'image/jpeg', data: bytes }), 'image/jpeg', 'a part from another copy of the API');
-    assert.equal(imageMimeOf({ mimeType: 'IMAGE/WEBP', data: { buffer: [1, 2] } }), 'IMAGE/WEBP', 'whatever its data arrived as');
+    assert.equal(
+      imageMimeOf({ mimeType: 'image/jpeg', data: bytes }),
+      'image/jpeg',
+      'a part from another copy of the API',
+    );
+    assert.equal(
+      imageMimeOf({ mimeType: 'IMAGE/WEBP', data: { buffer: [1, 2] } }),
+      'IMAGE/WEBP',
+      'whatever its data arrived as',
+    );
     assert.equal(imageMimeOf(new stub.LanguageModelDataPart(bytes, 'stateful_marker')), undefined);
     assert.equal(imageMimeOf(stub.LanguageModelDataPart.text('x')), undefined);
     assert.equal(imageMimeOf(new stub.LanguageModelTextPart('image/png')), undefined);
@@ -277,7 +361,11 @@ describe('image parts', () => {
   });
   it('keeps the text of a message with images, and counts the new request’s images', () => {
     const c = convertMessages([
-      user(new stub.LanguageModelTextPart('What is in '), new stub.LanguageModelDataPart(bytes, 'image/png'), new stub.LanguageModelTextPart('this picture?')),
+      user(
+        new stub.LanguageModelTextPart('What is in '),
+        new stub.LanguageModelDataPart(bytes, 'image/png'),
+        new stub.LanguageModelTextPart('this picture?'),
+      ),
       user({ mimeType: 'image/jpeg', data: bytes }),
     ] as never);
     assert.deepEqual(c.messages, [{ role: 'user', text: 'What is in this picture?' }]);
@@ -296,7 +384,10 @@ describe('image parts', () => {
 
 describe('tool lines', () => {
   it('renders a call with its arguments on one short line', () => {
-    assert.equal(renderToolCall('read_file', { filePath: 'src/a.ts' }), '(tool call: read_file {"filePath":"src/a.ts"})');
+    assert.equal(
+      renderToolCall('read_file', { filePath: 'src/a.ts' }),
+      '(tool call: read_file {"filePath":"src/a.ts"})',
+    );
     assert.equal(renderToolCall('get_errors', {}), '(tool call: get_errors)');
     const long = renderToolCall('create_file', { content: 'x'.repeat(5000) });
     assert.ok(long.length < 260, `${long.length}`);
@@ -314,7 +405,11 @@ describe('tool lines', () => {
       {
         role: 2,
         name: undefined,
-        content: [new stub.LanguageModelTextPart('Before.'), new stub.LanguageModelToolCallPart('1', 'list_dir', { path: '.' }), new stub.LanguageModelTextPart('After.')],
+        content: [
+          new stub.LanguageModelTextPart('Before.'),
+          new stub.LanguageModelToolCallPart('1', 'list_dir', { path: '.' }),
+          new stub.LanguageModelTextPart('After.'),
+        ],
       },
     ];
     const { messages: out } = convertMessages(messages as never);

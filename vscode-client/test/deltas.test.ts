@@ -6,7 +6,10 @@ import * as stub from './vscode-stub';
 
 type Reported = { text: string } | { thinking: string | string[]; id?: string; done?: boolean } | { other: unknown };
 
-function run(bodies: DeltaBody[], options: Partial<RendererOptions> = {}): { parts: Reported[]; renderer: TurnRenderer } {
+function run(
+  bodies: DeltaBody[],
+  options: Partial<RendererOptions> = {},
+): { parts: Reported[]; renderer: TurnRenderer } {
   const parts: Reported[] = [];
   const renderer = new TurnRenderer(
     (p) => {
@@ -65,11 +68,7 @@ describe('TurnRenderer', () => {
 
   it('drops thinking when the host has no thinking part', () => {
     const { parts } = run(
-      [
-        { kind: 'thinking', text: 'secret reasoning' },
-        { kind: 'thinkingDone' },
-        { kind: 'text', text: 'answer' },
-      ],
+      [{ kind: 'thinking', text: 'secret reasoning' }, { kind: 'thinkingDone' }, { kind: 'text', text: 'answer' }],
       { thinkingPart: undefined },
     );
     assert.deepEqual(parts, [{ text: 'answer' }]);
@@ -88,7 +87,14 @@ describe('TurnRenderer', () => {
   it('marks failed tools with their detail', () => {
     const { parts } = run([
       { kind: 'toolStarted', callId: 'c1', tool: 'shell', summary: 'npm test' },
-      { kind: 'toolCompleted', callId: 'c1', tool: 'shell', summary: 'npm test', ok: false, detail: 'exit code 1\nmore' },
+      {
+        kind: 'toolCompleted',
+        callId: 'c1',
+        tool: 'shell',
+        summary: 'npm test',
+        ok: false,
+        detail: 'exit code 1\nmore',
+      },
     ]);
     assert.equal(text(parts), '> 🔧 shell: `npm test` ✗ exit code 1 more\n\n');
   });
@@ -100,7 +106,10 @@ describe('TurnRenderer', () => {
       { kind: 'toolCompleted', callId: 'a', tool: 'read', summary: 'src/a.ts', ok: true },
       { kind: 'toolCompleted', callId: 'b', tool: 'read', summary: 'src/b.ts', ok: true },
     ]);
-    assert.equal(text(parts), '> 🔧 read: `src/a.ts`\n\n> 🔧 read: `src/b.ts`\n\n> 🔧 read: `src/a.ts` ✓\n\n> 🔧 read: `src/b.ts` ✓\n\n');
+    assert.equal(
+      text(parts),
+      '> 🔧 read: `src/a.ts`\n\n> 🔧 read: `src/b.ts`\n\n> 🔧 read: `src/a.ts` ✓\n\n> 🔧 read: `src/b.ts` ✓\n\n',
+    );
   });
 
   it('starts tool lines on a paragraph of their own, so Markdown does not merge them with text', () => {
@@ -166,7 +175,9 @@ describe('TurnRenderer', () => {
       { kind: 'toolCall', callId: 'call_5f0c9a1b2c3d4e5f60718293', name: 'create_file', input },
       { kind: 'toolCall', callId: 'call_0123456789abcdef01234567', name: 'run_in_terminal', input: { command: 'ls' } },
     ]);
-    const calls = parts.flatMap((p) => ('other' in p && p.other instanceof stub.LanguageModelToolCallPart ? [p.other] : []));
+    const calls = parts.flatMap((p) =>
+      'other' in p && p.other instanceof stub.LanguageModelToolCallPart ? [p.other] : [],
+    );
     assert.deepEqual(
       calls.map((c) => [c.callId, c.name, c.input]),
       [

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ResponseError } from 'vscode-jsonrpc/node';
-import { BridgeError, CLIENT_ERROR_KINDS, FAILURES, plainMessage, renderFailure, toBridgeError, type FailureKind } from '../src/errors';
+import {
+  BridgeError,
+  CLIENT_ERROR_KINDS,
+  FAILURES,
+  plainMessage,
+  renderFailure,
+  toBridgeError,
+  type FailureKind,
+} from '../src/errors';
 import { ERROR_KINDS } from '../src/protocol';
 
 // The rendering each kind must get: set-up problems explain themselves as the answer, transient
@@ -38,7 +46,9 @@ describe('failure table', () => {
 
   for (const kind of ALL_KINDS) {
     it(`${kind} → ${EXPECTED[kind]}`, () => {
-      const r = renderFailure(new BridgeError(kind, 'raw message from /home/dev/secret/path.rs:12', 'hint', 'stderr tail'));
+      const r = renderFailure(
+        new BridgeError(kind, 'raw message from /home/dev/secret/path.rs:12', 'hint', 'stderr tail'),
+      );
       assert.equal(r.render, EXPECTED[kind]);
       const shown = r.render === 'markdown' ? r.markdown : r.render === 'throw' ? r.error.message : '';
       // Never the sidecar's raw message, hint or detail (they may hold paths and CLI output).
@@ -84,7 +94,13 @@ describe('failure table', () => {
 
 describe('toBridgeError', () => {
   it('reads the kind, hint and detail from error.data', () => {
-    const e = toBridgeError(new ResponseError(-32000, 'The Cursor CLI is not logged in', { kind: 'authRequired', hint: 'Run agent login', detail: 'stderr' }));
+    const e = toBridgeError(
+      new ResponseError(-32000, 'The Cursor CLI is not logged in', {
+        kind: 'authRequired',
+        hint: 'Run agent login',
+        detail: 'stderr',
+      }),
+    );
     assert.equal(e.kind, 'authRequired');
     assert.equal(e.hint, 'Run agent login');
     assert.equal(e.detail, 'stderr');
@@ -93,7 +109,10 @@ describe('toBridgeError', () => {
     assert.equal(toBridgeError(new ResponseError(-32800, 'cancelled')).kind, 'cancelled');
   });
   it('maps a connection that went away to a sidecar crash', () => {
-    assert.equal(toBridgeError(new ResponseError(-32097, 'Pending response rejected since connection got disposed')).kind, 'sidecarCrashed');
+    assert.equal(
+      toBridgeError(new ResponseError(-32097, 'Pending response rejected since connection got disposed')).kind,
+      'sidecarCrashed',
+    );
   });
   it('treats unknown kinds and other errors as unknown', () => {
     assert.equal(toBridgeError(new ResponseError(-32000, 'x', { kind: 'somethingNew' })).kind, 'unknown');

@@ -13,7 +13,13 @@ const folder = (fsPath: string, scheme = 'file') => ({ uri: { fsPath, scheme } }
 
 function reset(): void {
   delete process.env.CURSOR_BRIDGE_SIDECAR_PATH;
-  Object.assign(stub.stubState, { isTrusted: true, workspaceFolders: [], config: {}, workspaceConfig: {}, activeDocument: undefined });
+  Object.assign(stub.stubState, {
+    isTrusted: true,
+    workspaceFolders: [],
+    config: {},
+    workspaceConfig: {},
+    activeDocument: undefined,
+  });
 }
 
 const context = () => fakeContext('/nonexistent/extension') as unknown as vscode.ExtensionContext;
@@ -24,7 +30,11 @@ describe('launchConfig (what initialize carries)', () => {
   it('sends every local folder of a multi-root workspace', async () => {
     reset();
     stub.stubState.config = { 'cursorBridge.sidecarPath': '/opt/cursor-bridge' };
-    stub.stubState.workspaceFolders = [folder('/home/dev/api'), folder('/remote/x', 'vscode-remote'), folder('/home/dev/web')];
+    stub.stubState.workspaceFolders = [
+      folder('/home/dev/api'),
+      folder('/remote/x', 'vscode-remote'),
+      folder('/home/dev/web'),
+    ];
     const config = await launchConfig(context(), memoryLog());
     assert.deepEqual(config.initialize.workspaceFolders, ['/home/dev/api', '/home/dev/web']);
     assert.equal(config.binary, '/opt/cursor-bridge');
@@ -74,17 +84,40 @@ describe('the activated extension picks each turn’s folder', () => {
     const token = new stub.CancellationTokenSource().token as vscode.CancellationToken;
     const ask = async (conversation: string) => {
       const messages = [{ role: 1, name: undefined, content: [new stub.LanguageModelTextPart('hi')] }];
-      const options = { toolMode: 1, modelOptions: { _conversationId: conversation } } as unknown as vscode.ProvideLanguageModelChatResponseOptions;
-      const model = { id: 'auto', name: 'Auto', family: 'auto', version: 'auto', maxInputTokens: 1, maxOutputTokens: 1, capabilities: {} };
+      const options = {
+        toolMode: 1,
+        modelOptions: { _conversationId: conversation },
+      } as unknown as vscode.ProvideLanguageModelChatResponseOptions;
+      const model = {
+        id: 'auto',
+        name: 'Auto',
+        family: 'auto',
+        version: 'auto',
+        maxInputTokens: 1,
+        maxOutputTokens: 1,
+        capabilities: {},
+      };
       // The sidecar is missing: the turn is logged, then explained as the answer.
-      await provider.provideLanguageModelChatResponse(model, messages as never, options, { report: () => undefined }, token);
+      await provider.provideLanguageModelChatResponse(
+        model,
+        messages as never,
+        options,
+        { report: () => undefined },
+        token,
+      );
     };
     stub.stubState.activeDocument = { fsPath: '/home/dev/web/src/app.ts', scheme: 'file' };
     await ask('c1');
     await until('the turn log line', () => channelLines().some((l) => /turn .*conversation c1/.test(l)));
-    assert.ok(channelLines().some((l) => /turn .*, in \/home\/dev\/web, conversation c1/.test(l)), channelLines().join('\n'));
+    assert.ok(
+      channelLines().some((l) => /turn .*, in \/home\/dev\/web, conversation c1/.test(l)),
+      channelLines().join('\n'),
+    );
     stub.stubState.activeDocument = { fsPath: '/untitled-1', scheme: 'untitled' };
     await ask('c2');
-    assert.ok(channelLines().some((l) => /turn .*, in \/home\/dev\/api, conversation c2/.test(l)), channelLines().join('\n'));
+    assert.ok(
+      channelLines().some((l) => /turn .*, in \/home\/dev\/api, conversation c2/.test(l)),
+      channelLines().join('\n'),
+    );
   });
 });

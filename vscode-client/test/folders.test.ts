@@ -11,7 +11,10 @@ describe('turnWorkspace (chat/send.workspace in a multi-root workspace)', () => 
   });
   it('picks the innermost folder when folders nest', () => {
     assert.equal(turnWorkspace(folders, '/home/dev/web/packages/ui/button.tsx'), '/home/dev/web/packages/ui');
-    assert.equal(turnWorkspace([...folders].reverse(), '/home/dev/web/packages/ui/button.tsx'), '/home/dev/web/packages/ui');
+    assert.equal(
+      turnWorkspace([...folders].reverse(), '/home/dev/web/packages/ui/button.tsx'),
+      '/home/dev/web/packages/ui',
+    );
   });
   it('falls back to the first folder without an active file, or for a file outside every folder', () => {
     assert.equal(turnWorkspace(folders, undefined), '/home/dev/api');

@@ -30,7 +30,14 @@ type FixturePart =
   | { text: string }
   | { data: { mimeType: string; text: string } }
   | { toolCall: { callId: string; name: string; input: object } }
-  | { toolResult: { callId: string; content: string[]; isError?: boolean; class?: 'LanguageModelToolResultPart2' | 'plain' } }
+  | {
+      toolResult: {
+        callId: string;
+        content: string[];
+        isError?: boolean;
+        class?: 'LanguageModelToolResultPart2' | 'plain';
+      };
+    }
   | { thinking: { value: string; id?: string } };
 
 interface FixtureMessage {
@@ -43,7 +50,12 @@ interface RequestFixture {
   description: string;
   model: { id: string };
   messages: FixtureMessage[];
-  options: { toolMode: number; requestInitiator?: string; tools?: string | never[]; modelOptions?: Record<string, unknown> };
+  options: {
+    toolMode: number;
+    requestInitiator?: string;
+    tools?: string | never[];
+    modelOptions?: Record<string, unknown>;
+  };
   expect: {
     utility: boolean;
     mode: Mode;
@@ -64,7 +76,8 @@ export function buildPart(p: FixturePart): unknown {
     const content = p.toolResult.content.map((t) => new stub.LanguageModelTextPart(t));
     // `plain`: a part from another copy of the API classes, recognisable only by its shape.
     if (p.toolResult.class === 'plain') return { callId, content, isError };
-    if (p.toolResult.class === 'LanguageModelToolResultPart2') return new stub.LanguageModelToolResultPart2(callId, content, isError);
+    if (p.toolResult.class === 'LanguageModelToolResultPart2')
+      return new stub.LanguageModelToolResultPart2(callId, content, isError);
     return new stub.LanguageModelToolResultPart(callId, content);
   }
   return new stub.LanguageModelThinkingPart(p.thinking.value, p.thinking.id);
@@ -82,14 +95,26 @@ export interface LoadedRequest {
 }
 
 export function model(id: string): vscode.LanguageModelChatInformation {
-  return { id, name: id, family: id, version: id, maxInputTokens: 200_000, maxOutputTokens: 32_768, capabilities: { toolCalling: true } };
+  return {
+    id,
+    name: id,
+    family: id,
+    version: id,
+    maxInputTokens: 200_000,
+    maxOutputTokens: 32_768,
+    capabilities: { toolCalling: true },
+  };
 }
 
 export function loadRequest(name: string): LoadedRequest {
   const f = JSON.parse(fixtureText(`requests/${name}.json`)) as RequestFixture;
   const tools =
     typeof f.options.tools === 'string'
-      ? toolNames(f.options.tools.replace(/^@tools:/, '')).map((n) => ({ name: n, description: `the ${n} tool`, inputSchema: {} }))
+      ? toolNames(f.options.tools.replace(/^@tools:/, '')).map((n) => ({
+          name: n,
+          description: `the ${n} tool`,
+          inputSchema: {},
+        }))
       : f.options.tools;
   return {
     name,
@@ -109,7 +134,12 @@ export function loadRequest(name: string): LoadedRequest {
     },
     expect: { ...f.expect, messages: f.expect.messages.map((m) => ({ ...m, text: resolveText(m.text) })) },
     ...(f.expectClientTools
-      ? { expectClientTools: { ...f.expectClientTools, messages: f.expectClientTools.messages.map((m) => ({ ...m, text: resolveText(m.text) })) } }
+      ? {
+          expectClientTools: {
+            ...f.expectClientTools,
+            messages: f.expectClientTools.messages.map((m) => ({ ...m, text: resolveText(m.text) })),
+          },
+        }
       : {}),
   };
 }
@@ -189,7 +219,8 @@ export function memoryLog() {
 // The real sidecar and the CLI double, built by `cargo build` (which `cargo xtask test` runs
 // first). Tests that need them are skipped with the reason when they are missing, unless
 // CURSOR_BRIDGE_REQUIRE_BINARIES=1 (set by xtask) makes that a failure.
-const exe = (name: string) => path.join(REPO_ROOT, 'target', 'debug', process.platform === 'win32' ? `${name}.exe` : name);
+const exe = (name: string) =>
+  path.join(REPO_ROOT, 'target', 'debug', process.platform === 'win32' ? `${name}.exe` : name);
 export const SIDECAR_BIN = exe('cursor-bridge');
 export const DOUBLE_BIN = exe('cursor-agent-double');
 

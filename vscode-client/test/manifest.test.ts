@@ -21,7 +21,17 @@ interface Manifest {
     languageModelChatProviders: { vendor: string; displayName: string }[];
     commands: { command: string; title: string }[];
     configuration: {
-      properties: Record<string, { type: string; default: unknown; scope?: string; enum?: string[]; description?: string; markdownDescription?: string }>;
+      properties: Record<
+        string,
+        {
+          type: string;
+          default: unknown;
+          scope?: string;
+          enum?: string[];
+          description?: string;
+          markdownDescription?: string;
+        }
+      >;
     };
   };
   devDependencies: Record<string, string>;
@@ -49,7 +59,12 @@ describe('package.json', () => {
   });
   it('declares every setting with the code’s default and a description', () => {
     const props = manifest.contributes.configuration.properties;
-    assert.deepEqual(Object.keys(props).sort(), Object.keys(DEFAULTS).map((k) => `${SECTION}.${k}`).sort());
+    assert.deepEqual(
+      Object.keys(props).sort(),
+      Object.keys(DEFAULTS)
+        .map((k) => `${SECTION}.${k}`)
+        .sort(),
+    );
     for (const [key, value] of Object.entries(DEFAULTS)) {
       const p = props[`${SECTION}.${key}`];
       assert.deepEqual(p.default, value, key);
@@ -67,10 +82,14 @@ describe('package.json', () => {
     // Application, like chat.tools.autoApprove: not even a dev container's machine settings.
     assert.equal(props['cursorBridge.allowUnattended'].scope, 'application');
     assert.match(props['cursorBridge.allowUnattended'].markdownDescription ?? '', /application scope/);
-    for (const k of USER_ONLY_KEYS) assert.ok(['machine', 'application'].includes(props[`${SECTION}.${k}`].scope ?? ''), k);
+    for (const k of USER_ONLY_KEYS)
+      assert.ok(['machine', 'application'].includes(props[`${SECTION}.${k}`].scope ?? ''), k);
   });
   it('supports untrusted workspaces in a limited way, restricting the executable paths', () => {
     assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
-    assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.sort(), ['cursorBridge.cliPath', 'cursorBridge.sidecarPath']);
+    assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.sort(), [
+      'cursorBridge.cliPath',
+      'cursorBridge.sidecarPath',
+    ]);
   });
 });

@@ -32,15 +32,25 @@ describe('toChatInformation', () => {
   });
   it('says when the limit is a guess', () => {
     assert.ok(limitIsGuess(model({ family: 'mystery', maxInputTokens: 128_000 })));
-    assert.match(toChatInformation(model({ family: 'mystery', maxInputTokens: 128_000 })).tooltip ?? '', /conservative guess/);
-    assert.match(toChatInformation(model({ id: 'auto', family: 'auto', maxInputTokens: 200_000 })).tooltip ?? '', /picks the model per request.*guess/);
+    assert.match(
+      toChatInformation(model({ family: 'mystery', maxInputTokens: 128_000 })).tooltip ?? '',
+      /conservative guess/,
+    );
+    assert.match(
+      toChatInformation(model({ id: 'auto', family: 'auto', maxInputTokens: 200_000 })).tooltip ?? '',
+      /picks the model per request.*guess/,
+    );
     assert.ok(!limitIsGuess(model()));
   });
 });
 
 function memoryStore(initial: Record<string, unknown> = {}) {
   const data = { ...initial };
-  return { data, get: <T>(k: string) => data[k] as T | undefined, update: (k: string, v: unknown) => ((data[k] = v), Promise.resolve()) };
+  return {
+    data,
+    get: <T>(k: string) => data[k] as T | undefined,
+    update: (k: string, v: unknown) => ((data[k] = v), Promise.resolve()),
+  };
 }
 
 describe('ModelCatalog', () => {
@@ -64,20 +74,29 @@ describe('ModelCatalog', () => {
   it('takes a list the sidecar pushed (models/changed) without asking again', async () => {
     let fetches = 0;
     let changes = 0;
-    const catalog = new ModelCatalog(async () => {
-      fetches++;
-      return [model()];
-    }, () => changes++);
+    const catalog = new ModelCatalog(
+      async () => {
+        fetches++;
+        return [model()];
+      },
+      () => changes++,
+    );
     catalog.replace([model({ id: 'brand-new-9', name: 'Brand New 9' })]);
     assert.equal(changes, 1);
-    assert.deepEqual(catalog.peek().map((m) => m.id), ['brand-new-9']);
+    assert.deepEqual(
+      catalog.peek().map((m) => m.id),
+      ['brand-new-9'],
+    );
     await tick();
     assert.equal(fetches, 0, 'a pushed list counts as loaded');
   });
   it('fires the change event only when the list really changed', async () => {
     let changes = 0;
     let list = [model()];
-    const catalog = new ModelCatalog(() => Promise.resolve(list), () => changes++);
+    const catalog = new ModelCatalog(
+      () => Promise.resolve(list),
+      () => changes++,
+    );
     await catalog.load(false);
     await catalog.load(true);
     assert.equal(changes, 1);
@@ -88,7 +107,11 @@ describe('ModelCatalog', () => {
 
   it('starts from the stored list and stores new ones', async () => {
     const store = memoryStore({ 'cursorBridge.models.v1': [model({ id: 'stored' })] });
-    const catalog = new ModelCatalog(() => Promise.resolve([model({ id: 'fresh' })]), () => undefined, { store });
+    const catalog = new ModelCatalog(
+      () => Promise.resolve([model({ id: 'fresh' })]),
+      () => undefined,
+      { store },
+    );
     assert.equal(catalog.peek()[0].id, 'stored', 'available before the sidecar answers');
     await tick();
     assert.equal(catalog.peek()[0].id, 'fresh');
@@ -117,7 +140,10 @@ describe('ModelCatalog', () => {
 
   it('shares one request between concurrent loads, and reloads after invalidate()', async () => {
     let fetches = 0;
-    const catalog = new ModelCatalog(() => (fetches++, Promise.resolve([model()])), () => undefined);
+    const catalog = new ModelCatalog(
+      () => (fetches++, Promise.resolve([model()])),
+      () => undefined,
+    );
     await Promise.all([catalog.load(false), catalog.load(false)]);
     assert.equal(fetches, 1);
     catalog.invalidate();
@@ -127,39 +153,83 @@ describe('ModelCatalog', () => {
   });
 
   it('rejects load() for callers that wait (the non-silent path)', async () => {
-    const catalog = new ModelCatalog(() => Promise.reject(new Error('no CLI')), () => undefined);
+    const catalog = new ModelCatalog(
+      () => Promise.reject(new Error('no CLI')),
+      () => undefined,
+    );
     await assert.rejects(catalog.load(false), /no CLI/);
   });
 });
 
 describe('groupModels: one picker entry per base model', () => {
-  const sku = (id: string, base: string, variant: Partial<NonNullable<ModelInfo['variant']>>, over: Partial<ModelInfo> = {}): ModelInfo =>
-    model({ id, name: id, family: 'gpt', base: { id: base, name: base.toUpperCase() }, variant: { fast: false, thinking: false, label: id, default: false, ...variant }, ...over });
+  const sku = (
+    id: string,
+    base: string,
+    variant: Partial<NonNullable<ModelInfo['variant']>>,
+    over: Partial<ModelInfo> = {},
+  ): ModelInfo =>
+    model({
+      id,
+      name: id,
+      family: 'gpt',
+      base: { id: base, name: base.toUpperCase() },
+      variant: { fast: false, thinking: false, label: id, default: false, ...variant },
+      ...over,
+    });
   const listed: ModelInfo[] = [
     sku('gpt-5.5', 'gpt-5.5', { label: 'Standard', default: true }),
     sku('gpt-5.5-high', 'gpt-5.5', { effort: 'high', label: 'High' }),
     sku('gpt-5.5-low', 'gpt-5.5', { effort: 'low', label: 'Low' }),
-    sku('composer-2.5', 'composer-2.5', { label: 'Standard', default: true }, { family: 'composer', maxInputTokens: 200_000 }),
-    sku('composer-2.5-fast', 'composer-2.5', { fast: true, label: 'Fast' }, { family: 'composer', maxInputTokens: 200_000 }),
+    sku(
+      'composer-2.5',
+      'composer-2.5',
+      { label: 'Standard', default: true },
+      { family: 'composer', maxInputTokens: 200_000 },
+    ),
+    sku(
+      'composer-2.5-fast',
+      'composer-2.5',
+      { fast: true, label: 'Fast' },
+      { family: 'composer', maxInputTokens: 200_000 },
+    ),
     sku('x-high-fast', 'x', { effort: 'high', fast: true, label: 'High · Fast', default: true }),
     sku('x-low', 'x', { effort: 'low', label: 'Low' }),
     model({ id: 'old-cached', name: 'Old' }),
   ];
   const groups = groupModels(listed);
   it('keeps the base order and every SKU', () => {
-    assert.deepEqual(groups.map((g) => [g.id, g.members.length]), [['gpt-5.5', 3], ['composer-2.5', 2], ['x', 2], ['old-cached', 1]]);
+    assert.deepEqual(
+      groups.map((g) => [g.id, g.members.length]),
+      [
+        ['gpt-5.5', 3],
+        ['composer-2.5', 2],
+        ['x', 2],
+        ['old-cached', 1],
+      ],
+    );
   });
   it('an effort-only base gets a Thinking Effort menu, defaulting to the CLI default', () => {
-    const info = toChatInformation(groups[0]) as { name: string; configurationSchema?: { properties: Record<string, Record<string, unknown>> } };
+    const info = toChatInformation(groups[0]) as {
+      name: string;
+      configurationSchema?: { properties: Record<string, Record<string, unknown>> };
+    };
     assert.equal(info.name, 'GPT-5.5');
     assert.deepEqual(info.configurationSchema?.properties.reasoningEffort, {
-      type: 'string', title: 'Thinking Effort', enum: ['default', 'low', 'high'], enumItemLabels: ['Standard', 'Low', 'High'],
-      enumDescriptions: ['Cursor model gpt-5.5', 'Cursor model gpt-5.5-low', 'Cursor model gpt-5.5-high'], default: 'default', group: 'navigation',
+      type: 'string',
+      title: 'Thinking Effort',
+      enum: ['default', 'low', 'high'],
+      enumItemLabels: ['Standard', 'Low', 'High'],
+      enumDescriptions: ['Cursor model gpt-5.5', 'Cursor model gpt-5.5-low', 'Cursor model gpt-5.5-high'],
+      default: 'default',
+      group: 'navigation',
     });
   });
   it('a fast/standard base gets a Speed menu of SKUs; mixed axes a Variant menu', () => {
     assert.equal(groups[1].choice?.title, 'Speed');
-    assert.deepEqual(groups[1].choice?.options.map((o) => o.value), ['composer-2.5', 'composer-2.5-fast']);
+    assert.deepEqual(
+      groups[1].choice?.options.map((o) => o.value),
+      ['composer-2.5', 'composer-2.5-fast'],
+    );
     assert.equal(groups[2].choice?.title, 'Variant');
     assert.equal(groups[2].choice?.default, 'x-high-fast');
     assert.equal(groups[3].choice, undefined);
@@ -177,10 +247,15 @@ describe('groupModels: one picker entry per base model', () => {
       [2, 'x-low', 'x-high-fast'],
       [3, { reasoningEffort: 'high' }, 'old-cached'],
     ];
-    for (const [i, configuration, want] of cases) assert.equal(resolveSku(groups[i], configuration), want, JSON.stringify(configuration));
+    for (const [i, configuration, want] of cases)
+      assert.equal(resolveSku(groups[i], configuration), want, JSON.stringify(configuration));
   });
   it('entries are the user’s own, selectable models', () => {
-    const info = toChatInformation(groups[1]) as { isUserSelectable?: boolean; isBYOK?: boolean; maxInputTokens: number };
+    const info = toChatInformation(groups[1]) as {
+      isUserSelectable?: boolean;
+      isBYOK?: boolean;
+      maxInputTokens: number;
+    };
     assert.deepEqual([info.isUserSelectable, info.isBYOK, info.maxInputTokens], [true, true, 200_000]);
   });
 });
@@ -188,17 +263,27 @@ describe('groupModels: one picker entry per base model', () => {
 describe('ModelCatalog.peekOrWait', () => {
   it('waits for a first-ever list, but not past its bound', async () => {
     let resolve: (m: ModelInfo[]) => void = () => undefined;
-    const catalog = new ModelCatalog(() => new Promise((r) => (resolve = r)), () => undefined);
+    const catalog = new ModelCatalog(
+      () => new Promise((r) => (resolve = r)),
+      () => undefined,
+    );
     const waiting = catalog.peekOrWait(5_000);
     setTimeout(() => resolve([model()]), 20);
     assert.equal((await waiting).length, 1);
-    const slow = new ModelCatalog(() => new Promise(() => undefined), () => undefined);
+    const slow = new ModelCatalog(
+      () => new Promise(() => undefined),
+      () => undefined,
+    );
     const t0 = Date.now();
     assert.deepEqual(await slow.peekOrWait(50), []);
     assert.ok(Date.now() - t0 < 2_000);
   });
   it('answers at once from a stored list', async () => {
-    const catalog = new ModelCatalog(() => new Promise(() => undefined), () => undefined, { store: memoryStore({ 'cursorBridge.models.v1': [model()] }) });
+    const catalog = new ModelCatalog(
+      () => new Promise(() => undefined),
+      () => undefined,
+      { store: memoryStore({ 'cursorBridge.models.v1': [model()] }) },
+    );
     assert.equal((await catalog.peekOrWait(60_000)).length, 1);
   });
 });

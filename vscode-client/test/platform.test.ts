@@ -25,7 +25,13 @@ describe('vsceTarget', () => {
 });
 
 describe('checkPlatform', () => {
-  const mac: PlatformFacts = { platform: 'darwin', arch: 'arm64', musl: false, translated: false, bundledTarget: 'darwin-arm64' };
+  const mac: PlatformFacts = {
+    platform: 'darwin',
+    arch: 'arm64',
+    musl: false,
+    translated: false,
+    bundledTarget: 'darwin-arm64',
+  };
   it('is content when the package matches VS Code', () => {
     const r = checkPlatform(mac);
     assert.equal(r.ok, true);
@@ -45,12 +51,24 @@ describe('checkPlatform', () => {
     assert.match(r.fix, /Apple silicon/);
   });
   it('names emulation on Windows on Arm', () => {
-    const r = checkPlatform({ platform: 'win32', arch: 'x64', musl: false, translated: true, bundledTarget: 'win32-x64' });
+    const r = checkPlatform({
+      platform: 'win32',
+      arch: 'x64',
+      musl: false,
+      translated: true,
+      bundledTarget: 'win32-x64',
+    });
     assert.equal(r.ok, false);
     assert.match(r.fix, /win32-arm64/);
   });
   it('tells Alpine from glibc Linux', () => {
-    const r = checkPlatform({ platform: 'linux', arch: 'x64', musl: true, translated: false, bundledTarget: 'linux-x64' });
+    const r = checkPlatform({
+      platform: 'linux',
+      arch: 'x64',
+      musl: true,
+      translated: false,
+      bundledTarget: 'linux-x64',
+    });
     assert.equal(r.ok, false);
     assert.match(r.message, /runs as alpine-x64/);
   });
@@ -72,7 +90,10 @@ describe('bundledTarget', () => {
       fs.mkdirSync(path.join(dir, 'server'));
       fs.writeFileSync(path.join(dir, 'server', 'platform.json'), '{"target": 7}');
       assert.equal(bundledTarget(dir), undefined);
-      fs.writeFileSync(path.join(dir, 'server', 'platform.json'), '{"target": "win32-arm64", "triple": "aarch64-pc-windows-msvc"}');
+      fs.writeFileSync(
+        path.join(dir, 'server', 'platform.json'),
+        '{"target": "win32-arm64", "triple": "aarch64-pc-windows-msvc"}',
+      );
       assert.equal(bundledTarget(dir), 'win32-arm64');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -2,10 +2,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as vscode from 'vscode';
 import type { CancellationLike } from '../src/client';
-import type { Bridge } from '../src/ctx';
+import type { Bridge } from '../src/sidecar-manager';
 import { BridgeError, NOTICES } from '../src/errors';
 import { ModelCatalog } from '../src/models';
-import type { ChatDelta, ChatSendParams, ChatSendResult, DeltaBody, InitializeResult, Method, ModelInfo, Requests } from '../src/protocol';
+import type {
+  ChatDelta,
+  ChatSendParams,
+  ChatSendResult,
+  DeltaBody,
+  InitializeResult,
+  Method,
+  ModelInfo,
+  Requests,
+} from '../src/protocol';
 import { CursorChatProvider, usagePayload, type ProviderDeps } from '../src/provider';
 import { DEFAULTS, type Settings } from '../src/settings';
 import { TokenCounter } from '../src/tokens';
@@ -22,10 +31,19 @@ interface Call {
 class FakeBridge implements Bridge {
   calls: Call[] = [];
   private handlers = new Map<string, (d: ChatDelta) => void>();
-  turn: (params: ChatSendParams, emit: (b: DeltaBody) => void, token?: CancellationLike) => Promise<Partial<ChatSendResult>> = async () => ({});
+  turn: (
+    params: ChatSendParams,
+    emit: (b: DeltaBody) => void,
+    token?: CancellationLike,
+  ) => Promise<Partial<ChatSendResult>> = async () => ({});
   models: () => Promise<ModelInfo[]> = async () => [];
   /** What `initialize` said; the default is a sidecar from before client-owned tools. */
-  caps: () => Promise<InitializeResult['capabilities']> = async () => ({ deltaKinds: [], cancel: true, sessions: true, cli: { found: true } });
+  caps: () => Promise<InitializeResult['capabilities']> = async () => ({
+    deltaKinds: [],
+    cancel: true,
+    sessions: true,
+    cli: { found: true },
+  });
   capabilityCalls = 0;
 
   capabilities(): Promise<InitializeResult['capabilities']> {
@@ -33,7 +51,11 @@ class FakeBridge implements Bridge {
     return this.caps();
   }
 
-  async request<M extends Method>(method: M, params: Requests[M]['params'], token?: CancellationLike): Promise<Requests[M]['result']> {
+  async request<M extends Method>(
+    method: M,
+    params: Requests[M]['params'],
+    token?: CancellationLike,
+  ): Promise<Requests[M]['result']> {
     this.calls.push({ method, params, token });
     if (method === 'models/list') return { models: await this.models() } as Requests[M]['result'];
     if (method !== 'chat/send') throw new Error(`unexpected ${method}`);
@@ -41,7 +63,14 @@ class FakeBridge implements Bridge {
     let seq = 0;
     const emit = (b: DeltaBody) => this.handlers.get(p.turnId)?.({ turnId: p.turnId, seq: ++seq, ...b } as ChatDelta);
     const result = await this.turn(p, emit, token);
-    return { turnId: p.turnId, sessionId: 'cb-fake', resumed: false, stopReason: 'end', durationMs: 5, ...result } as Requests[M]['result'];
+    return {
+      turnId: p.turnId,
+      sessionId: 'cb-fake',
+      resumed: false,
+      stopReason: 'end',
+      durationMs: 5,
+      ...result,
+    } as Requests[M]['result'];
   }
 
   onDelta(turnId: string, handler: (d: ChatDelta) => void) {
@@ -58,7 +87,10 @@ function setup(over: Omit<Partial<ProviderDeps>, 'settings'> & { settings?: Part
   const bridge = new FakeBridge();
   const changed = new stub.EventEmitter<void>();
   const log = memoryLog();
-  const catalog = new ModelCatalog(async (refresh) => (await bridge.request('models/list', { refresh })).models, () => changed.fire());
+  const catalog = new ModelCatalog(
+    async (refresh) => (await bridge.request('models/list', { refresh })).models,
+    () => changed.fire(),
+  );
   const { settings, ...rest } = over;
   const provider = new CursorChatProvider({
     bridge,
@@ -83,16 +115,29 @@ function collector() {
     parts,
     progress: { report: (p: unknown) => void parts.push(p) } as vscode.Progress<vscode.LanguageModelResponsePart>,
     text: () => parts.map((p) => (p instanceof stub.LanguageModelTextPart ? p.value : '')).join(''),
-    data: (mime: string) => parts.filter((p): p is stub.LanguageModelDataPart => p instanceof stub.LanguageModelDataPart && p.mimeType === mime),
+    data: (mime: string) =>
+      parts.filter(
+        (p): p is stub.LanguageModelDataPart => p instanceof stub.LanguageModelDataPart && p.mimeType === mime,
+      ),
   };
 }
 
 const decode = (d: Uint8Array) => new TextDecoder().decode(d);
 
-async function respond(provider: CursorChatProvider, fixture: string, token = new stub.CancellationTokenSource().token) {
+async function respond(
+  provider: CursorChatProvider,
+  fixture: string,
+  token = new stub.CancellationTokenSource().token,
+) {
   const r = loadRequest(fixture);
   const out = collector();
-  await provider.provideLanguageModelChatResponse(r.model, r.messages, r.options, out.progress, token as vscode.CancellationToken);
+  await provider.provideLanguageModelChatResponse(
+    r.model,
+    r.messages,
+    r.options,
+    out.progress,
+    token as vscode.CancellationToken,
+  );
   return { ...out, request: r };
 }
 
@@ -104,7 +149,10 @@ describe('provideLanguageModelChatResponse', () => {
       emit({ kind: 'thinking', text: 'hmm' });
       emit({ kind: 'text', text: 'Hello' });
       emit({ kind: 'text', text: ' world' });
-      return { sessionId: 'cb-77', usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 100, cacheWriteTokens: 1 } };
+      return {
+        sessionId: 'cb-77',
+        usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 100, cacheWriteTokens: 1 },
+      };
     };
     const out = await respond(provider, 'agent-first-turn');
     assert.equal(out.text(), 'Hello world');
@@ -113,8 +161,16 @@ describe('provideLanguageModelChatResponse', () => {
     assert.equal(decode(marker.data), 'sonnet-5\\cursor-bridge:v1:cb-77');
     assert.equal(out.parts.at(-1), marker, 'the marker comes last');
     const [usage] = out.data('usage');
-    assert.deepEqual(JSON.parse(decode(usage.data)), usagePayload({ inputTokens: 10, outputTokens: 5, cacheReadTokens: 100, cacheWriteTokens: 1 }));
-    assert.deepEqual(JSON.parse(decode(usage.data)), { prompt_tokens: 111, completion_tokens: 5, total_tokens: 116, prompt_tokens_details: { cached_tokens: 100 } });
+    assert.deepEqual(
+      JSON.parse(decode(usage.data)),
+      usagePayload({ inputTokens: 10, outputTokens: 5, cacheReadTokens: 100, cacheWriteTokens: 1 }),
+    );
+    assert.deepEqual(JSON.parse(decode(usage.data)), {
+      prompt_tokens: 111,
+      completion_tokens: 5,
+      total_tokens: 116,
+      prompt_tokens_details: { cached_tokens: 100 },
+    });
     assert.equal(bridge.subscribers, 0, 'delta subscription released');
   });
 
@@ -180,12 +236,20 @@ describe('provideLanguageModelChatResponse', () => {
     bridge.turn = async (_p, emit) => {
       emit({ kind: 'session', sessionId: 'cb-5', resumed: false, replayed: false });
       emit({ kind: 'text', text: 'Partial' });
-      throw new BridgeError('authRequired', 'The Cursor CLI is not logged in', 'Run `agent login`', 'Error: Authentication required');
+      throw new BridgeError(
+        'authRequired',
+        'The Cursor CLI is not logged in',
+        'Run `agent login`',
+        'Error: Authentication required',
+      );
     };
     const out = await respond(provider, 'agent-first-turn');
     assert.match(out.text(), /^Partial\n\n\*\*The Cursor CLI is not logged in/);
     assert.equal(decode(out.data('stateful_marker')[0].data), 'sonnet-5\\cursor-bridge:v1:cb-5');
-    assert.ok(log.lines.some((l) => l.includes('authRequired') && l.includes('Authentication required')), 'the detail goes to the log');
+    assert.ok(
+      log.lines.some((l) => l.includes('authRequired') && l.includes('Authentication required')),
+      'the detail goes to the log',
+    );
   });
 
   it('throws a clean one-line error for transient problems', async () => {
@@ -223,7 +287,10 @@ describe('provideLanguageModelChatResponse', () => {
     const text = out.text();
     assert.equal(text, `> ℹ️ ${NOTICES.imagesNotSent(2)}\n\nA cat.`);
     assert.equal(text.split('sends text only').length, 2, 'once per response');
-    assert.equal(NOTICES.imagesNotSent(1), 'Cursor Bridge sends text only: the attached image was not sent to the model.');
+    assert.equal(
+      NOTICES.imagesNotSent(1),
+      'Cursor Bridge sends text only: the attached image was not sent to the model.',
+    );
     const params = bridge.calls[0].params as ChatSendParams;
     assert.match(params.messages.at(-1)?.text ?? '', /How is the total computed\?/);
   });
@@ -235,7 +302,13 @@ describe('provideLanguageModelChatResponse', () => {
     const r = loadRequest('utility-title');
     (r.messages.at(-1)!.content as unknown[]).push(new stub.LanguageModelDataPart(new Uint8Array([1]), 'image/png'));
     const out = collector();
-    await provider.provideLanguageModelChatResponse(r.model, r.messages, r.options, out.progress, new stub.CancellationTokenSource().token as vscode.CancellationToken);
+    await provider.provideLanguageModelChatResponse(
+      r.model,
+      r.messages,
+      r.options,
+      out.progress,
+      new stub.CancellationTokenSource().token as vscode.CancellationToken,
+    );
     assert.equal(out.text(), 'Title');
   });
 
@@ -271,7 +344,8 @@ describe('client-owned tools (cursorBridge.tools)', () => {
     cli: { found: true },
     clientTools: 1,
   });
-  const sent = (bridge: FakeBridge) => bridge.calls.filter((c) => c.method === 'chat/send').map((c) => c.params as ChatSendParams);
+  const sent = (bridge: FakeBridge) =>
+    bridge.calls.filter((c) => c.method === 'chat/send').map((c) => c.params as ChatSendParams);
 
   it('copilot + a sidecar with clientTools: sends the tools, reports the toolCall as a ToolCallPart, and ends the response', async () => {
     const phases: string[] = [];
@@ -291,17 +365,27 @@ describe('client-owned tools (cursorBridge.tools)', () => {
       out.request.options.tools?.map((t) => t.name),
     );
     assert.ok(params.tools?.some((t) => t.name === 'create_file'));
-    assert.deepEqual(params.tools?.[0], { name: 'create_directory', description: 'the create_directory tool', inputSchema: {} });
+    assert.deepEqual(params.tools?.[0], {
+      name: 'create_directory',
+      description: 'the create_directory tool',
+      inputSchema: {},
+    });
     assert.equal(params.toolChoice, 'auto');
     assert.equal(params.parallelToolCalls, true);
     assert.equal(params.messages[0].role, 'system', 'Copilot’s system prompt goes along');
-    const calls = out.parts.filter((p): p is stub.LanguageModelToolCallPart => p instanceof stub.LanguageModelToolCallPart);
+    const calls = out.parts.filter(
+      (p): p is stub.LanguageModelToolCallPart => p instanceof stub.LanguageModelToolCallPart,
+    );
     assert.deepEqual(
       calls.map((c) => [c.callId, c.name, c.input]),
       [['call_5f0c9a1b2c3d4e5f60718293', 'create_file', input]],
     );
     assert.equal(out.text(), 'Creating it.');
-    assert.equal(decode(out.data('stateful_marker')[0].data), 'sonnet-5\\cursor-bridge:v1:cb-9', 'the session survives the tool round');
+    assert.equal(
+      decode(out.data('stateful_marker')[0].data),
+      'sonnet-5\\cursor-bridge:v1:cb-9',
+      'the session survives the tool round',
+    );
     assert.deepEqual(phases, ['started'], 'not answered yet: VS Code runs the tool and calls again');
     assert.ok(log.lines.some((l) => /client tools \(auto\)/.test(l)));
     assert.ok(log.lines.some((l) => /waiting for 1 tool result/.test(l)));
@@ -371,7 +455,15 @@ describe('client-owned tools (cursorBridge.tools)', () => {
 
 describe('provideLanguageModelChatInformation', () => {
   const models: ModelInfo[] = [
-    { id: 'auto', name: 'Auto', family: 'auto', maxInputTokens: 200_000, maxOutputTokens: 32_768, capabilities: { thinking: false, toolCalling: true, imageInput: false }, isDefault: true },
+    {
+      id: 'auto',
+      name: 'Auto',
+      family: 'auto',
+      maxInputTokens: 200_000,
+      maxOutputTokens: 32_768,
+      capabilities: { thinking: false, toolCalling: true, imageInput: false },
+      isDefault: true,
+    },
   ];
 
   it('answers silent calls from the cache without waiting, loading in the background', async () => {

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as vscode from 'vscode';
-import { detached, SidecarManager } from '../src/ctx';
+import { detached, SidecarManager } from '../src/sidecar-manager';
 import { toBridgeError } from '../src/errors';
 import { activate, deactivate } from '../src/extension';
 import { ModelCatalog } from '../src/models';
@@ -47,40 +47,63 @@ describe('unhandled rejections', () => {
     assert.equal(log.lines.length, 2);
   });
 
-  it('the sidecar manager logs a rejecting onGaveUp (the crash notification is async)', { skip: process.platform === 'win32' && 'needs a shell script' }, async () => {
-    // Passes the `--version` check, then dies before answering `initialize`: a crash at start.
-    const fake = path.join(dir, 'dies-at-start.sh');
-    fs.writeFileSync(fake, '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "cursor-bridge 0.0.0-test"; exit 0; fi\nexit 3\n', { mode: 0o755 });
-    const log = memoryLog();
-    let gaveUp = 0;
-    const m = new SidecarManager({
-      log,
-      launchConfig: async () => ({ binary: fake, env: process.env, initialize: { protocolVersion: 1, workspaceFolders: [] } }),
-      onGaveUp: async () => {
-        gaveUp++;
-        throw new Error('the notification failed');
-      },
-      crashLimit: 1,
-    });
-    const seen = await unhandledRejectionsDuring(async () => {
-      await assert.rejects(m.request('models/list', {}), (e: unknown) => toBridgeError(e).kind === 'sidecarCrashed');
-      await until('giving up', () => gaveUp === 1);
-    });
-    await m.dispose();
-    assert.deepEqual(seen, []);
-    assert.ok(log.lines.some((l) => l === 'error: reporting the crashed sidecar failed: the notification failed'), log.lines.join('\n'));
-  });
+  it(
+    'the sidecar manager logs a rejecting onGaveUp (the crash notification is async)',
+    { skip: process.platform === 'win32' && 'needs a shell script' },
+    async () => {
+      // Passes the `--version` check, then dies before answering `initialize`: a crash at start.
+      const fake = path.join(dir, 'dies-at-start.sh');
+      fs.writeFileSync(
+        fake,
+        '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "cursor-bridge 0.0.0-test"; exit 0; fi\nexit 3\n',
+        { mode: 0o755 },
+      );
+      const log = memoryLog();
+      let gaveUp = 0;
+      const m = new SidecarManager({
+        log,
+        launchConfig: async () => ({
+          binary: fake,
+          env: process.env,
+          initialize: { protocolVersion: 1, workspaceFolders: [] },
+        }),
+        onGaveUp: async () => {
+          gaveUp++;
+          throw new Error('the notification failed');
+        },
+        crashLimit: 1,
+      });
+      const seen = await unhandledRejectionsDuring(async () => {
+        await assert.rejects(m.request('models/list', {}), (e: unknown) => toBridgeError(e).kind === 'sidecarCrashed');
+        await until('giving up', () => gaveUp === 1);
+      });
+      await m.dispose();
+      assert.deepEqual(seen, []);
+      assert.ok(
+        log.lines.some((l) => l === 'error: reporting the crashed sidecar failed: the notification failed'),
+        log.lines.join('\n'),
+      );
+    },
+  );
 
   it('the model catalog logs a failure to store the list (globalState.update is not awaited)', async () => {
     const log = memoryLog();
     const store = { get: () => undefined, update: () => Promise.reject(new Error('disk full')) };
-    const catalog = new ModelCatalog(async () => [model], () => undefined, { store, log });
+    const catalog = new ModelCatalog(
+      async () => [model],
+      () => undefined,
+      { store, log },
+    );
     const seen = await unhandledRejectionsDuring(async () => {
       await catalog.load(false);
       catalog.replace([{ ...model, id: 'other' }]); // the models/changed notification's path
     });
     assert.deepEqual(seen, []);
-    assert.equal(log.lines.filter((l) => l === 'warn: could not store the model list: disk full').length, 2, log.lines.join('\n'));
+    assert.equal(
+      log.lines.filter((l) => l === 'warn: could not store the model list: disk full').length,
+      2,
+      log.lines.join('\n'),
+    );
     assert.equal(catalog.peek()[0].id, 'other', 'the list is still used');
   });
 
@@ -94,7 +117,9 @@ describe('unhandled rejections', () => {
       const seen = await unhandledRejectionsDuring(async () => {
         // Activation warms up at once: models/list → sidecarNotFound → the warning, which rejects.
         activate(fakeContext(path.join(dir, 'extension')) as unknown as vscode.ExtensionContext);
-        await until('the failure to be logged', () => channelLines().some((l) => l.includes('announcing a set-up problem failed')));
+        await until('the failure to be logged', () =>
+          channelLines().some((l) => l.includes('announcing a set-up problem failed')),
+        );
       });
       assert.deepEqual(seen, []);
       assert.ok(

@@ -3,8 +3,13 @@ import { describe, it } from 'node:test';
 import { DEFAULTS, expandHome, readSettings, sidecarOptions, USER_ONLY_KEYS } from '../src/settings';
 
 /** User settings `user`, and settings of the workspace (or a folder) that VS Code's `get()` would let win. */
-const reader = (user: Record<string, unknown>, workspace: Record<string, unknown> = {}, folder: Record<string, unknown> = {}) => ({
-  get: <T>(key: string) => (key in folder ? folder[key] : key in workspace ? workspace[key] : user[key]) as T | undefined,
+const reader = (
+  user: Record<string, unknown>,
+  workspace: Record<string, unknown> = {},
+  folder: Record<string, unknown> = {},
+) => ({
+  get: <T>(key: string) =>
+    (key in folder ? folder[key] : key in workspace ? workspace[key] : user[key]) as T | undefined,
   inspect: <T>(key: string) => ({
     defaultValue: (DEFAULTS as unknown as Record<string, unknown>)[key] as T | undefined,
     globalValue: user[key] as T | undefined,
@@ -18,7 +23,9 @@ describe('settings', () => {
     assert.deepEqual(readSettings(reader({})), DEFAULTS);
   });
   it('clamps numbers the sidecar would reject (it takes unsigned integers)', () => {
-    const s = readSettings(reader({ maxConcurrent: -3, sessionTtlMinutes: 2.7, requestTimeoutSeconds: 'soon', maxSessions: Number.NaN }));
+    const s = readSettings(
+      reader({ maxConcurrent: -3, sessionTtlMinutes: 2.7, requestTimeoutSeconds: 'soon', maxSessions: Number.NaN }),
+    );
     assert.equal(s.maxConcurrent, 1);
     assert.equal(s.sessionTtlMinutes, 2);
     assert.equal(s.requestTimeoutSeconds, DEFAULTS.requestTimeoutSeconds);
@@ -69,7 +76,11 @@ describe('settings', () => {
   it('ignores workspace and folder values of the paths and of unattended mode', () => {
     const evil = { cliPath: '/repo/evil-agent', sidecarPath: '/repo/evil-bridge', allowUnattended: true };
     assert.deepEqual([...USER_ONLY_KEYS].sort(), Object.keys(evil).sort());
-    for (const s of [readSettings(reader({}, evil)), readSettings(reader({}, {}, evil)), readSettings(reader({}, evil, evil))]) {
+    for (const s of [
+      readSettings(reader({}, evil)),
+      readSettings(reader({}, {}, evil)),
+      readSettings(reader({}, evil, evil)),
+    ]) {
       assert.equal(s.cliPath, '');
       assert.equal(s.sidecarPath, '');
       assert.equal(s.allowUnattended, false);
@@ -85,11 +96,22 @@ describe('settings', () => {
     assert.equal(readSettings(reader({})).tools, 'copilot');
     assert.equal(readSettings(reader({ tools: 'cursor' })).tools, 'cursor');
     assert.equal(readSettings(reader({ tools: 'mcp' })).tools, 'copilot', 'unknown values fall back');
-    assert.equal(readSettings(reader({}, { tools: 'cursor' })).tools, 'copilot', 'a repository cannot switch the review off');
+    assert.equal(
+      readSettings(reader({}, { tools: 'cursor' })).tools,
+      'copilot',
+      'a repository cannot switch the review off',
+    );
     assert.equal(readSettings(reader({}, {}, { tools: 'cursor' })).tools, 'copilot', 'nor can a folder');
-    assert.equal(readSettings(reader({ tools: 'cursor' }, { tools: 'copilot' })).tools, 'copilot', 'but it may switch it on');
+    assert.equal(
+      readSettings(reader({ tools: 'cursor' }, { tools: 'copilot' })).tools,
+      'copilot',
+      'but it may switch it on',
+    );
     assert.equal(readSettings(reader({ tools: 'cursor' }, {}, { tools: 'copilot' })).tools, 'copilot');
-    assert.ok(!('tools' in sidecarOptions(readSettings(reader({ tools: 'cursor' })), true)), 'per turn: not a sidecar option');
+    assert.ok(
+      !('tools' in sidecarOptions(readSettings(reader({ tools: 'cursor' })), true)),
+      'per turn: not a sidecar option',
+    );
   });
   it('still takes workspace values of the other settings', () => {
     const s = readSettings(reader({ maxConcurrent: 2 }, { maxConcurrent: 8, mode: 'ask' }));

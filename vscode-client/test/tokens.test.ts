@@ -69,7 +69,11 @@ describe('estimateTokens against real tokenizers', () => {
     // Compared with a reference measured in the same run (a word-splitting regex over the same
     // text), interleaved and taking the best of several rounds, so a loaded machine slows both
     // alike; the figure in milliseconds is only printed. Quadratic work would be far off.
-    const text = samples.map((s) => s.text).join('\n').repeat(2).slice(0, 15_000);
+    const text = samples
+      .map((s) => s.text)
+      .join('\n')
+      .repeat(2)
+      .slice(0, 15_000);
     const runs = 50;
     const time = (f: () => unknown) => {
       const started = process.hrtime.bigint();
@@ -79,10 +83,18 @@ describe('estimateTokens against real tokenizers', () => {
     let ours = Infinity;
     let reference = Infinity;
     for (let round = 0; round < 7; round++) {
-      ours = Math.min(ours, time(() => estimateTokens(text)));
-      reference = Math.min(reference, time(() => text.split(/(\s+|[^\p{L}\p{N}\s]+)/u).length));
+      ours = Math.min(
+        ours,
+        time(() => estimateTokens(text)),
+      );
+      reference = Math.min(
+        reference,
+        time(() => text.split(/(\s+|[^\p{L}\p{N}\s]+)/u).length),
+      );
     }
-    console.log(`estimateTokens: ${ours.toFixed(3)} ms per 15 KB call; reference regex pass ${reference.toFixed(3)} ms`);
+    console.log(
+      `estimateTokens: ${ours.toFixed(3)} ms per 15 KB call; reference regex pass ${reference.toFixed(3)} ms`,
+    );
     assert.ok(ours < reference * 25, `${ours.toFixed(3)} ms vs ${reference.toFixed(3)} ms for the reference`);
   });
 });
@@ -128,7 +140,11 @@ describe('TokenCounter', () => {
       ],
     };
     const expected =
-      3 + estimateTokens('Hello there') + estimateTokens('read_file') + estimateTokens('{"filePath":"a.ts"}') + estimateTokens('export const x = 1;');
+      3 +
+      estimateTokens('Hello there') +
+      estimateTokens('read_file') +
+      estimateTokens('{"filePath":"a.ts"}') +
+      estimateTokens('export const x = 1;');
     assert.equal(c.count(message as never), expected);
   });
 });

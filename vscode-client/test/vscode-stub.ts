@@ -173,7 +173,9 @@ export function grantWorkspaceTrust(): void {
 
 /** Test hook: tell listeners these settings changed. */
 export function fireConfigurationChange(keys: string[]): void {
-  configChanged.fire({ affectsConfiguration: (section) => keys.some((k) => k === section || k.startsWith(`${section}.`)) });
+  configChanged.fire({
+    affectsConfiguration: (section) => keys.some((k) => k === section || k.startsWith(`${section}.`)),
+  });
 }
 
 export const workspace = {
@@ -217,7 +219,8 @@ function message(level: string) {
 function logChannel(name: string) {
   const channel = { name, lines: [] as string[] };
   stubState.channels.push(channel);
-  const at = (level: string) => (m: string | Error) => void channel.lines.push(`${level}: ${m instanceof Error ? m.message : m}`);
+  const at = (level: string) => (m: string | Error) =>
+    void channel.lines.push(`${level}: ${m instanceof Error ? m.message : m}`);
   return {
     name,
     trace: at('trace'),
@@ -241,7 +244,8 @@ export const window = {
   showInformationMessage: message('info'),
   showInputBox: (): Promise<string | undefined> => Promise.resolve(stubState.inputBoxAnswer),
   createOutputChannel: (name: string) => logChannel(name),
-  withProgress: <R>(_options: unknown, task: (progress: { report(v: unknown): void }) => Promise<R>): Promise<R> => task({ report: () => undefined }),
+  withProgress: <R>(_options: unknown, task: (progress: { report(v: unknown): void }) => Promise<R>): Promise<R> =>
+    task({ report: () => undefined }),
 };
 
 export const lm = {

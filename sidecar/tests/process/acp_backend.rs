@@ -198,6 +198,7 @@ fn signed_out_says_log_in() {
 }
 
 #[test]
+#[ignore = "heavy tier (waits out the handshake bound, ~20 s): `cargo xtask test` runs it; alone: `cargo test -p cursor-bridge --test process -- --ignored an_authenticate_that_does_not_answer_is_a_timeout_not_a_missing_login_and_auto_answers_in_print_mode`"]
 fn an_authenticate_that_does_not_answer_is_a_timeout_not_a_missing_login_and_auto_answers_in_print_mode() {
     // Signed in, but Cursor does not answer `authenticate` (slow, or hanging): no evidence of a
     // missing login, so no "run agent login".
@@ -331,6 +332,7 @@ fn a_session_loaded_with_an_empty_answer_by_an_agent_that_lists_no_models_keeps_
 }
 
 #[test]
+#[ignore = "heavy tier (waits out the load bound, ~30 s): `cargo xtask test` runs it; alone: `cargo test -p cursor-bridge --test process -- --ignored a_session_load_that_does_not_answer_is_a_timeout_and_the_conversation_is_kept_not_replayed`"]
 fn a_session_load_that_does_not_answer_is_a_timeout_and_the_conversation_is_kept_not_replayed() {
     let dir = TestDir::new();
     let mut s = start(&dir, "acp", &[]);
@@ -361,6 +363,7 @@ fn a_session_load_that_does_not_answer_is_a_timeout_and_the_conversation_is_kept
 }
 
 #[test]
+#[ignore = "heavy tier (outlasts the silence bound, ~35 s): `cargo xtask test` runs it; alone: `cargo test -p cursor-bridge --test process -- --ignored a_session_load_whose_replay_keeps_coming_is_waited_for_past_the_silence_bound`"]
 fn a_session_load_whose_replay_keeps_coming_is_waited_for_past_the_silence_bound() {
     let dir = TestDir::new();
     let mut s = start(&dir, "acp", &[]);

@@ -20,12 +20,55 @@ fn tools_turn(turn: &str, messages: Value) -> Value {
         "messages": messages, "tools": [create_file_tool()]})
 }
 
-/// The prompt protocol on either backend: on ACP the double ignores the MCP servers of a session
-/// (as CLI 2026.06.04 did), so the sidecar falls back to describing the tools in the prompt.
+/// How the backends differ in this file's tests.
+struct Expected {
+    /// The double's knobs that put a turn on the prompt protocol: on ACP the double ignores the
+    /// MCP servers of a session (as CLI 2026.06.04 did), so the sidecar falls back to describing
+    /// the tools in the prompt; print mode always uses it.
+    prompt_protocol_env: &'static [(&'static str, &'static str)],
+    /// Where the agent worked, from its record: print mode's `--workspace`, ACP's session folder.
+    workspace_of: fn(&Value) -> String,
+    /// The CLI's own flags say ask mode, no `--force` (print mode; on ACP the mode is the
+    /// session's and `--force` is never passed, `turns`/`isolation` check both).
+    ask_mode_flags: bool,
+    /// A follow-up with the results resumes the chat by `--resume` (print mode; on ACP it is the
+    /// same session, which `prompt_of` of the record already shows).
+    resumes_by_flag: bool,
+    /// Tests that do not apply, and why.
+    mcp_round_trip: Option<&'static str>,
+    sessions_opened_ahead_with_tools: Option<&'static str>,
+}
+
+const ON_PRINT: Expected = Expected {
+    prompt_protocol_env: &[],
+    workspace_of: |record| {
+        let argv: Vec<String> = serde_json::from_value(record["argv"].clone()).unwrap();
+        argv.windows(2).find(|w| w[0] == "--workspace").map(|w| w[1].clone()).unwrap_or_default()
+    },
+    ask_mode_flags: true,
+    resumes_by_flag: true,
+    mcp_round_trip: Some("the MCP path needs the ACP backend (print mode uses the prompt protocol)"),
+    sessions_opened_ahead_with_tools: Some("sessions opened ahead with our MCP server are ACP's"),
+};
+
+const ON_ACP: Expected = Expected {
+    prompt_protocol_env: &[("CURSOR_DOUBLE_ACP_SESSION_MCP", "ignored")],
+    workspace_of: |record| record["cwd"].as_str().unwrap_or_default().to_string(),
+    ask_mode_flags: false,
+    resumes_by_flag: false,
+    mcp_round_trip: None,
+    sessions_opened_ahead_with_tools: None,
+};
+
+fn expected() -> &'static Expected {
+    per_backend(&ON_PRINT, &ON_ACP)
+}
+
+/// The prompt protocol on either backend.
 fn on_the_prompt_protocol(dir: &TestDir) -> Sidecar {
     let mut launch = Launch::new(dir);
-    if acp() {
-        launch = launch.env("CURSOR_DOUBLE_ACP_SESSION_MCP", "ignored");
+    for &(key, value) in expected().prompt_protocol_env {
+        launch = launch.env(key, value);
     }
     let mut s = launch.start();
     s.initialize(dir, json!({}));
@@ -36,13 +79,8 @@ fn prompt_of(record: &Value) -> &str {
     record["stdin"].as_str().or(record["prompt"].as_str()).unwrap_or_default()
 }
 
-/// Where the agent worked: print mode's `--workspace`, ACP's session folder.
 fn workspace_of(record: &Value) -> String {
-    if acp() {
-        return record["cwd"].as_str().unwrap_or_default().to_string();
-    }
-    let argv: Vec<String> = serde_json::from_value(record["argv"].clone()).unwrap();
-    argv.windows(2).find(|w| w[0] == "--workspace").map(|w| w[1].clone()).unwrap_or_default()
+    (expected().workspace_of)(record)
 }
 
 /// One round trip: the model calls `create_file`, the client runs it, the result reaches the
@@ -88,7 +126,7 @@ fn assert_isolated(dir: &TestDir, record: &Value) {
     assert_ne!(folder, dir.workspace().to_str().unwrap(), "not the user's folder");
     let permissions = std::fs::read_to_string(std::path::Path::new(&folder).join(".cursor/cli.json")).unwrap();
     assert!(permissions.contains("\"Shell(*)\"") && permissions.contains("\"Write(**)\""), "{permissions}");
-    if !acp() {
+    if expected().ask_mode_flags {
         let argv: Vec<String> = serde_json::from_value(record["argv"].clone()).unwrap();
         assert!(argv.windows(2).any(|w| w == ["--mode", "ask"]), "{argv:?}");
         assert!(!argv.contains(&"--force".to_string()), "{argv:?}");
@@ -112,7 +150,7 @@ fn a_tool_round_trip_on_the_prompt_protocol_continues_the_same_chat_with_the_res
         ),
         "only the result goes to the chat that made the call"
     );
-    if !acp() {
+    if expected().resumes_by_flag {
         let argv: Vec<String> = serde_json::from_value(records[1]["argv"].clone()).unwrap();
         assert!(argv.contains(&"--resume".to_string()), "{argv:?}");
     }
@@ -120,8 +158,7 @@ fn a_tool_round_trip_on_the_prompt_protocol_continues_the_same_chat_with_the_res
 
 #[test]
 fn a_tool_round_trip_over_mcp_answers_the_parked_call_in_the_same_turn() {
-    if !acp() {
-        println!("skipped on print mode: the MCP path needs the ACP backend (print mode uses the prompt protocol)");
+    if skipped(expected().mcp_round_trip) {
         return;
     }
     let dir = TestDir::new();
@@ -291,8 +328,7 @@ fn the_users_login_and_config_stay_untouched_in_client_tools_mode() {
 
 #[test]
 fn a_new_conversation_with_tools_on_acp_takes_a_session_opened_ahead_with_those_tools() {
-    if !acp() {
-        println!("skipped on print mode: sessions opened ahead with our MCP server are ACP's");
+    if skipped(expected().sessions_opened_ahead_with_tools) {
         return;
     }
     // What a new Copilot Agent-mode chat pays: without a session opened ahead that already hosts

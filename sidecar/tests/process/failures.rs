@@ -11,11 +11,91 @@ fn ask(turn: &str, text: &str) -> Value {
     json!({"turnId": turn, "model": "auto", "mode": "agent", "messages": [user(text)]})
 }
 
+/// How the backends differ in this file's tests.
+struct Expected {
+    /// The faults and what the user sees of each.
+    failure_cases: fn() -> Vec<FailureCase>,
+    /// `$/cancelRequest` of a running turn (its prompt makes a grandchild and streams slowly).
+    cancel: fn(TestDir, Sidecar, &str),
+    /// After each idle timeout the hung CLI process is gone (print mode; on ACP the turn is
+    /// cancelled and its session stays warm).
+    a_silent_turn_ends_its_process: bool,
+    /// After the silent turns: what is left, and that the sidecar still serves.
+    after_silent_turns: fn(&TestDir, Sidecar),
+    /// End of input while a turn runs: the sidecar exits 0 and takes the CLI and its grandchild.
+    end_of_input: fn(&TestDir),
+    /// A grandchild that left the CLI's process group does not outlive its owner.
+    escaped_grandchild: fn(&TestDir),
+    /// `(CURSOR_DOUBLE_SCENARIO, the prompt's scenario)` from a grandchild's and a crash's: a print
+    /// run takes both from its prompt; an ACP process starts its grandchild from the env scenario,
+    /// at its start (cli-double README §8.4).
+    grandchild_and_crash: fn(Value, Value) -> (Value, Value),
+    /// The record of the process whose turn crashed (with its `grandchildPid`).
+    crashed_process: fn(&TestDir) -> Value,
+    /// A record per turn, with the turn's own grandchild (print mode; an ACP turn runs on a warm
+    /// process, with neither).
+    a_record_per_turn: bool,
+    /// A CLI process that runs turns, from its argv.
+    runs_turns: fn(&str) -> bool,
+    /// SIGKILL of the sidecar while one turn hangs and the spares wait: nothing outlives it.
+    sigkill: fn(&TestDir, Sidecar, Vec<u32>),
+}
+
+const ON_PRINT: Expected = Expected {
+    failure_cases: print_failure_cases,
+    cancel: cancel_on_print,
+    a_silent_turn_ends_its_process: true,
+    after_silent_turns: |_, _| {},
+    end_of_input: end_of_input_on_print,
+    escaped_grandchild: escaped_grandchild_on_print,
+    grandchild_and_crash: |gc, crash| {
+        let mut both = gc;
+        both.as_object_mut().unwrap().extend(crash.as_object().unwrap().clone());
+        (json!({}), both)
+    },
+    crashed_process: |dir| dir.turns().remove(0),
+    a_record_per_turn: true,
+    runs_turns: |argv| argv.contains("--output-format"),
+    sigkill: sigkill_on_print,
+};
+
+const ON_ACP: Expected = Expected {
+    failure_cases: acp_failure_cases,
+    cancel: cancel_on_acp,
+    a_silent_turn_ends_its_process: false,
+    after_silent_turns: |dir, mut s| {
+        let (_, ok) = s.chat(ask("after", "still there?"));
+        assert!(ok.get("result").is_some(), "{ok}");
+        assert!(s.finish().success());
+        assert_eq!(dir.acp_notifications("session/cancel").len(), 2, "each silent turn was cancelled");
+        assert!(dir.acp_records("start").iter().all(|r| !alive(r["pid"].as_u64().unwrap())));
+    },
+    end_of_input: end_of_input_on_acp,
+    escaped_grandchild: escaped_grandchild_on_acp,
+    grandchild_and_crash: |gc, crash| (gc, crash),
+    // The process whose turn crashed has its exit line; its grandchild is on its start line.
+    crashed_process: |dir| {
+        let exit =
+            dir.acp_records("exit").into_iter().find(|e| e["acp"]["exitReason"] == "crash").expect("crash record");
+        dir.acp_records("start").into_iter().find(|r| r["pid"] == exit["pid"]).unwrap()
+    },
+    a_record_per_turn: false,
+    runs_turns: |argv| argv.split('\0').any(|a| a == "acp"),
+    sigkill: sigkill_on_acp,
+};
+
+fn expected() -> &'static Expected {
+    per_backend(&ON_PRINT, &ON_ACP)
+}
+
 /// (name, scenario for the double, model, expected kind, text the user saw before the error)
-fn failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'static str)> {
-    if acp() {
-        return acp_failure_cases();
-    }
+type FailureCase = (&'static str, Value, &'static str, &'static str, &'static str);
+
+fn failure_cases() -> Vec<FailureCase> {
+    (expected().failure_cases)()
+}
+
+fn print_failure_cases() -> Vec<FailureCase> {
     vec![
         ("unknown model", json!({}), "no-such-model", "invalidModel", ""),
         ("usage limit", json!({"fail": "usageLimit"}), "auto", "usageLimit", ""),
@@ -45,7 +125,7 @@ fn failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'st
 /// The same faults on ACP, where a turn is a `session/prompt` and not a process: print mode's
 /// result records (`noResult`, `errorResult`, an exit without one) do not exist there; instead
 /// Cursor answers some failures as a JSON-RPC error and streams others as answer text.
-fn acp_failure_cases() -> Vec<(&'static str, Value, &'static str, &'static str, &'static str)> {
+fn acp_failure_cases() -> Vec<FailureCase> {
     vec![
         ("unknown model", json!({}), "no-such-model", "invalidModel", ""),
         ("usage limit", json!({"fail": "usageLimit"}), "auto", "usageLimit", ""),
@@ -156,10 +236,11 @@ fn cancel_answers_minus_32800_and_kills_the_cli_and_its_grandchild_within_a_seco
         "long job",
         json!({"grandchild": true, "answer": "x".repeat(200), "chunkChars": 1, "deltaDelayMs": 50}),
     );
-    if acp() {
-        return cancel_on_acp(dir, s, &prompt);
-    }
-    let id = s.send_request("chat/send", ask("c1", &prompt));
+    (expected().cancel)(dir, s, &prompt);
+}
+
+fn cancel_on_print(dir: TestDir, mut s: Sidecar, prompt: &str) {
+    let id = s.send_request("chat/send", ask("c1", prompt));
     let rec = wait_for_turn_record(&dir, 1).remove(0);
     let cli = rec["pid"].as_u64().unwrap();
     let grandchild = rec["grandchildPid"].as_u64().expect("double started a grandchild");
@@ -239,19 +320,13 @@ fn silence_ends_the_turn_with_a_timeout() {
         assert_eq!(error_kind(&r), "timeout", "{hang}: {r}");
         assert!(r["error"]["data"]["hint"].as_str().unwrap().contains("idleTimeoutSeconds"));
         assert!(started.elapsed() < Duration::from_secs(10), "{hang}");
-        if acp() {
+        if !expected().a_silent_turn_ends_its_process {
             continue; // the turn is cancelled, its session stays warm: checked below
         }
         let pid = dir.turns().last().unwrap()["pid"].as_u64().unwrap();
         assert!(eventually(Duration::from_secs(2), || !alive(pid)), "{hang}: hung CLI left running");
     }
-    if acp() {
-        let (_, ok) = s.chat(ask("after", "still there?"));
-        assert!(ok.get("result").is_some(), "{ok}");
-        assert!(s.finish().success());
-        assert_eq!(dir.acp_notifications("session/cancel").len(), 2, "each silent turn was cancelled");
-        assert!(dir.acp_records("start").iter().all(|r| !alive(r["pid"].as_u64().unwrap())));
-    }
+    (expected().after_silent_turns)(&dir, s);
 }
 
 #[test]
@@ -354,32 +429,36 @@ fn prompts_are_not_logged_at_the_default_level() {
 #[test]
 fn end_of_input_kills_running_turns_and_exits_zero() {
     let dir = TestDir::new();
-    if acp() {
-        // ACP processes start their grandchild at start (cli-double README §8.4), not per turn.
-        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_SCENARIO", json!({"grandchild": true}).to_string()).start();
-        s.initialize(&dir, json!({}));
-        s.send_request("chat/send", ask("t", &directed("go", json!({"hang": "midStream"}))));
-        // Mid-stream: some text came, then silence.
-        assert!(eventually(TIMEOUT, || {
-            while let Some(m) = s.next_message(Duration::from_millis(10)) {
-                s.notifications.push(m);
-            }
-            s.notifications.iter().any(|n| n["params"]["kind"] == "text")
-        }));
-        let started = dir.acp_records("start");
-        assert!(!started.is_empty());
-        let status = s.finish();
-        assert_eq!(status.code(), Some(0));
-        let pids: Vec<u64> =
-            started.iter().flat_map(|r| [r["pid"].as_u64(), r["grandchildPid"].as_u64()]).flatten().collect();
-        assert!(pids.len() >= 2, "a process and its grandchild: {started:?}");
-        assert!(eventually(Duration::from_secs(2), || pids.iter().all(|p| !alive(*p))), "{pids:?}");
-        return;
-    }
-    let mut s = Sidecar::start(&dir);
-    s.initialize(&dir, json!({}));
+    (expected().end_of_input)(&dir);
+}
+
+/// ACP processes start their grandchild at start (cli-double README §8.4), not per turn.
+fn end_of_input_on_acp(dir: &TestDir) {
+    let mut s = Launch::new(dir).env("CURSOR_DOUBLE_SCENARIO", json!({"grandchild": true}).to_string()).start();
+    s.initialize(dir, json!({}));
+    s.send_request("chat/send", ask("t", &directed("go", json!({"hang": "midStream"}))));
+    // Mid-stream: some text came, then silence.
+    assert!(eventually(TIMEOUT, || {
+        while let Some(m) = s.next_message(Duration::from_millis(10)) {
+            s.notifications.push(m);
+        }
+        s.notifications.iter().any(|n| n["params"]["kind"] == "text")
+    }));
+    let started = dir.acp_records("start");
+    assert!(!started.is_empty());
+    let status = s.finish();
+    assert_eq!(status.code(), Some(0));
+    let pids: Vec<u64> =
+        started.iter().flat_map(|r| [r["pid"].as_u64(), r["grandchildPid"].as_u64()]).flatten().collect();
+    assert!(pids.len() >= 2, "a process and its grandchild: {started:?}");
+    assert!(eventually(Duration::from_secs(2), || pids.iter().all(|p| !alive(*p))), "{pids:?}");
+}
+
+fn end_of_input_on_print(dir: &TestDir) {
+    let mut s = Sidecar::start(dir);
+    s.initialize(dir, json!({}));
     s.send_request("chat/send", ask("t", &directed("go", json!({"hang": "midStream", "grandchild": true}))));
-    let rec = wait_for_turn_record(&dir, 1).remove(0);
+    let rec = wait_for_turn_record(dir, 1).remove(0);
     let (cli, gc) = (rec["pid"].as_u64().unwrap(), rec["grandchildPid"].as_u64().unwrap());
     assert!(eventually(Duration::from_secs(5), || alive(gc)));
     let status = s.finish();
@@ -405,25 +484,29 @@ fn shutdown_then_exit() {
 #[test]
 fn a_grandchild_that_left_the_group_does_not_outlive_its_turn() {
     let dir = TestDir::new();
-    if acp() {
-        // An ACP process's grandchild is the process's (started at start, README §8.4), and the
-        // process outlives its turns: it must not outlive the process.
-        let scenario = json!({"grandchild": true, "grandchildEscapes": true});
-        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_SCENARIO", scenario.to_string()).start();
-        s.initialize(&dir, json!({}));
-        let (_, r) = s.chat(ask("t", "go"));
-        assert!(r.get("result").is_some(), "{r}");
-        assert!(s.request("shutdown", json!(null)).get("result").is_some());
-        let gcs: Vec<u64> = dir.acp_records("start").iter().filter_map(|r| r["grandchildPid"].as_u64()).collect();
-        assert!(!gcs.is_empty(), "grandchild started");
-        assert!(
-            eventually(Duration::from_secs(2), || gcs.iter().all(|g| !alive(*g))),
-            "escaped grandchild still running: {gcs:?}"
-        );
-        return;
-    }
-    let mut s = Sidecar::start(&dir);
-    s.initialize(&dir, json!({}));
+    (expected().escaped_grandchild)(&dir);
+}
+
+/// An ACP process's grandchild is the process's (started at start, README §8.4), and the process
+/// outlives its turns: it must not outlive the process.
+fn escaped_grandchild_on_acp(dir: &TestDir) {
+    let scenario = json!({"grandchild": true, "grandchildEscapes": true});
+    let mut s = Launch::new(dir).env("CURSOR_DOUBLE_SCENARIO", scenario.to_string()).start();
+    s.initialize(dir, json!({}));
+    let (_, r) = s.chat(ask("t", "go"));
+    assert!(r.get("result").is_some(), "{r}");
+    assert!(s.request("shutdown", json!(null)).get("result").is_some());
+    let gcs: Vec<u64> = dir.acp_records("start").iter().filter_map(|r| r["grandchildPid"].as_u64()).collect();
+    assert!(!gcs.is_empty(), "grandchild started");
+    assert!(
+        eventually(Duration::from_secs(2), || gcs.iter().all(|g| !alive(*g))),
+        "escaped grandchild still running: {gcs:?}"
+    );
+}
+
+fn escaped_grandchild_on_print(dir: &TestDir) {
+    let mut s = Sidecar::start(dir);
+    s.initialize(dir, json!({}));
     let (_, r) = s.chat(ask("t", &directed("go", json!({"grandchild": true, "grandchildEscapes": true}))));
     assert!(r.get("result").is_some(), "{r}");
     let rec = &dir.turns()[0];
@@ -436,28 +519,14 @@ fn a_grandchild_holding_stdout_open_does_not_stall_a_failed_turn() {
     let dir = TestDir::new();
     let crash = json!({"crashAfterDeltas": 2, "answer": "partial answer"});
     let gc = json!({"grandchild": true, "grandchildStdio": "inherit"});
-    // On ACP the grandchild comes from the env scenario, at the process's start (README §8.4).
-    let (env, scenario) = if acp() {
-        (gc, crash)
-    } else {
-        let mut both = gc;
-        both.as_object_mut().unwrap().extend(crash.as_object().unwrap().clone());
-        (json!({}), both)
-    };
+    let (env, scenario) = (expected().grandchild_and_crash)(gc, crash);
     let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_SCENARIO", env.to_string()).start();
     s.initialize(&dir, json!({"idleTimeoutSeconds": 20}));
     let started = Instant::now();
     let (_, r) = s.chat(ask("t", &directed("go", scenario)));
     assert_eq!(error_kind(&r), "network", "{r}");
     assert!(started.elapsed() < Duration::from_secs(5), "waited {:?} for a pipe an orphan held", started.elapsed());
-    let crashed = if acp() {
-        // The process whose turn crashed has its exit line; its grandchild is on its start line.
-        let exit =
-            dir.acp_records("exit").into_iter().find(|e| e["acp"]["exitReason"] == "crash").expect("crash record");
-        dir.acp_records("start").into_iter().find(|r| r["pid"] == exit["pid"]).unwrap()
-    } else {
-        dir.turns().remove(0)
-    };
+    let crashed = (expected().crashed_process)(&dir);
     let gc = crashed["grandchildPid"].as_u64().unwrap();
     assert!(eventually(Duration::from_secs(2), || !alive(gc)));
 }
@@ -482,8 +551,7 @@ fn sigterm_stops_every_child_and_no_spare_runs_an_empty_prompt() {
     assert!(r.get("result").is_some(), "{r}");
     // A running turn, and spares waiting for their prompts.
     s.send_request("chat/send", ask("t2", &directed("go", json!({"hang": "midStream", "grandchild": true}))));
-    // On ACP the turn runs on a warm process (no record per turn, no grandchild per turn).
-    let rec = if acp() { None } else { Some(wait_for_turn_record(&dir, 2).remove(1)) };
+    let rec = expected().a_record_per_turn.then(|| wait_for_turn_record(&dir, 2).remove(1));
     let pid = s.child.id();
     assert!(eventually(Duration::from_secs(5), || descendants(pid).len() >= 3), "turn + spares running");
     let everything = descendants(pid);
@@ -518,43 +586,45 @@ fn sigkill_of_the_sidecar_takes_its_cli_children_along() {
     // The warm spare: a print-mode CLI waiting for its prompt (a create-chat prefetch may also be
     // running; it ends by itself).
     let is_turn = |p: &u32| {
-        std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| {
-            let argv = String::from_utf8_lossy(&c).into_owned();
-            if acp() {
-                argv.split('\0').any(|a| a == "acp")
-            } else {
-                argv.contains("--output-format")
-            }
-        })
+        std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| (expected().runs_turns)(&String::from_utf8_lossy(&c)))
     };
     assert!(eventually(Duration::from_secs(5), || descendants(pid).iter().any(is_turn)), "the spare is up");
     let spares: Vec<u32> = descendants(pid).into_iter().filter(is_turn).collect();
-    if acp() {
-        // ACP: a new conversation's turn takes the spare session (whatever its model) and another
-        // is opened ahead; a hanging turn, then the sidecar is killed.
-        let mut hang = ask("t2", &directed("go", json!({"hang": "midStream"})));
-        hang["model"] = json!("gpt-5.6-sol");
-        s.send_request("chat/send", hang);
-        assert!(eventually(TIMEOUT, || {
-            while let Some(m) = s.next_message(Duration::from_millis(10)) {
-                s.notifications.push(m);
-            }
-            s.notifications.iter().any(|n| n["params"]["turnId"] == "t2" && n["params"]["kind"] == "text")
-        }));
-        let all: Vec<u32> = descendants(pid).into_iter().filter(is_turn).chain(spares).collect();
-        s.child.kill().unwrap();
-        let _ = s.child.wait();
-        assert!(
-            eventually(Duration::from_secs(2), || all.iter().all(|p| !alive(*p as u64))),
-            "an ACP process outlived a killed sidecar: {all:?}"
-        );
-        return;
-    }
+    (expected().sigkill)(&dir, s, spares);
+}
+
+/// ACP: a new conversation's turn takes the spare session (whatever its model) and another is
+/// opened ahead; a hanging turn, then the sidecar is killed.
+fn sigkill_on_acp(_dir: &TestDir, mut s: Sidecar, spares: Vec<u32>) {
+    let pid = s.child.id();
+    let is_turn = |p: &u32| {
+        std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| (expected().runs_turns)(&String::from_utf8_lossy(&c)))
+    };
+    let mut hang = ask("t2", &directed("go", json!({"hang": "midStream"})));
+    hang["model"] = json!("gpt-5.6-sol");
+    s.send_request("chat/send", hang);
+    assert!(eventually(TIMEOUT, || {
+        while let Some(m) = s.next_message(Duration::from_millis(10)) {
+            s.notifications.push(m);
+        }
+        s.notifications.iter().any(|n| n["params"]["turnId"] == "t2" && n["params"]["kind"] == "text")
+    }));
+    let all: Vec<u32> = descendants(pid).into_iter().filter(is_turn).chain(spares).collect();
+    s.child.kill().unwrap();
+    let _ = s.child.wait();
+    assert!(
+        eventually(Duration::from_secs(2), || all.iter().all(|p| !alive(*p as u64))),
+        "an ACP process outlived a killed sidecar: {all:?}"
+    );
+}
+
+fn sigkill_on_print(dir: &TestDir, mut s: Sidecar, spares: Vec<u32>) {
+    let pid = s.child.id();
     // And a turn that hangs mid-answer (another model: it cannot run on the spare).
     let mut hang = ask("t2", &directed("go", json!({"hang": "midStream"})));
     hang["model"] = json!("gpt-5.6-sol");
     s.send_request("chat/send", hang);
-    let cli = wait_for_turn_record(&dir, 2)[1]["pid"].as_u64().unwrap();
+    let cli = wait_for_turn_record(dir, 2)[1]["pid"].as_u64().unwrap();
     assert!(!spares.contains(&(cli as u32)), "the hanging turn must run on its own process");
     assert!(eventually(Duration::from_secs(5), || alive(cli)));
     s.child.kill().unwrap();

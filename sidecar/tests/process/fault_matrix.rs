@@ -214,6 +214,7 @@ fn run_binary_case(
 }
 
 #[test]
+#[ignore = "heavy tier (every fault case, tens of seconds): `cargo xtask test` runs it; alone: `cargo test -p cursor-bridge --test process -- --ignored fault_matrix`"]
 fn fault_matrix() {
     let cases: Value = serde_json::from_str(include_str!("../fixtures/faults.json")).unwrap();
     let mut tally = Tally::new();

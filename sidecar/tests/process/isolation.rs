@@ -19,6 +19,45 @@ fn has_arg(record: &Value, flag: &str) -> bool {
     record["argv"].as_array().is_some_and(|a| a.iter().any(|x| x == flag))
 }
 
+/// How the backends differ in this file's tests.
+struct Expected {
+    /// How an untrusted workspace's turn was run: ask mode, never `--force`, a scratch folder.
+    untrusted_turn: fn(&TestDir, Sidecar),
+    /// A chat gone from the CLI's store: how it is lost, and the turns the store holds after the
+    /// replay.
+    lose_chat: fn(&TestDir, &str),
+    turns_stored_after_the_loss: usize,
+    /// A CLI that starts a fresh chat where it should resume: the double's knob for it, and what
+    /// else it takes.
+    fresh_start: (&'static str, &'static str, fn(&TestDir, &str)),
+}
+
+/// The double (like, possibly, the real CLI) accepts `--resume` of a chat it no longer has and
+/// carries on with an empty history: the missing chat folder is what gives it away, and the lost
+/// chat is not even tried. Without a chat store to look at, the init event is the evidence of a
+/// fresh start: it names another chat.
+const ON_PRINT: Expected = Expected {
+    untrusted_turn: untrusted_turn_on_print,
+    lose_chat: remove_chat,
+    turns_stored_after_the_loss: 2,
+    fresh_start: ("CURSOR_DOUBLE_UNKNOWN_RESUME", "fresh", |dir, _| std::fs::remove_dir_all(chats_root(dir)).unwrap()),
+};
+
+/// ACP: the session dies with its process and is gone from the store, so `session/load` into a
+/// new process fails and the history is replayed into a new session (the store holds only that
+/// one). ACP has no silent fresh start (a session is loaded or refused); its counterpart is an
+/// agent that refuses to load a session it still has on disk.
+const ON_ACP: Expected = Expected {
+    untrusted_turn: untrusted_turn_on_acp,
+    lose_chat: lose_acp_session,
+    turns_stored_after_the_loss: 1,
+    fresh_start: ("CURSOR_DOUBLE_ACP_LOAD", "not-found", kill_acp_session),
+};
+
+fn expected() -> &'static Expected {
+    per_backend(&ON_PRINT, &ON_ACP)
+}
+
 fn chat(turn: &str, mode: &str, messages: Value, extra: Value) -> Value {
     let mut p = json!({"turnId": turn, "model": "auto", "mode": mode, "messages": messages});
     p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
@@ -32,24 +71,11 @@ fn an_untrusted_workspace_only_asks_and_the_cli_never_works_in_it() {
     s.initialize(&dir, json!({"workspaceTrusted": false, "force": true}));
     let (_, r) = s.chat(chat("t1", "agent", json!([user("rm -rf everything")]), json!({})));
     assert!(r.get("result").is_some(), "{r}");
-    if acp() {
-        // ACP: the mode is the session's (`session/set_mode`), the folder the process's cwd.
-        let turn = dir.turn_records().remove(0);
-        let user_folder = dir.workspace();
-        let cwd = turn["cwd"].as_str().unwrap().to_string();
-        assert!(!PathBuf::from(&cwd).starts_with(&user_folder), "cwd {cwd} is the user's folder");
-        assert!(cwd.contains("/scratch/"), "{cwd}");
-        assert!(!has_arg(&turn, "--force"), "never --force: {turn}");
-        assert!(s.finish().success());
-        let modes: Vec<Value> = dir
-            .acp_requests("session/set_mode")
-            .into_iter()
-            .filter(|r| r["sessionId"] == turn["sessionId"])
-            .map(|r| r["modeId"].clone())
-            .collect();
-        assert_eq!(modes, [json!("ask")], "never agent mode: {turn}");
-        return;
-    }
+    (expected().untrusted_turn)(&dir, s);
+}
+
+/// Print mode: `--mode ask`, never `--force`, a scratch `--workspace` that is also the cwd.
+fn untrusted_turn_on_print(dir: &TestDir, _s: Sidecar) {
     let turn = &dir.turns()[0];
     assert_eq!(arg_after(turn, "--mode"), Some("ask"), "never agent mode: {turn}");
     assert!(!has_arg(turn, "--force"), "never --force: {turn}");
@@ -58,6 +84,24 @@ fn an_untrusted_workspace_only_asks_and_the_cli_never_works_in_it() {
     assert!(!PathBuf::from(folder).starts_with(&user_folder), "--workspace {folder} is the user's folder");
     assert_eq!(turn["cwd"].as_str(), Some(folder), "and so is its cwd");
     assert!(folder.contains("/scratch/"), "{folder}");
+}
+
+/// ACP: the mode is the session's (`session/set_mode`), the folder the process's cwd.
+fn untrusted_turn_on_acp(dir: &TestDir, s: Sidecar) {
+    let turn = dir.turn_records().remove(0);
+    let user_folder = dir.workspace();
+    let cwd = turn["cwd"].as_str().unwrap().to_string();
+    assert!(!PathBuf::from(&cwd).starts_with(&user_folder), "cwd {cwd} is the user's folder");
+    assert!(cwd.contains("/scratch/"), "{cwd}");
+    assert!(!has_arg(&turn, "--force"), "never --force: {turn}");
+    assert!(s.finish().success());
+    let modes: Vec<Value> = dir
+        .acp_requests("session/set_mode")
+        .into_iter()
+        .filter(|r| r["sessionId"] == turn["sessionId"])
+        .map(|r| r["modeId"].clone())
+        .collect();
+    assert_eq!(modes, [json!("ask")], "never agent mode: {turn}");
 }
 
 #[test]
@@ -132,43 +176,21 @@ fn lost_chat_is_replayed(dir: &TestDir, mut s: Sidecar, lose: impl FnOnce(&TestD
 
 #[test]
 fn a_chat_gone_from_the_cli_store_is_replayed_into_a_new_chat() {
-    if acp() {
-        // ACP: the session dies with its process and is gone from the store, so `session/load`
-        // into a new process fails and the history is replayed into a new session.
-        let dir = TestDir::new();
-        let mut s = Sidecar::start(&dir);
-        s.initialize(&dir, json!({}));
-        lost_chat_is_replayed(&dir, s, lose_acp_session);
-        // The store holds only the new session: the lost one's folder is gone with its turn.
-        let turns = dir.turn_records();
-        assert_eq!(turns.len(), 1, "{turns:?}");
-        return;
-    }
-    // The double (like, possibly, the real CLI) accepts --resume of a chat it no longer has and
-    // carries on with an empty history: the missing chat folder is what gives it away.
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({}));
-    lost_chat_is_replayed(&dir, s, remove_chat);
-    assert_eq!(dir.turns().len(), 2, "the lost chat was not even tried");
+    lost_chat_is_replayed(&dir, s, expected().lose_chat);
+    let turns = dir.turn_records();
+    assert_eq!(turns.len(), expected().turns_stored_after_the_loss, "{turns:?}");
 }
 
 #[test]
 fn a_cli_that_silently_starts_a_fresh_chat_is_caught_before_it_answers() {
-    if acp() {
-        // ACP has no silent fresh start (a session is loaded or refused); its counterpart is an
-        // agent that refuses to load a session it still has on disk (CURSOR_DOUBLE_ACP_LOAD).
-        let dir = TestDir::new();
-        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_LOAD", "not-found").start();
-        s.initialize(&dir, json!({}));
-        lost_chat_is_replayed(&dir, s, kill_acp_session);
-        return;
-    }
-    // Without a chat store to look at, the init event is the evidence: it names another chat.
+    let (knob, value, lose) = expected().fresh_start;
     let dir = TestDir::new();
-    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_UNKNOWN_RESUME", "fresh").start();
+    let mut s = Launch::new(&dir).env(knob, value).start();
     s.initialize(&dir, json!({}));
-    lost_chat_is_replayed(&dir, s, |dir, _| std::fs::remove_dir_all(chats_root(dir)).unwrap());
+    lost_chat_is_replayed(&dir, s, lose);
 }
 
 /// The folders the CLI was given, one way or another, by every process the double saw: its

@@ -12,6 +12,32 @@ fn turn(id: &str, conversation: &str, text: &str) -> Value {
     json!({"turnId": id, "model": "auto", "mode": "ask", "conversationId": conversation, "messages": [user(text)]})
 }
 
+/// How the backends differ in this file's tests.
+struct Expected {
+    /// After its own turn ended: what becomes of the job the turn left behind.
+    job_after_its_turn: fn(&mut Sidecar, u64),
+}
+
+const ON_PRINT: Expected = Expected {
+    job_after_its_turn: |_, job| {
+        assert!(eventually(Duration::from_secs(2), || !alive(job)), "turn A's background job {job} outlived turn A");
+    },
+};
+
+/// On ACP the job is the long-lived process's, not the turn's: it lives while its process is kept
+/// warm for the conversation, and dies with it.
+const ON_ACP: Expected = Expected {
+    job_after_its_turn: |s, job| {
+        assert!(alive(job), "the end of A's turn killed its warm process's job {job}");
+        assert!(s.request("shutdown", json!(null)).get("result").is_some());
+        assert!(eventually(Duration::from_secs(3), || !alive(job)), "the job {job} outlived its ACP process");
+    },
+};
+
+fn expected() -> &'static Expected {
+    per_backend(&ON_PRINT, &ON_ACP)
+}
+
 fn ppid(pid: u64) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
@@ -47,13 +73,5 @@ fn a_running_turns_background_job_survives_another_turns_end_and_dies_with_its_o
 
     let ra = s.response(&json!(a));
     assert!(ra.get("result").is_some(), "{ra}");
-    if acp() {
-        // On ACP the job is the long-lived process's, not the turn's: it lives while its process
-        // is kept warm for the conversation, and dies with it.
-        assert!(alive(job), "the end of A's turn killed its warm process's job {job}");
-        assert!(s.request("shutdown", json!(null)).get("result").is_some());
-        assert!(eventually(Duration::from_secs(3), || !alive(job)), "the job {job} outlived its ACP process");
-        return;
-    }
-    assert!(eventually(Duration::from_secs(2), || !alive(job)), "turn A's background job {job} outlived turn A");
+    (expected().job_after_its_turn)(&mut s, job);
 }

@@ -8,13 +8,48 @@ fn argv(record: &Value) -> Vec<String> {
     serde_json::from_value(record["argv"].clone()).unwrap()
 }
 
+/// How the backends differ in this file's tests.
+struct Expected {
+    /// The chat a turn ran in, from its record.
+    chat_of: fn(&Value) -> Option<String>,
+    /// New chats' ids come from `create-chat`, fetched ahead (print mode; ACP opens sessions
+    /// ahead instead).
+    chat_ids_fetched_ahead: bool,
+    /// How a utility turn was run: ask mode, the utility model, no chat of a conversation.
+    utility_turn: fn(&TestDir, Sidecar, &Value),
+    /// Tests that do not apply, and why.
+    rejected_resume: Option<&'static str>,
+    chat_store_layout: Option<&'static str>,
+}
+
+const ON_PRINT: Expected = Expected {
+    chat_of: |record| {
+        let a = argv(record);
+        a.iter().position(|x| x == "--resume").map(|i| a[i + 1].clone())
+    },
+    chat_ids_fetched_ahead: true,
+    utility_turn: utility_turn_on_print,
+    rejected_resume: None,
+    chat_store_layout: None,
+};
+
+const ON_ACP: Expected = Expected {
+    chat_of: |record| record["sessionId"].as_str().map(str::to_owned),
+    chat_ids_fetched_ahead: false,
+    utility_turn: utility_turn_on_acp,
+    rejected_resume: Some(
+        "`--resume` of a chat the CLI garbage-collected is print mode's; ACP's lost session (load refused) is isolation::a_chat_gone_from_the_cli_store_is_replayed_into_a_new_chat",
+    ),
+    chat_store_layout: Some("the chat store check is print mode's (ACP asks the agent to load a session)"),
+};
+
+fn expected() -> &'static Expected {
+    per_backend(&ON_PRINT, &ON_ACP)
+}
+
 /// The chat a turn ran in: print mode's `--resume <id>`; on ACP the session of the prompt.
 fn resume_id(record: &Value) -> Option<String> {
-    if acp() {
-        return record["sessionId"].as_str().map(str::to_owned);
-    }
-    let a = argv(record);
-    a.iter().position(|x| x == "--resume").map(|i| a[i + 1].clone())
+    (expected().chat_of)(record)
 }
 
 fn turn(id: &str, mode: &str, messages: Value, extra: Value) -> Value {
@@ -53,10 +88,11 @@ fn second_turn_resumes_the_chat_of_the_first() {
     let first_chat = resume_id(&turns[0]).expect("new chats use a create-chat id");
     assert_eq!(resume_id(&turns[1]).as_deref(), Some(first_chat.as_str()), "the double saw --resume <same id>");
     assert_eq!(turns[1]["stdin"], "And times 3?", "a resumed turn sends only the new message");
-    // The chat id came from create-chat, fetched ahead (print mode; ACP opens sessions ahead).
-    if !acp() {
-        assert!(dir.records().iter().any(|r| r["subcommand"] == "create-chat"));
-    }
+    assert_eq!(
+        dir.records().iter().any(|r| r["subcommand"] == "create-chat"),
+        expected().chat_ids_fetched_ahead,
+        "create-chat fetched the chat id ahead"
+    );
 }
 
 #[test]
@@ -189,21 +225,24 @@ fn utility_requests_never_touch_sessions() {
     assert_eq!(listed["result"]["sessions"], json!([]));
     let rec = &dir.turn_records()[0];
     assert!(rec["stdin"].as_str().unwrap().starts_with("Write a brief title"));
-    if acp() {
-        // ACP: a one-shot session of its own, set to ask mode and the utility model.
-        let session = rec["sessionId"].clone();
-        assert!(s.finish().success());
-        let of =
-            |m: &str| -> Vec<Value> { dir.acp_requests(m).into_iter().filter(|r| r["sessionId"] == session).collect() };
-        assert_eq!(of("session/set_mode").iter().map(|r| r["modeId"].clone()).collect::<Vec<_>>(), [json!("ask")]);
-        let models: Vec<Value> =
-            of("session/set_config_option").into_iter().filter(|r| r["configId"] == "model").collect();
-        assert!(
-            models.iter().any(|r| r["value"].as_str().unwrap_or("").starts_with("composer-2.5[fast=true")),
-            "{models:?}"
-        );
-        return;
-    }
+    (expected().utility_turn)(&dir, s, rec);
+}
+
+/// ACP: a one-shot session of its own, set to ask mode and the utility model.
+fn utility_turn_on_acp(dir: &TestDir, s: Sidecar, rec: &Value) {
+    let session = rec["sessionId"].clone();
+    assert!(s.finish().success());
+    let of =
+        |m: &str| -> Vec<Value> { dir.acp_requests(m).into_iter().filter(|r| r["sessionId"] == session).collect() };
+    assert_eq!(of("session/set_mode").iter().map(|r| r["modeId"].clone()).collect::<Vec<_>>(), [json!("ask")]);
+    let models: Vec<Value> = of("session/set_config_option").into_iter().filter(|r| r["configId"] == "model").collect();
+    assert!(
+        models.iter().any(|r| r["value"].as_str().unwrap_or("").starts_with("composer-2.5[fast=true")),
+        "{models:?}"
+    );
+}
+
+fn utility_turn_on_print(_dir: &TestDir, _s: Sidecar, rec: &Value) {
     let a = argv(rec);
     assert!(a.windows(2).any(|w| w == ["--mode", "ask"]), "{a:?}");
     assert!(a.windows(2).any(|w| w == ["--model", "composer-2.5-fast"]), "{a:?}");
@@ -213,8 +252,7 @@ fn utility_requests_never_touch_sessions() {
 
 #[test]
 fn a_resume_the_cli_rejects_falls_back_to_a_replayed_new_chat() {
-    if acp() {
-        eprintln!("skipped on acp: `--resume` of a chat the CLI garbage-collected is print mode's; ACP's lost session (load refused) is isolation::a_chat_gone_from_the_cli_store_is_replayed_into_a_new_chat");
+    if skipped(expected().rejected_resume) {
         return;
     }
     let dir = TestDir::new();
@@ -283,8 +321,7 @@ fn clear_sessions_clears_this_windows_sessions_unless_asked_for_all() {
 /// and not used for that build, so every follow-up resumes its chat instead of being replayed.
 #[test]
 fn another_chat_store_layout_never_makes_a_follow_up_a_replay() {
-    if acp() {
-        eprintln!("skipped on acp: the chat store check is print mode's (ACP asks the agent to load a session)");
+    if skipped(expected().chat_store_layout) {
         return;
     }
     let dir = TestDir::new();

@@ -90,6 +90,7 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 #[test]
+#[ignore = "heavy tier (1,000 turns, over a minute): `cargo xtask test` runs it; alone: `cargo test -p cursor-bridge --test process -- --ignored soak_1000_turns`"]
 fn soak_1000_turns() {
     let dir = TestDir::new();
     // Debug logging would make the log file the thing under test; keep the default level.

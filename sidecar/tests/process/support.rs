@@ -204,6 +204,29 @@ pub fn acp() -> bool {
     test_backend() == "acp"
 }
 
+/// This backend's row of a file's expectation table. A test file states how the backends differ
+/// for its tests once, as an `ON_PRINT` and an `ON_ACP` value of its own `Expected` type (values,
+/// cases, a check to run, a reason a test does not apply), so the differences read side by side
+/// instead of in branches through the tests.
+pub fn per_backend<T>(on_print: T, on_acp: T) -> T {
+    if acp() {
+        on_acp
+    } else {
+        on_print
+    }
+}
+
+/// `Some(why)`: the test does not apply to this backend; says why and tells the test to return.
+pub fn skipped(why_not: Option<&str>) -> bool {
+    match why_not {
+        Some(why) => {
+            eprintln!("skipped on {}: {why}", test_backend());
+            true
+        }
+        None => false,
+    }
+}
+
 impl<'a> Launch<'a> {
     pub fn new(dir: &'a TestDir) -> Self {
         Launch { dir, env: Vec::new(), cli_via_env: false, log_level: "debug", cwd: None }

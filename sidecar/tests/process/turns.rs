@@ -14,6 +14,46 @@ fn send(turn: &str, model: &str, mode: &str, messages: Value) -> Value {
     json!({"turnId": turn, "model": model, "mode": mode, "messages": messages})
 }
 
+/// How the backends differ in this file's tests.
+struct Expected {
+    /// Token counts: `(case, CURSOR_DOUBLE_ACP_PROMPT_USAGE, reported)`. Print mode's result event
+    /// always has them; on ACP only an unstable field of the prompt's answer can.
+    usage_cases: &'static [(&'static str, &'static str, bool)],
+    /// The double's scenario for the usage test: on ACP the turn also reports its context use
+    /// (`usage_update`: used/size), which is not a count of this turn's tokens.
+    usage_scenario: fn() -> Value,
+    /// What the CLI was started with for three turns (ask + model, plan, agent).
+    documented_launch: fn(&TestDir, Sidecar),
+    /// `force: true`: `--force` on print mode's agent turns; on ACP the permission answers.
+    force: fn(&TestDir, Sidecar),
+    /// The double counts the bytes it read on stdin (print mode; ACP's prompt is a JSON field).
+    counts_stdin_bytes: bool,
+    /// `maxConcurrent: 2` over five turns.
+    pool_limit: fn(&TestDir, Sidecar, Vec<u64>),
+}
+
+const ON_PRINT: Expected = Expected {
+    usage_cases: &[("print mode's result event", "none", true)],
+    usage_scenario: || json!({"answer": "twelve chars"}),
+    documented_launch: documented_launch_on_print,
+    force: force_on_print,
+    counts_stdin_bytes: true,
+    pool_limit: pool_on_print,
+};
+
+const ON_ACP: Expected = Expected {
+    usage_cases: &[("no counts in the answer", "none", false), ("counts in the answer", "tokens", true)],
+    usage_scenario: || json!({"answer": "twelve chars", "usageUpdate": true}),
+    documented_launch: documented_launch_on_acp,
+    force: force_on_acp,
+    counts_stdin_bytes: false,
+    pool_limit: pool_on_acp,
+};
+
+fn expected() -> &'static Expected {
+    per_backend(&ON_PRINT, &ON_ACP)
+}
+
 #[test]
 fn streamed_text_equals_the_answer_with_unicode_intact() {
     let dir = TestDir::new();
@@ -38,31 +78,23 @@ fn streamed_text_equals_the_answer_with_unicode_intact() {
 /// sends it is unknown, docs/cursor-acp.md §13 #6: the double's knob plays both).
 #[test]
 fn token_counts_arrive_when_the_cli_reports_them_and_only_then() {
-    let cases: &[(&str, bool)] =
-        if acp() { &[("none", false), ("tokens", true)] } else { &[("print mode's result event", true)] };
-    for (knob, reported) in cases {
+    for &(case, knob, reported) in expected().usage_cases {
         let dir = TestDir::new();
-        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_PROMPT_USAGE", if acp() { *knob } else { "none" }).start();
+        let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_PROMPT_USAGE", knob).start();
         s.initialize(&dir, json!({}));
-        // On ACP the turn also reports its context use (`usage_update`: used/size), which is not a
-        // count of this turn's tokens and must not be shown as one.
-        let scenario = if acp() {
-            json!({"answer": "twelve chars", "usageUpdate": true})
-        } else {
-            json!({"answer": "twelve chars"})
-        };
-        let prompt = directed("count me", scenario);
+        // A context-use report must not be shown as a count of this turn's tokens.
+        let prompt = directed("count me", (expected().usage_scenario)());
         let (deltas, r) = s.chat(send("t1", "auto", "agent", json!([user(&prompt)])));
         let usage = &r["result"]["usage"];
         let usage_deltas: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "usage").collect();
-        if *reported {
-            assert!(usage["inputTokens"].as_u64().is_some_and(|n| n > 1000), "{knob}: {r}");
-            assert_eq!(usage["outputTokens"], 3, "{knob}: {r}");
-            assert_eq!(usage_deltas.len(), 1, "{knob}: {deltas:?}");
-            assert_eq!(deltas.last().unwrap()["kind"], "usage", "{knob}");
+        if reported {
+            assert!(usage["inputTokens"].as_u64().is_some_and(|n| n > 1000), "{case}: {r}");
+            assert_eq!(usage["outputTokens"], 3, "{case}: {r}");
+            assert_eq!(usage_deltas.len(), 1, "{case}: {deltas:?}");
+            assert_eq!(deltas.last().unwrap()["kind"], "usage", "{case}");
         } else {
-            assert!(usage.is_null(), "{knob}: no counts were reported, none may be shown: {r}");
-            assert!(usage_deltas.is_empty(), "{knob}: {deltas:?}");
+            assert!(usage.is_null(), "{case}: no counts were reported, none may be shown: {r}");
+            assert!(usage_deltas.is_empty(), "{case}: {deltas:?}");
         }
     }
 }
@@ -123,10 +155,11 @@ fn cli_is_called_with_the_documented_flags_and_the_prompt_on_stdin() {
     assert!(r.get("result").is_some(), "{r}");
     let (_, r) = s.chat(send("t3", "auto", "agent", json!([user("do it")])));
     assert!(r.get("result").is_some(), "{r}");
+    (expected().documented_launch)(&dir, s);
+}
 
-    if acp() {
-        return documented_launch_on_acp(&dir, s);
-    }
+/// Print mode: a process per turn with the documented flags, the prompt on stdin only.
+fn documented_launch_on_print(dir: &TestDir, _s: Sidecar) {
     let turns = dir.turns();
     assert_eq!(turns.len(), 3);
     let argv = |i: usize| -> Vec<String> { serde_json::from_value(turns[i]["argv"].clone()).unwrap() };
@@ -186,9 +219,10 @@ fn force_is_passed_only_when_asked_and_only_in_agent_mode() {
     let dir = TestDir::new();
     let mut s = Sidecar::start(&dir);
     s.initialize(&dir, json!({"force": true}));
-    if acp() {
-        return force_on_acp(&dir, s);
-    }
+    (expected().force)(&dir, s);
+}
+
+fn force_on_print(dir: &TestDir, mut s: Sidecar) {
     s.chat(send("t1", "auto", "agent", json!([user("go")])));
     s.chat(send("t2", "auto", "ask", json!([user("ask")])));
     let turns = dir.turns();
@@ -235,7 +269,7 @@ fn a_one_mebibyte_prompt_arrives_intact_on_stdin() {
     assert!(r.get("result").is_some(), "{r}");
     // On ACP the prompt is the `session/prompt` text block (the stored session's turn).
     let rec = &dir.turn_records()[0];
-    if !acp() {
+    if expected().counts_stdin_bytes {
         assert_eq!(rec["stdinBytes"].as_u64().unwrap() as usize, prompt.len());
     }
     assert!(rec["stdin"].as_str().unwrap() == prompt, "prompt changed on the way");
@@ -271,10 +305,11 @@ fn pool_limits_concurrent_cli_processes_and_queues_the_rest() {
         let prompt = directed("go", json!({"answer": format!("a{i}"), "startupMs": 300}));
         ids.push(s.send_request("chat/send", send(&format!("t{i}"), "auto", "agent", json!([user(&prompt)]))));
     }
-    if acp() {
-        return pool_on_acp(&dir, s, ids);
-    }
-    // While turns run, never more than two CLI turn processes exist.
+    (expected().pool_limit)(&dir, s, ids);
+}
+
+/// Print mode: while turns run, never more than two CLI turn processes exist.
+fn pool_on_print(dir: &TestDir, mut s: Sidecar, ids: Vec<u64>) {
     let sidecar_pid = s.child.id();
     let mut max_seen = 0;
     let until = std::time::Instant::now() + std::time::Duration::from_millis(1200);

@@ -9,9 +9,24 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-/// These are print mode's spares (`-p` processes waiting for a prompt on stdin); ACP keeps the
-/// conversation's own process and opens sessions ahead instead, tested in `acp_backend`.
-const SKIP_ON_ACP: &str = "skipped on acp: print-mode spares (`-p` processes started ahead); ACP's warm sessions and sessions opened ahead are acp_backend::a_follow_up_runs_in_the_same_warm_session_and_sends_only_the_new_message and acp_backend::a_new_conversation_uses_the_session_opened_ahead";
+/// How the backends differ in this file's tests.
+struct Expected {
+    /// These are print mode's spares (`-p` processes waiting for a prompt on stdin); ACP keeps the
+    /// conversation's own process and opens sessions ahead instead, tested in `acp_backend`.
+    spares_of_print_mode: Option<&'static str>,
+}
+
+const ON_PRINT: Expected = Expected { spares_of_print_mode: None };
+
+const ON_ACP: Expected = Expected {
+    spares_of_print_mode: Some(
+        "print-mode spares (`-p` processes started ahead); ACP's warm sessions and sessions opened ahead are acp_backend::a_follow_up_runs_in_the_same_warm_session_and_sends_only_the_new_message and acp_backend::a_new_conversation_uses_the_session_opened_ahead",
+    ),
+};
+
+fn expected() -> &'static Expected {
+    per_backend(&ON_PRINT, &ON_ACP)
+}
 
 fn turn(id: &str, model: &str, messages: Value) -> Value {
     json!({"turnId": id, "model": model, "mode": "agent", "conversationId": "conv", "messages": messages})
@@ -33,8 +48,7 @@ fn settled_children(s: &Sidecar) -> BTreeSet<u32> {
 
 #[test]
 fn the_follow_up_turn_runs_on_the_spare_started_after_the_first() {
-    if acp() {
-        eprintln!("{SKIP_ON_ACP}");
+    if skipped(expected().spares_of_print_mode) {
         return;
     }
     let dir = TestDir::new();
@@ -79,8 +93,7 @@ fn spares_can_be_turned_off() {
 
 #[test]
 fn a_new_conversation_can_use_a_fresh_spare_with_its_own_chat() {
-    if acp() {
-        eprintln!("{SKIP_ON_ACP}");
+    if skipped(expected().spares_of_print_mode) {
         return;
     }
     let dir = TestDir::new();

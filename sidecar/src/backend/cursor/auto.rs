@@ -70,7 +70,7 @@ impl Auto {
             };
             // Shown (or the engine's to handle: the tools go in the prompt), or the person's
             // own problem, which print mode would only repeat.
-            let project_config = f.error.message.starts_with(acp::agent::PROJECT_CONFIG_REJECTED);
+            let project_config = f.error.message.starts_with(acp::PROJECT_CONFIG_REJECTED);
             if f.spoke || f.chat_lost || f.tools_not_hosted || project_config || print_would_repeat(f.error.kind) {
                 self.served("acp", "ACP mode works with this CLI");
                 return Err(f);

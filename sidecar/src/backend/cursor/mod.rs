@@ -24,6 +24,11 @@ pub mod sku;
 
 use std::sync::Arc;
 
+/// What the scripted test backend borrows to stand in for the Cursor backends: how a folder is
+/// locked down for client-tools mode, and which CLI builds are known to work.
+pub use isolation::lock_down;
+pub use known_builds::check as check_build;
+
 use crate::backend::contract::{Backend, Settings};
 use crate::vocab::BackendChoice;
 

@@ -23,6 +23,8 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
+/// How a failed start that the project's configuration caused begins (`auto.rs` tells it apart).
+pub use agent::PROJECT_CONFIG_REJECTED;
 use agent::{Agent, Launch, StartFailure};
 use build_note::BuildNote;
 use turn::Slot;

@@ -30,6 +30,7 @@
 //! that prefer that.
 
 mod event;
+pub mod invariants;
 mod lenient;
 mod raw;
 mod surrogates;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { convertMessages } from '../src/convert';
-import { encodeMarker, MARKER_MIME, markerText, parseMarker } from '../src/marker';
+import { encodeMarker, MARKER_MIME, markerText, parseMarker } from '../src/session-marker';
 import * as stub from './vscode-stub';
 
 describe('stateful_marker', () => {
@@ -35,13 +35,18 @@ describe('stateful_marker', () => {
     }
   });
   it('is found in history; the newest of ours wins and other data parts are ignored', () => {
-    const data = (text: string, mime = MARKER_MIME) => new stub.LanguageModelDataPart(new TextEncoder().encode(text), mime);
+    const data = (text: string, mime = MARKER_MIME) =>
+      new stub.LanguageModelDataPart(new TextEncoder().encode(text), mime);
     const messages = [
       { role: 1, name: undefined, content: [new stub.LanguageModelTextPart('q1')] },
       { role: 2, name: undefined, content: [data(markerText('m', 'cb-first')), new stub.LanguageModelTextPart('a1')] },
       { role: 1, name: undefined, content: [new stub.LanguageModelTextPart('q2')] },
       { role: 2, name: undefined, content: [data(markerText('m', 'cb-second')), new stub.LanguageModelTextPart('a2')] },
-      { role: 2, name: undefined, content: [data('m\\someone-else:1'), data(markerText('m', 'cb-other-mime'), 'application/json')] },
+      {
+        role: 2,
+        name: undefined,
+        content: [data('m\\someone-else:1'), data(markerText('m', 'cb-other-mime'), 'application/json')],
+      },
       { role: 1, name: undefined, content: [new stub.LanguageModelTextPart('q3')] },
     ];
     assert.equal(convertMessages(messages as never).sessionId, 'cb-second');

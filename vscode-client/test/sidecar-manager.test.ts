@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseStderrLine } from '../src/client';
-import { CrashTracker, restartOnChanges, SidecarManager, type SidecarManagerOptions } from '../src/ctx';
+import { CrashTracker, restartOnChanges, SidecarManager, type SidecarManagerOptions } from '../src/sidecar-manager';
 import { BridgeError, toBridgeError } from '../src/errors';
 import { DELTA_KINDS, type ChatDelta, type ChatSendParams, type InitializeResult } from '../src/protocol';
 import { alive, binariesOrSkip, directed, DOUBLE_BIN, memoryLog, SIDECAR_BIN, until } from './helpers';
@@ -16,7 +16,10 @@ describe('parseStderrLine', () => {
       level: 'warn',
       text: 'could not save the model cache path=/x',
     });
-    assert.deepEqual(parseStderrLine('2026-11-29T19:30:00Z ERROR turn{id=3}: boom'), { level: 'error', text: 'turn{id=3}: boom' });
+    assert.deepEqual(parseStderrLine('2026-11-29T19:30:00Z ERROR turn{id=3}: boom'), {
+      level: 'error',
+      text: 'turn{id=3}: boom',
+    });
   });
   it('logs anything else as a warning, verbatim', () => {
     assert.deepEqual(parseStderrLine('cursor-bridge: cannot start the async runtime: x'), {
@@ -51,7 +54,11 @@ describe('restartOnChanges', () => {
     const secret = new stub.EventEmitter<{ key: string }>();
     const subs = restartOnChanges(
       { restartSoon: (reason: string) => void reasons.push(reason) },
-      { onDidChangeConfiguration: config.event, onDidGrantWorkspaceTrust: trust.event, onDidChangeWorkspaceFolders: folders.event },
+      {
+        onDidChangeConfiguration: config.event,
+        onDidGrantWorkspaceTrust: trust.event,
+        onDidChangeWorkspaceFolders: folders.event,
+      },
       { onDidChange: secret.event },
       'the-key',
     );
@@ -117,7 +124,14 @@ describe('SidecarManager with the real sidecar and the CLI double', { skip }, ()
           clientInfo: { name: 'vscode-client unit test' },
           workspaceFolders: [path.join(dir, 'ws')],
           cliPath: DOUBLE,
-          options: { requestTimeoutSeconds: 60, idleTimeoutSeconds: 30, maxConcurrent: 4, sessionTtlMinutes: 30, maxSessions: 50, force: false },
+          options: {
+            requestTimeoutSeconds: 60,
+            idleTimeoutSeconds: 30,
+            maxConcurrent: 4,
+            sessionTtlMinutes: 30,
+            maxSessions: 50,
+            force: false,
+          },
         },
       }),
       onGaveUp: (n) => gaveUp.push(n),
@@ -146,9 +160,18 @@ describe('SidecarManager with the real sidecar and the CLI double', { skip }, ()
     const deltas: ChatDelta[] = [];
     const sub = m.onDelta('t1', (d) => deltas.push(d));
     const answer = 'Grüße 🌍 from the double';
-    const r1 = await m.request('chat/send', send('t1', directed('hi', { answer, chunkChars: 4 }), { conversationId: 'conv-1' }));
+    const r1 = await m.request(
+      'chat/send',
+      send('t1', directed('hi', { answer, chunkChars: 4 }), { conversationId: 'conv-1' }),
+    );
     sub.dispose();
-    assert.equal(deltas.filter((d) => d.kind === 'text').map((d) => (d.kind === 'text' ? d.text : '')).join(''), answer);
+    assert.equal(
+      deltas
+        .filter((d) => d.kind === 'text')
+        .map((d) => (d.kind === 'text' ? d.text : ''))
+        .join(''),
+      answer,
+    );
     assert.equal(deltas[0].kind, 'session');
     assert.ok(r1.sessionId);
 
@@ -182,8 +205,14 @@ describe('SidecarManager with the real sidecar and the CLI double', { skip }, ()
 
   it('maps turn errors to their kind', async () => {
     const { m } = manager();
-    await assert.rejects(m.request('chat/send', send('t-auth', directed('x', { fail: 'auth' }))), (e: BridgeError) => e.kind === 'authRequired');
-    await assert.rejects(m.request('chat/send', send('t-rate', directed('x', { fail: 'rateLimit' }))), (e: BridgeError) => e.kind === 'rateLimited');
+    await assert.rejects(
+      m.request('chat/send', send('t-auth', directed('x', { fail: 'auth' }))),
+      (e: BridgeError) => e.kind === 'authRequired',
+    );
+    await assert.rejects(
+      m.request('chat/send', send('t-rate', directed('x', { fail: 'rateLimit' }))),
+      (e: BridgeError) => e.kind === 'rateLimited',
+    );
   });
 
   it('cancels through the token: $/cancelRequest, a prompt -32800, and the sidecar keeps serving', async () => {
@@ -208,7 +237,10 @@ describe('SidecarManager with the real sidecar and the CLI double', { skip }, ()
     await assert.rejects(turn, (e: unknown) => toBridgeError(e).kind === 'sidecarCrashed');
     await until('a new sidecar', () => m.running && m.pid !== pid);
     await m.request('models/list', {});
-    assert.ok(log.lines.some((l) => l.includes('exited') || l.includes('killed')), log.lines.join('\n'));
+    assert.ok(
+      log.lines.some((l) => l.includes('exited') || l.includes('killed')),
+      log.lines.join('\n'),
+    );
   });
 
   it('gives up after too many crashes, until restarted by hand', async () => {

@@ -7,7 +7,16 @@
 import { checkSidecar } from './bootstrap';
 import { describeExit, SidecarClient, timeout, type CancellationLike, type ExitInfo, type Logger } from './client';
 import { BridgeError, toBridgeError } from './errors';
-import { Notification, Request, type ChatDelta, type InitializeParams, type InitializeResult, type Method, type ModelInfo, type Requests } from './protocol';
+import {
+  Notification,
+  Request,
+  type ChatDelta,
+  type InitializeParams,
+  type InitializeResult,
+  type Method,
+  type ModelInfo,
+  type Requests,
+} from './protocol';
 import { RESTART_KEYS, SECTION } from './settings';
 
 export interface DisposableLike {
@@ -32,7 +41,11 @@ export function detached(log: Pick<Logger, 'error'>, what: string, run: () => un
 
 /** What the provider and commands need from the sidecar; tests substitute a fake. */
 export interface Bridge {
-  request<M extends Method>(method: M, params: Requests[M]['params'], token?: CancellationLike): Promise<Requests[M]['result']>;
+  request<M extends Method>(
+    method: M,
+    params: Requests[M]['params'],
+    token?: CancellationLike,
+  ): Promise<Requests[M]['result']>;
   /**
    * What the running sidecar said it can do (`initialize`), starting it if needed; rejects as a
    * request would when it cannot start.
@@ -128,7 +141,11 @@ export class SidecarManager implements Bridge {
     return this.current?.pid;
   }
 
-  async request<M extends Method>(method: M, params: Requests[M]['params'], token?: CancellationLike): Promise<Requests[M]['result']> {
+  async request<M extends Method>(
+    method: M,
+    params: Requests[M]['params'],
+    token?: CancellationLike,
+  ): Promise<Requests[M]['result']> {
     this.inFlight++;
     try {
       const proc = await this.ensure();
@@ -282,7 +299,9 @@ export class SidecarManager implements Bridge {
     if (this.disposed || this.gaveUp) return;
     if (this.crashes.record(Date.now())) {
       this.gaveUp = true;
-      this.o.log.error(`the sidecar crashed ${this.crashes.recent} times within ${Math.round(this.crashes.windowMs / 60_000)} minutes; not restarting it`);
+      this.o.log.error(
+        `the sidecar crashed ${this.crashes.recent} times within ${Math.round(this.crashes.windowMs / 60_000)} minutes; not restarting it`,
+      );
       const crashes = this.crashes.recent;
       detached(this.o.log, 'reporting the crashed sidecar', () => this.o.onGaveUp(crashes));
       return;
