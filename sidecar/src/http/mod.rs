@@ -1,16 +1,19 @@
 //! `cursor-bridge serve`: an OpenAI-compatible HTTP front door to the same engine, sessions and
 //! process pool as the stdio server (an `Engine` configured from the command line instead of by an
-//! `initialize` request). Routes: `GET /v1/models`, `POST /v1/chat/completions` (plain and SSE),
-//! `GET /health`.
+//! `initialize` request). Routes: `GET /v1/models`, `POST /v1/chat/completions` and
+//! `POST /v1/responses` (plain and SSE), `GET /health`.
 //!
-//! - `routes.rs` handlers, `openai.rs` wire types, `errors.rs` OpenAI-shaped errors, `auth.rs` the
+//! - `core.rs` a request as one engine turn (any dialect), `routes.rs` handlers, `openai.rs` chat
+//!   wire types, `responses/` the Responses API, `errors.rs` OpenAI-shaped errors, `auth.rs` the
 //!   client key, `workspaces.rs` where turns run.
 //! - Safe by default: loopback only unless a client key is set; a request never picks the folder
 //!   the CLI works in; bodies are capped.
 
 mod auth;
+mod core;
 mod errors;
 mod openai;
+mod responses;
 mod routes;
 mod workspaces;
 
@@ -46,7 +49,8 @@ pub const MAX_BODY: usize = 32 * 1024 * 1024;
 pub const USAGE: &str = "\
 Usage: cursor-bridge serve [options]
 
-An OpenAI-compatible HTTP server (GET /v1/models, POST /v1/chat/completions, GET /health).
+An OpenAI-compatible HTTP server (GET /v1/models, POST /v1/chat/completions,
+POST /v1/responses, GET /health).
 
 Options:
   --listen ADDR          address to listen on (default 127.0.0.1:9997; a non-loopback address
@@ -157,6 +161,8 @@ pub struct HttpState {
     pub workspaces: Workspaces,
     pub client_key: Option<Secret>,
     pub default_mode: Mode,
+    /// Responses kept for `previous_response_id` (`POST /v1/responses`).
+    pub responses: responses::ResponseStore,
     /// `/health` asks the CLI (`agent status` is a Node start); a poller should not cost one each time.
     health_cache: Mutex<Option<(Instant, StatusResult)>>,
 }
@@ -169,6 +175,7 @@ pub fn router(state: Arc<HttpState>) -> Router {
     Router::new()
         .route("/v1/models", get(routes::models))
         .route("/v1/chat/completions", post(routes::chat_completions))
+        .route("/v1/responses", post(responses::create))
         .route("/health", get(routes::health))
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
@@ -389,6 +396,7 @@ async fn serve(
         workspaces,
         client_key,
         default_mode: args.mode,
+        responses: responses::ResponseStore::default(),
         health_cache: Mutex::new(None),
     });
     tracing::info!(addr = %bound, key = state.client_key.is_some(), mode = args.mode.as_str(), "listening");

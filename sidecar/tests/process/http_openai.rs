@@ -13,18 +13,18 @@ use crate::support::*;
 use serde_json::Value;
 
 /// A running `cursor-bridge serve` on a free loopback port.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: SocketAddr,
-    stderr: Arc<Mutex<String>>,
+    pub(crate) addr: SocketAddr,
+    pub(crate) stderr: Arc<Mutex<String>>,
 }
 
 impl Server {
-    fn start(dir: &TestDir, extra_env: &[(&str, &str)]) -> Server {
+    pub(crate) fn start(dir: &TestDir, extra_env: &[(&str, &str)]) -> Server {
         Server::start_with_args(dir, &[], extra_env)
     }
 
-    fn start_with_args(dir: &TestDir, args: &[&str], extra_env: &[(&str, &str)]) -> Server {
+    pub(crate) fn start_with_args(dir: &TestDir, args: &[&str], extra_env: &[(&str, &str)]) -> Server {
         let mut cmd = launcher(dir, "debug")
             .env("CURSOR_BRIDGE_CLI_PATH", double_exe())
             .env_remove("CURSOR_BRIDGE_API_KEY")
@@ -62,12 +62,12 @@ impl Server {
         Server { child, addr, stderr }
     }
 
-    fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
     /// One HTTP/1.1 request, answered and closed: (status, lower-cased headers, body).
-    fn request(
+    pub(crate) fn request(
         &self,
         method: &str,
         path: &str,
@@ -123,7 +123,7 @@ fn target_dir() -> PathBuf {
 
 /// A venv with the `openai` package, made once and reused (`target/py-openai`). Concurrent test
 /// runs share it, so making it is serialized by a lock file; `.complete` marks a finished install.
-fn openai_venv() -> Result<PathBuf, String> {
+pub(crate) fn openai_venv() -> Result<PathBuf, String> {
     let venv = target_dir().join("py-openai");
     let python = venv.join("bin/python");
     let lock = std::fs::OpenOptions::new()

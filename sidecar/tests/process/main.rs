@@ -16,6 +16,7 @@ mod doctor;
 mod failures;
 mod fault_matrix;
 mod http_openai;
+mod http_responses;
 mod isolation;
 mod orphans;
 mod protocol_abuse;
