@@ -76,7 +76,7 @@ pub async fn not_found(method: Method, uri: Uri) -> Response {
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         format!(
-            "Unknown request URL: {method} {}. This server has GET /v1/models, POST /v1/chat/completions, POST /v1/responses and GET /health.",
+            "Unknown request URL: {method} {}. This server has GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and GET /health.",
             uri.path()
         ),
     )

@@ -15,6 +15,7 @@ mod client_tools;
 mod doctor;
 mod failures;
 mod fault_matrix;
+mod http_messages;
 mod http_openai;
 mod http_responses;
 mod isolation;
