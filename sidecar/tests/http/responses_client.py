@@ -212,8 +212,11 @@ def check_errors():
     e = expect(openai.NotFoundError, lambda: client.responses.create(model="no-such-model", input="hi"))
     assert e.code == "model_not_found", e.code
     e = expect(openai.NotFoundError, lambda: client.responses.create(model="no-such-model", input="hi", stream=True))
-    e = expect(openai.BadRequestError, lambda: client.responses.create(model="auto", input="hi", tools=[{"type": "web_search"}]))
-    assert e.param == "tools[0].type" and "web_search" in e.message, (e.param, e.message)
+    e = expect(openai.BadRequestError, lambda: client.responses.create(model="auto", input="hi", tools=[{"type": "file_search", "vector_store_ids": ["vs_1"]}]))
+    assert e.param == "tools[0].type" and "file_search" in e.message, (e.param, e.message)
+    # Codex offers OpenAI's web search with every request: left out, the request is answered.
+    r = client.responses.create(model="auto", input=unique("search offered"), tools=[{"type": "web_search"}])
+    assert r.output_text.startswith("Echo: search offered"), r.output_text
     e = expect(openai.RateLimitError, lambda: client.responses.create(model="auto", input=directed(unique("rl"), fail="rateLimit")))
     assert e.status_code == 429
     # A failure after the stream started is `response.failed`, with the reason.

@@ -7,7 +7,7 @@ mod request;
 mod store;
 mod stream;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -53,6 +53,7 @@ pub(crate) struct Meta {
     pub previous_response_id: Option<String>,
     pub store: bool,
     pub custom: BTreeSet<String>,
+    pub namespaces: BTreeMap<String, String>,
     /// The conversation before this response (without instructions): stored with the answer.
     pub history: Vec<ChatMessage>,
     pub owner: String,
@@ -103,6 +104,7 @@ async fn respond(
         previous_response_id: checked.previous_response_id,
         store: checked.store,
         custom: checked.custom,
+        namespaces: checked.namespaces,
         history,
         owner,
     };
@@ -117,7 +119,7 @@ async fn respond(
         if !got.text.is_empty() || got.calls.is_empty() {
             output.push(message_item(&core::new_id("msg_"), &got.text, "completed"));
         }
-        output.extend(got.calls.iter().map(|c| call_item(&meta.custom, c, "completed")));
+        output.extend(got.calls.iter().map(|c| call_item(&meta, c, "completed")));
         remember(&state, &meta, &got.text, &got.calls);
         let body = response_object(&meta, "completed", output, outcome.usage, None);
         let mut response = json_body(&body);
@@ -154,8 +156,18 @@ pub(crate) fn reasoning_item(id: &str, text: &str) -> Value {
 }
 
 /// A call of the client's tool: `custom_tool_call` with the raw `input` string for a custom tool,
-/// else `function_call` with `arguments` as a JSON string.
-pub(crate) fn call_item(custom: &BTreeSet<String>, call: &ToolCall, status: &str) -> Value {
+/// else `function_call` with `arguments` as a JSON string (and its `namespace`, for a tool
+/// declared in one).
+pub(crate) fn call_item(meta: &Meta, call: &ToolCall, status: &str) -> Value {
+    call_item_of(&meta.custom, &meta.namespaces, call, status)
+}
+
+fn call_item_of(
+    custom: &BTreeSet<String>,
+    namespaces: &BTreeMap<String, String>,
+    call: &ToolCall,
+    status: &str,
+) -> Value {
     let id = format!("fc_{}", call.call_id.trim_start_matches("call_"));
     if custom.contains(&call.name) {
         let input = match call.input.get("input") {
@@ -167,8 +179,12 @@ pub(crate) fn call_item(custom: &BTreeSet<String>, call: &ToolCall, status: &str
             "input": input, "status": status});
     }
     let arguments = if status == "completed" { call.input.to_string() } else { String::new() };
-    json!({"type": "function_call", "id": id, "call_id": call.call_id, "name": call.name,
-        "arguments": arguments, "status": status})
+    let mut item = json!({"type": "function_call", "id": id, "call_id": call.call_id, "name": call.name,
+        "arguments": arguments, "status": status});
+    if let Some(ns) = namespaces.get(&call.name) {
+        item["namespace"] = json!(ns);
+    }
+    item
 }
 
 /// OpenAI counts cached input inside `input_tokens`; Cursor reports it apart.
@@ -230,14 +246,15 @@ mod tests {
             name: "apply_patch".into(),
             input: json!({"input": "*** Begin Patch\n"}),
         };
-        let item = call_item(&custom, &patch, "completed");
+        let none = BTreeMap::new();
+        let item = call_item_of(&custom, &none, &patch, "completed");
         assert_eq!(
             (item["type"].as_str(), item["input"].as_str()),
             (Some("custom_tool_call"), Some("*** Begin Patch\n"))
         );
         assert_eq!(item["call_id"], "call_ab");
         let exec = ToolCall { call_id: "call_cd".into(), name: "exec_command".into(), input: json!({"cmd": "ls"}) };
-        let item = call_item(&custom, &exec, "completed");
+        let item = call_item_of(&custom, &none, &exec, "completed");
         assert_eq!(item["type"], "function_call");
         assert_eq!(serde_json::from_str::<Value>(item["arguments"].as_str().unwrap()).unwrap(), json!({"cmd": "ls"}));
     }

@@ -5,7 +5,7 @@
 //! has no knob for (`temperature`, `max_output_tokens`, `include`, …) are ignored; what would
 //! change the answer and cannot be honoured (hosted tools, images, `background`) is refused.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -66,6 +66,8 @@ pub struct Checked {
     pub tools: Option<ToolSet>,
     /// Names of the tools of type `custom`: their calls go back as `custom_tool_call`.
     pub custom: BTreeSet<String>,
+    /// The namespace of each tool declared inside a `namespace` tool (Codex groups some so).
+    pub namespaces: BTreeMap<String, String>,
     pub previous_response_id: Option<String>,
     pub store: bool,
     pub stream: bool,
@@ -128,7 +130,7 @@ impl ResponsesRequest {
             return Err(ApiError::bad_request("Missing required parameter: 'input'.").param("input"));
         };
         let input = input_messages(input, "input")?;
-        let (tools, custom) = tool_set(&self)?;
+        let Declared { tools, custom, namespaces } = tool_set(&self)?;
         if tools.is_none() && input.iter().any(|m| !m.tool_results.is_empty() || !m.tool_calls.is_empty()) {
             return Err(ApiError::bad_request(
                 "Tool calls and their outputs in `input` need the `tools` they belong to: send the tool definitions \
@@ -149,6 +151,7 @@ impl ResponsesRequest {
             input,
             tools,
             custom,
+            namespaces,
             previous_response_id: self.previous_response_id.filter(|id| !id.trim().is_empty()),
             store: self.store.unwrap_or(true),
             stream: self.stream.unwrap_or(false),
@@ -315,13 +318,43 @@ fn output(item: &Value, at: &str) -> Result<ToolResult, ApiError> {
     Ok(ToolResult { call_id: call_id.to_string(), name: None, content, is_error: false })
 }
 
-/// `tools` with `tool_choice` and `parallel_tool_calls`, checked; `None` without tools.
-fn tool_set(request: &ResponsesRequest) -> Result<(Option<ToolSet>, BTreeSet<String>), ApiError> {
-    let mut custom = BTreeSet::new();
-    let Some(defs) = request.tools.as_ref().filter(|t| !t.is_empty()) else { return Ok((None, custom)) };
-    let mut tools: Vec<ToolDefinition> = Vec::with_capacity(defs.len());
+/// The request's tools, checked.
+#[derive(Default)]
+struct Declared {
+    tools: Option<ToolSet>,
+    custom: BTreeSet<String>,
+    namespaces: BTreeMap<String, String>,
+}
+
+/// Tools Codex offers with every request that cursor-bridge cannot serve: OpenAI's own web search,
+/// and the search over deferred tools whose call is an item of its own (`tool_search_call`).
+/// Leaving them out loses nothing the client asked for but a capability it offered (a
+/// `tool_choice` that names one is still refused).
+const LEFT_OUT: [&str; 3] = ["web_search", "web_search_preview", "tool_search"];
+
+/// `tools` (a `namespace` tool's own tools among them) with `tool_choice` and
+/// `parallel_tool_calls`, checked; no tool set without tools.
+fn tool_set(request: &ResponsesRequest) -> Result<Declared, ApiError> {
+    let mut declared = Declared::default();
+    let Some(defs) = request.tools.as_ref().filter(|t| !t.is_empty()) else { return Ok(declared) };
+    let mut flat: Vec<(String, Option<String>, &Value)> = Vec::with_capacity(defs.len());
     for (i, def) in defs.iter().enumerate() {
         let at = format!("tools[{i}]");
+        match def.get("type").and_then(Value::as_str) {
+            Some("namespace") => {
+                let ns = def.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                for (j, inner) in def.get("tools").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                    flat.push((format!("{at}.tools[{j}]"), Some(ns.clone()), inner));
+                }
+            }
+            Some(kind) if LEFT_OUT.contains(&kind) => {
+                tracing::debug!(tool = kind, "a hosted tool the client offers is left out")
+            }
+            _ => flat.push((at, None, def)),
+        }
+    }
+    let mut tools: Vec<ToolDefinition> = Vec::with_capacity(flat.len());
+    for (at, ns, def) in flat {
         let kind = def.get("type").and_then(Value::as_str).unwrap_or("(none)");
         let name = def.get("name").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty());
         let description = def.get("description").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -338,7 +371,7 @@ fn tool_set(request: &ResponsesRequest) -> Result<(Option<ToolSet>, BTreeSet<Str
                 (name, description, schema)
             }
             ("custom", Some(name)) => {
-                custom.insert(name.to_string());
+                declared.custom.insert(name.to_string());
                 // The model must write what the tool's grammar accepts: say what it is.
                 let format = def.get("format").filter(|f| f.get("type").and_then(Value::as_str) == Some("grammar"));
                 let description = match format {
@@ -362,7 +395,13 @@ fn tool_set(request: &ResponsesRequest) -> Result<(Option<ToolSet>, BTreeSet<Str
         if tools.iter().any(|t| t.name == name) {
             return Err(ApiError::bad_request(format!("The tool `{name}` is declared twice.")).param(at));
         }
+        if let Some(ns) = ns {
+            declared.namespaces.insert(name.to_string(), ns);
+        }
         tools.push(ToolDefinition { name: name.to_string(), description, input_schema });
+    }
+    if tools.is_empty() {
+        return Ok(declared);
     }
     let choice = match request.tool_choice.as_ref().unwrap_or(&Value::Null) {
         Value::Null => ToolChoice::Auto,
@@ -399,8 +438,8 @@ fn tool_set(request: &ResponsesRequest) -> Result<(Option<ToolSet>, BTreeSet<Str
         }
         _ => return Err(ApiError::bad_request("`tool_choice` must be a string or an object.").param("tool_choice")),
     };
-    let set = ToolSet { tools, choice, parallel: request.parallel_tool_calls.unwrap_or(true) };
-    Ok((Some(set), custom))
+    declared.tools = Some(ToolSet { tools, choice, parallel: request.parallel_tool_calls.unwrap_or(true) });
+    Ok(declared)
 }
 
 #[cfg(test)]
@@ -457,11 +496,28 @@ mod tests {
     }
 
     #[test]
+    fn codex_tools_namespaces_flattened_and_its_web_search_left_out() {
+        let tools = json!([
+            {"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}},
+            {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.", "tools": [
+                {"type": "function", "name": "close_agent", "parameters": {"type": "object", "properties": {}}}]},
+            {"type": "web_search", "external_web_access": false},
+            {"type": "tool_search", "execution": "client", "parameters": {"type": "object"}}
+        ]);
+        let c = check(json!({"model": "auto", "input": "x", "tools": tools})).unwrap();
+        let names: Vec<&str> = c.tools.as_ref().unwrap().tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["exec_command", "close_agent"]);
+        assert_eq!(c.namespaces.get("close_agent").map(String::as_str), Some("multi_agent_v1"));
+        let only_search = check(json!({"model": "auto", "input": "x", "tools": [{"type": "web_search"}]})).unwrap();
+        assert!(only_search.tools.is_none());
+    }
+
+    #[test]
     fn what_cannot_be_honoured_is_refused_with_its_param() {
         let cases = [
             (json!({"input": "x"}), "model"),
             (json!({"model": "auto"}), "input"),
-            (json!({"model": "auto", "input": "x", "tools": [{"type": "web_search"}]}), "tools[0].type"),
+            (json!({"model": "auto", "input": "x", "tools": [{"type": "file_search"}]}), "tools[0].type"),
             (json!({"model": "auto", "input": "x", "tools": [{"type": "function"}]}), "tools[0].name"),
             (json!({"model": "auto", "input": "x", "background": true}), "background"),
             (json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema"}}}), "text.format.type"),

@@ -129,8 +129,8 @@ impl ResponseEvents {
         let mut events = Vec::new();
         self.close(&mut events);
         let index = self.index();
-        let added = call_item(&self.meta.custom, &call, "in_progress");
-        let done = call_item(&self.meta.custom, &call, "completed");
+        let added = call_item(&self.meta, &call, "in_progress");
+        let done = call_item(&self.meta, &call, "completed");
         let id = done["id"].clone();
         events.push(self.ev("response.output_item.added", json!({"output_index": index, "item": added})));
         if done["type"] == "custom_tool_call" {
