@@ -216,6 +216,33 @@ impl Drop for Hangup {
     }
 }
 
+/// What a `required` or named tool choice demands, for the error when the turn ends without it.
+fn demanded(params: &TurnRequest) -> Option<String> {
+    let set = params.tools.as_ref().filter(|t| t.must_call())?;
+    Some(match &set.choice {
+        crate::protocol::ToolChoice::Named(name) => format!("a call of `{name}`"),
+        _ => "a tool call".into(),
+    })
+}
+
+/// A turn that ended without the call its tool choice demands (the engine has asked the model
+/// once more by then) fails: an answer with `finish_reason: "stop"` would tell the client the
+/// model complied. 502: the model, not the request, fell short.
+fn enforce(outcome: TurnOutcome, demanded: Option<&str>) -> Result<TurnOutcome, ApiError> {
+    match demanded {
+        Some(what) if !outcome.tool_calls => Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "api_error",
+            format!(
+                "The model answered without {what}, which the request's `tool_choice` requires (it was asked twice). \
+                 Try again, or let the model choose (`auto`)."
+            ),
+        )
+        .code("tool_call_required")),
+        _ => Ok(outcome),
+    }
+}
+
 /// A whole turn's answer (`stream: false`).
 #[derive(Debug, Default)]
 pub struct Collected {
@@ -229,6 +256,7 @@ pub struct Collected {
 /// CLI), collecting its deltas alongside.
 pub async fn collect(state: &Arc<HttpState>, params: TurnRequest) -> Result<(Collected, TurnOutcome), ApiError> {
     let mut hangup = Hangup::new();
+    let demanded = demanded(&params);
     let (tx, mut rx) = mpsc::channel(DELTA_BUFFER);
     let turn = state.engine.turn(params, tx);
     let gather = async {
@@ -246,7 +274,7 @@ pub async fn collect(state: &Arc<HttpState>, params: TurnRequest) -> Result<(Col
     };
     let (result, got) = tokio::join!(turn, gather);
     hangup.armed = false;
-    Ok((got, result?))
+    Ok((got, enforce(result?, demanded.as_deref())?))
 }
 
 /// A dialect's SSE writer: the events it sends at the start, for each turn event, and at the end.
@@ -265,6 +293,7 @@ pub trait Encoder: Send + 'static {
 /// (the dialect's error body); a failure after that is the encoder's to write as an event.
 pub async fn stream<E: Encoder>(state: &Arc<HttpState>, params: TurnRequest, encoder: E) -> Result<Response, ApiError> {
     let mut hangup = Hangup::new();
+    let demanded = demanded(&params);
     let (tx, mut rx) = mpsc::channel(DELTA_BUFFER);
     let engine = state.engine.clone();
     let mut turn = tokio::spawn(async move { engine.turn(params, tx).await }.in_current_span());
@@ -283,10 +312,19 @@ pub async fn stream<E: Encoder>(state: &Arc<HttpState>, params: TurnRequest, enc
         // The turn ended without output (its channel closed): a failure gets a status code.
         let outcome = join_turn(&mut turn).await;
         hangup.armed = false;
-        finished = Some(outcome?);
+        finished = Some(enforce(outcome?, demanded.as_deref())?);
     }
-    let mut events =
-        Events { rx, turn: Some(turn), finished, hangup, _abort: abort, encoder, queue: VecDeque::new(), done: false };
+    let mut events = Events {
+        rx,
+        turn: Some(turn),
+        finished,
+        hangup,
+        _abort: abort,
+        encoder,
+        queue: VecDeque::new(),
+        done: false,
+        demanded,
+    };
     let start = events.encoder.start();
     events.queue.extend(start);
     if let Some(delta) = first {
@@ -323,6 +361,7 @@ struct Events<E> {
     encoder: E,
     queue: VecDeque<Event>,
     done: bool,
+    demanded: Option<String>,
 }
 
 impl<E: Encoder> Events<E> {
@@ -349,7 +388,7 @@ impl<E: Encoder> Events<E> {
         self.done = true;
         let outcome = match (self.finished.take(), self.turn.as_mut()) {
             (Some(result), _) => Ok(result),
-            (None, Some(turn)) => join_turn(turn).await,
+            (None, Some(turn)) => join_turn(turn).await.and_then(|o| enforce(o, self.demanded.as_deref())),
             (None, None) => Err(ApiError::internal("The turn ended twice.")),
         };
         self.hangup.armed = false;
@@ -385,6 +424,23 @@ mod tests {
         assert_eq!(e.status, StatusCode::FORBIDDEN);
         assert!(e.message.contains("at most `ask`"), "{}", e.message);
         assert!(allowed_mode(Some(Mode::Plan), Mode::Ask).is_err());
+    }
+
+    #[test]
+    fn a_demanded_call_that_never_came_fails_the_turn() {
+        let outcome = |tool_calls| TurnOutcome {
+            session_id: None,
+            resumed: false,
+            replayed: false,
+            usage: None,
+            duration_ms: 0,
+            tool_calls,
+        };
+        assert!(enforce(outcome(false), None).is_ok());
+        assert!(enforce(outcome(true), Some("a tool call")).is_ok());
+        let e = enforce(outcome(false), Some("a call of `get_weather`")).unwrap_err();
+        assert_eq!((e.status.as_u16(), e.code.as_deref()), (502, Some("tool_call_required")));
+        assert!(e.message.contains("without a call of `get_weather`"), "{}", e.message);
     }
 
     fn sku(id: &str, base: &str, effort: Option<&str>, fast: bool) -> ModelInfo {

@@ -228,6 +228,26 @@ def check_errors():
     assert events[-1].response.status == "failed" and "Cursor" in events[-1].response.error.message, events[-1]
 
 
+def check_a_required_call_that_never_comes_fails():
+    # The model (the double's script) answers in text although a call is required; the engine asks
+    # once more, and when it still does not call, the request fails rather than look complied.
+    step = {"say": "I would rather just talk."}
+    e = expect(openai.APIStatusError, lambda: client.responses.create(
+        model="auto", input=directed(unique("stubborn"), toolScript=[step]), tools=[WEATHER], tool_choice="required"))
+    assert e.status_code == 502 and e.code == "tool_call_required", (e.status_code, e.code)
+    assert "tool_choice" in e.message, e.message
+    events = list(client.responses.create(model="auto", stream=True, input=directed(unique("stubborn, streamed"), toolScript=[step]),
+                                          tools=[WEATHER], tool_choice={"type": "function", "name": "get_weather"}))
+    assert events[-1].type == "response.failed", [e.type for e in events]
+    assert events[-1].response.error.code == "tool_call_required", events[-1].response.error
+    # Chat completions alike.
+    chat = {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER["parameters"]}}
+    e = expect(openai.APIStatusError, lambda: client.chat.completions.create(
+        model="auto", messages=[{"role": "user", "content": directed(unique("stubborn chat"), toolScript=[step])}],
+        tools=[chat], tool_choice="required"))
+    assert e.status_code == 502 and e.code == "tool_call_required", (e.status_code, e.code)
+
+
 CHECKS = [
     check_basic,
     check_streaming_event_sequence,
@@ -237,6 +257,7 @@ CHECKS = [
     check_streamed_function_call,
     check_custom_tool_gets_its_raw_input,
     check_errors,
+    check_a_required_call_that_never_comes_fails,
 ]
 
 
