@@ -24,7 +24,7 @@ use super::{HttpState, MAX_BODY};
 use crate::engine::tools::ToolSet;
 use crate::engine::{Event as TurnEvent, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
-use crate::protocol::{ChatMessage, Mode, ModelInfo, ToolCall};
+use crate::protocol::{ChatMessage, Mode, ModelInfo, ToolCall, Usage};
 use crate::util::sync::AbortOnDrop;
 
 /// Deltas buffered between the engine and the HTTP writer; a slow client slows the turn.
@@ -189,6 +189,58 @@ pub fn unix_now() -> u64 {
 /// An id of ours with a dialect's prefix (`resp_`, `msg_`, `fc_`, …).
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{:016x}{:08x}", crate::util::ids::random_u64(), crate::util::ids::random_u64() as u32)
+}
+
+/// The response header that marks token counts as an estimate (`x-cursor-bridge-usage: estimate`).
+pub const USAGE_HEADER: &str = "x-cursor-bridge-usage";
+
+/// About four characters a token: the counts of a turn whose CLI reported none (Cursor's ACP
+/// mode), always marked as an estimate (a field of the dialect's usage, and [`USAGE_HEADER`]).
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// The estimated input of a conversation as the engine gets it.
+pub fn input_estimate(messages: &[ChatMessage]) -> u64 {
+    messages
+        .iter()
+        .map(|m| {
+            estimate_tokens(&m.text)
+                + m.tool_results.iter().map(|r| estimate_tokens(&r.content)).sum::<u64>()
+                + m.tool_calls.iter().map(|c| estimate_tokens(&c.input.to_string())).sum::<u64>()
+        })
+        .sum()
+}
+
+/// The estimated output of an answer.
+pub fn output_estimate(text: &str, thinking: &str, calls: &[ToolCall]) -> u64 {
+    estimate_tokens(text)
+        + estimate_tokens(thinking)
+        + calls.iter().map(|c| estimate_tokens(&c.input.to_string())).sum::<u64>()
+}
+
+/// A turn's token counts: the CLI's, or the estimate (`estimated`), never zeros that read as real.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted {
+    pub usage: Usage,
+    pub estimated: bool,
+}
+
+pub fn counted(reported: Option<Usage>, input: u64, output: u64) -> Counted {
+    match reported {
+        Some(usage) => Counted { usage, estimated: false },
+        None => Counted {
+            usage: Usage { input_tokens: input, output_tokens: output, cache_read_tokens: 0, cache_write_tokens: 0 },
+            estimated: true,
+        },
+    }
+}
+
+/// Marks a whole answer's counts as estimated.
+pub fn mark_estimate(response: &mut Response, counted: &Counted) {
+    if counted.estimated {
+        response.headers_mut().insert(USAGE_HEADER, HeaderValue::from_static("estimate"));
+    }
 }
 
 /// Logs, in the request's span, that a client went away before its turn ended (the turn is
@@ -424,6 +476,21 @@ mod tests {
         assert_eq!(e.status, StatusCode::FORBIDDEN);
         assert!(e.message.contains("at most `ask`"), "{}", e.message);
         assert!(allowed_mode(Some(Mode::Plan), Mode::Ask).is_err());
+    }
+
+    #[test]
+    fn counts_are_the_clis_or_a_marked_estimate() {
+        assert_eq!(
+            (estimate_tokens(""), estimate_tokens("abcd"), estimate_tokens("abcde"), estimate_tokens("✓✓")),
+            (0, 1, 2, 1)
+        );
+        let cli = Usage { input_tokens: 3, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0 };
+        let c = counted(Some(cli), 99, 99);
+        assert!(!c.estimated && c.usage.input_tokens == 3);
+        let e = counted(None, 12, 3);
+        assert!(e.estimated && (e.usage.input_tokens, e.usage.output_tokens) == (12, 3));
+        let m = [ChatMessage::new(crate::protocol::Role::User, "12345678")];
+        assert_eq!(input_estimate(&m), 2);
     }
 
     #[test]

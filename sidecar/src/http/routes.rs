@@ -121,12 +121,17 @@ async fn chat(
 ) -> Result<Response, ApiError> {
     let request: ChatCompletionRequest = core::parse_body(body)?;
     let Checked { model, messages, stream, include_usage, mode, tools } = request.check()?;
+    let input = core::input_estimate(&messages);
     let ask = core::TurnAsk { model: model.clone(), messages, mode, tools };
     let params = core::turn_request(&state, &request_id, owner, ask).await?;
-    let meta =
-        Meta { id: format!("chatcmpl-{:016x}", crate::util::ids::random_u64()), model, created: core::unix_now() };
+    let meta = Meta {
+        id: format!("chatcmpl-{:016x}", crate::util::ids::random_u64()),
+        model,
+        created: core::unix_now(),
+        input,
+    };
     if stream {
-        core::stream(&state, params, Chunks { meta, include_usage, calls: 0 }).await
+        core::stream(&state, params, Chunks { meta, include_usage, calls: 0, output: 0 }).await
     } else {
         complete(&state, params, meta).await
     }
@@ -136,10 +141,13 @@ struct Meta {
     id: String,
     model: String,
     created: u64,
+    /// The input's estimated tokens, for a turn whose CLI reports no counts.
+    input: u64,
 }
 
 async fn complete(state: &Arc<HttpState>, params: TurnRequest, meta: Meta) -> Result<Response, ApiError> {
     let (got, result) = core::collect(state, params).await?;
+    let counted = core::counted(result.usage, meta.input, core::output_estimate(&got.text, &got.thinking, &got.calls));
     let calls: Vec<ToolCallOut> =
         got.calls.into_iter().map(|c| ToolCallOut::new(None, c.call_id, c.name, &c.input)).collect();
     let completion = ChatCompletion {
@@ -159,9 +167,10 @@ async fn complete(state: &Arc<HttpState>, params: TurnRequest, meta: Meta) -> Re
             },
             logprobs: None,
         }],
-        usage: result.usage.map(CompletionUsage::from_usage),
+        usage: Some(CompletionUsage::from_counted(counted)),
     };
     let mut response = json_body(&completion);
+    core::mark_estimate(&mut response, &counted);
     core::session_headers(&mut response, got.session.as_ref());
     Ok(response)
 }
@@ -172,6 +181,8 @@ struct Chunks {
     include_usage: bool,
     /// Tool calls streamed so far (each chunk names its index).
     calls: u32,
+    /// The estimated output so far.
+    output: u64,
 }
 
 impl Chunks {
@@ -194,9 +205,16 @@ impl core::Encoder for Chunks {
 
     fn event(&mut self, delta: TurnEvent) -> Vec<Event> {
         let delta = match delta {
-            TurnEvent::Text(text) => Delta { content: Some(text), ..Delta::default() },
-            TurnEvent::Thinking(text) => Delta { reasoning_content: Some(text), ..Delta::default() },
+            TurnEvent::Text(text) => {
+                self.output += core::estimate_tokens(&text);
+                Delta { content: Some(text), ..Delta::default() }
+            }
+            TurnEvent::Thinking(text) => {
+                self.output += core::estimate_tokens(&text);
+                Delta { reasoning_content: Some(text), ..Delta::default() }
+            }
             TurnEvent::ToolCall { call_id, name, input } => {
+                self.output += core::estimate_tokens(&input.to_string());
                 let call = ToolCallOut::new(Some(self.calls), call_id, name, &input);
                 self.calls += 1;
                 Delta { tool_calls: Some(vec![call]), ..Delta::default() }
@@ -211,15 +229,16 @@ impl core::Encoder for Chunks {
             Ok(result) => {
                 let mut events =
                     vec![self.chunk(Delta::default(), Some(if result.tool_calls { "tool_calls" } else { "stop" }))];
-                // Only a count the CLI reported (none on ACP): zeros would read as real.
-                if let (true, Some(usage)) = (self.include_usage, result.usage) {
+                // The CLI's counts, or (none on ACP) the marked estimate: zeros would read as real.
+                if self.include_usage {
+                    let usage = core::counted(result.usage, self.meta.input, self.output);
                     events.push(core::data_event(&ChatCompletionChunk {
                         id: &self.meta.id,
                         object: "chat.completion.chunk",
                         created: self.meta.created,
                         model: &self.meta.model,
                         choices: Vec::new(),
-                        usage: Some(CompletionUsage::from_usage(usage)),
+                        usage: Some(CompletionUsage::from_counted(usage)),
                     }));
                 }
                 events.push(Event::default().data("[DONE]"));

@@ -53,25 +53,32 @@ fn the_anthropic_python_client_speaks_the_messages_api_to_serve() {
 }
 
 #[test]
-fn without_the_clis_counts_usage_is_a_marked_estimate() {
+fn without_the_clis_counts_every_route_reports_a_marked_estimate() {
     let dir = TestDir::new();
     // No usage knob: the double's ACP agent reports no counts, as Cursor's does; print mode's
     // result always has them.
     let server = Server::start(&dir, &[]);
-    let body = json!({"model": "auto", "max_tokens": 100, "messages": [{"role": "user", "content": "count these words please"}]});
     let headers = [("Content-Type", "application/json"), ("anthropic-version", "2023-06-01")];
-    let (status, head, text) = server.request("POST", "/v1/messages", &headers, &body.to_string());
-    assert_eq!(status, 200, "{text}");
-    let v: Value = serde_json::from_str(&text).unwrap();
-    let usage = &v["usage"];
-    let estimate = head.iter().any(|(k, v)| k == "x-cursor-bridge-usage" && v == "estimate");
-    if acp() {
-        assert_eq!(usage["estimated"], true, "{text}");
-        assert!(estimate, "{head:?}");
-        assert!(usage["input_tokens"].as_u64().unwrap() > 0 && usage["output_tokens"].as_u64().unwrap() > 0, "{text}");
-    } else {
-        assert!(usage.get("estimated").is_none() && !estimate, "print mode's own counts: {text}");
+    let user = json!([{"role": "user", "content": "count these words please"}]);
+    let routes = [
+        ("/v1/messages", json!({"model": "auto", "max_tokens": 100, "messages": user}), "/usage/input_tokens"),
+        ("/v1/chat/completions", json!({"model": "auto", "messages": user}), "/usage/prompt_tokens"),
+        ("/v1/responses", json!({"model": "auto", "input": "count these words please"}), "/usage/input_tokens"),
+    ];
+    for (route, body, input) in routes {
+        let (status, head, text) = server.request("POST", route, &headers, &body.to_string());
+        assert_eq!(status, 200, "{route}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let estimate = head.iter().any(|(k, v)| k == "x-cursor-bridge-usage" && v == "estimate");
+        assert!(v.pointer(input).and_then(Value::as_u64).is_some_and(|n| n > 0), "{route}: counts: {text}");
+        if acp() {
+            assert_eq!(v["usage"]["estimated"], true, "{route}: {text}");
+            assert!(estimate, "{route}: {head:?}");
+        } else {
+            assert!(v["usage"].get("estimated").is_none() && !estimate, "{route}: print mode's own counts: {text}");
+        }
     }
+    let body = json!({"model": "auto", "max_tokens": 100, "messages": user});
     let (status, head, text) = server.request("POST", "/v1/messages/count_tokens", &headers, &body.to_string());
     assert_eq!(status, 200, "{text}");
     assert!(serde_json::from_str::<Value>(&text).unwrap()["input_tokens"].as_u64().unwrap() > 0, "{text}");

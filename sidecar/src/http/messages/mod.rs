@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use super::core;
 use super::errors::ApiError;
 use super::{json_body, HttpState, RequestId};
-use crate::protocol::{ChatMessage, ToolCall, Usage};
+use crate::protocol::{ToolCall, Usage};
 
 pub async fn create(
     State(state): State<Arc<HttpState>>,
@@ -59,7 +59,7 @@ pub async fn count_tokens(headers: HeaderMap, body: Result<Bytes, BytesRejection
                     .sum()
             });
             let mut response = json_body(&json!({"input_tokens": input_estimate(&checked.messages) + tools}));
-            response.headers_mut().insert("x-cursor-bridge-usage", HeaderValue::from_static("estimate"));
+            response.headers_mut().insert(core::USAGE_HEADER, HeaderValue::from_static("estimate"));
             response
         }
         Err(e) => e.into_anthropic_response(),
@@ -123,7 +123,7 @@ async fn respond(
         });
         let mut response = json_body(&body);
         if estimated {
-            response.headers_mut().insert("x-cursor-bridge-usage", HeaderValue::from_static("estimate"));
+            response.headers_mut().insert(core::USAGE_HEADER, HeaderValue::from_static("estimate"));
         }
         core::session_headers(&mut response, got.session.as_ref());
         Ok(response)
@@ -146,42 +146,24 @@ pub(crate) fn tool_use(call: &ToolCall) -> Value {
     json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": call.input})
 }
 
-/// About four characters a token: what `count_tokens` and a turn without the CLI's counts
-/// report, marked as an estimate.
-pub(crate) fn estimate(text: &str) -> u64 {
-    (text.chars().count() as u64).div_ceil(4)
-}
-
-fn input_estimate(messages: &[ChatMessage]) -> u64 {
-    messages
-        .iter()
-        .map(|m| {
-            estimate(&m.text)
-                + m.tool_results.iter().map(|r| estimate(&r.content)).sum::<u64>()
-                + m.tool_calls.iter().map(|c| estimate(&c.input.to_string())).sum::<u64>()
-        })
-        .sum()
-}
+pub(crate) use core::estimate_tokens as estimate;
+use core::input_estimate;
 
 /// Anthropic's usage: `input_tokens` excludes cached input, which has fields of its own. Without
 /// the CLI's counts (Cursor's ACP mode reports none) the estimate, marked `estimated: true`:
 /// Claude Code needs numbers here to decide when to compact.
 pub(crate) fn usage_object(usage: Option<Usage>, input_estimate: u64, output_estimate: u64) -> Value {
-    match usage {
-        Some(u) => json!({
-            "input_tokens": u.input_tokens,
-            "output_tokens": u.output_tokens,
-            "cache_read_input_tokens": u.cache_read_tokens,
-            "cache_creation_input_tokens": u.cache_write_tokens,
-        }),
-        None => json!({
-            "input_tokens": input_estimate,
-            "output_tokens": output_estimate,
-            "cache_read_input_tokens": 0,
-            "cache_creation_input_tokens": 0,
-            "estimated": true,
-        }),
+    let c = core::counted(usage, input_estimate, output_estimate);
+    let mut v = json!({
+        "input_tokens": c.usage.input_tokens,
+        "output_tokens": c.usage.output_tokens,
+        "cache_read_input_tokens": c.usage.cache_read_tokens,
+        "cache_creation_input_tokens": c.usage.cache_write_tokens,
+    });
+    if c.estimated {
+        v["estimated"] = json!(true);
     }
+    v
 }
 
 #[cfg(test)]
@@ -223,6 +205,5 @@ mod tests {
             (e["input_tokens"].as_u64(), e["output_tokens"].as_u64(), e["estimated"].as_bool()),
             (Some(12), Some(3), Some(true))
         );
-        assert_eq!((estimate(""), estimate("abcd"), estimate("abcde"), estimate("✓✓")), (0, 1, 2, 1));
     }
 }

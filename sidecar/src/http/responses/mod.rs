@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::core;
 use super::errors::ApiError;
 use super::{json_body, HttpState, RequestId};
-use crate::protocol::{ChatMessage, Role, ToolCall, Usage};
+use crate::protocol::{ChatMessage, Role, ToolCall};
 
 pub use store::ResponseStore;
 
@@ -57,6 +57,8 @@ pub(crate) struct Meta {
     /// The conversation before this response (without instructions): stored with the answer.
     pub history: Vec<ChatMessage>,
     pub owner: String,
+    /// The input's estimated tokens, for a turn whose CLI reports no counts.
+    pub input_tokens: u64,
 }
 
 async fn respond(
@@ -94,6 +96,7 @@ async fn respond(
             model = sku;
         }
     }
+    let input_tokens = core::input_estimate(&messages);
     let ask = core::TurnAsk { model, messages, mode: checked.mode, tools: checked.tools };
     let params = core::turn_request(&state, &request_id, owner.clone(), ask).await?;
     let meta = Meta {
@@ -107,6 +110,7 @@ async fn respond(
         namespaces: checked.namespaces,
         history,
         owner,
+        input_tokens,
     };
     if checked.stream {
         core::stream(&state, params, stream::ResponseEvents::new(state.clone(), meta)).await
@@ -121,8 +125,11 @@ async fn respond(
         }
         output.extend(got.calls.iter().map(|c| call_item(&meta, c, "completed")));
         remember(&state, &meta, &got.text, &got.calls);
-        let body = response_object(&meta, "completed", output, outcome.usage, None);
+        let output_tokens = core::output_estimate(&got.text, &got.thinking, &got.calls);
+        let counted = core::counted(outcome.usage, meta.input_tokens, output_tokens);
+        let body = response_object(&meta, "completed", output, Some(counted), None);
         let mut response = json_body(&body);
+        core::mark_estimate(&mut response, &counted);
         core::session_headers(&mut response, got.session.as_ref());
         Ok(response)
     }
@@ -187,25 +194,30 @@ fn call_item_of(
     item
 }
 
-/// OpenAI counts cached input inside `input_tokens`; Cursor reports it apart.
-pub(crate) fn usage_object(u: Usage) -> Value {
+/// OpenAI counts cached input inside `input_tokens`; Cursor reports it apart. An estimate (the
+/// CLI reported no counts) says so: `estimated: true`.
+pub(crate) fn usage_object(c: core::Counted) -> Value {
+    let u = c.usage;
     let input = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
-    json!({
+    let mut v = json!({
         "input_tokens": input,
         "input_tokens_details": {"cached_tokens": u.cache_read_tokens},
         "output_tokens": u.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input + u.output_tokens,
-    })
+    });
+    if c.estimated {
+        v["estimated"] = json!(true);
+    }
+    v
 }
 
-/// The Response object (`object: "response"`). `usage` is null when the CLI reported no counts
-/// (Cursor's ACP mode does not): zeros would read as real to a client sizing its context.
+/// The Response object (`object: "response"`); `usage` is null until the response is complete.
 pub(crate) fn response_object(
     meta: &Meta,
     status: &str,
     output: Vec<Value>,
-    usage: Option<Usage>,
+    usage: Option<core::Counted>,
     error: Option<Value>,
 ) -> Value {
     json!({
@@ -237,6 +249,7 @@ pub(crate) fn response_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Usage;
 
     #[test]
     fn custom_calls_carry_the_raw_input_and_functions_a_json_string() {
@@ -261,8 +274,10 @@ mod tests {
 
     #[test]
     fn usage_counts_cached_input_as_input() {
-        let u =
-            usage_object(Usage { input_tokens: 10, output_tokens: 5, cache_read_tokens: 100, cache_write_tokens: 1 });
+        let cli = Usage { input_tokens: 10, output_tokens: 5, cache_read_tokens: 100, cache_write_tokens: 1 };
+        let u = usage_object(core::counted(Some(cli), 0, 0));
+        assert!(u.get("estimated").is_none());
+        assert_eq!(usage_object(core::counted(None, 7, 2))["estimated"], true);
         assert_eq!((u["input_tokens"].as_u64(), u["total_tokens"].as_u64()), (Some(111), Some(116)));
         assert_eq!(u["input_tokens_details"]["cached_tokens"], 100);
     }

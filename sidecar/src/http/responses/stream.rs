@@ -32,12 +32,22 @@ pub struct ResponseEvents {
     open: Option<Open>,
     /// The whole answer text and the calls, for the stored history.
     text: String,
+    thinking: String,
     calls: Vec<ToolCall>,
 }
 
 impl ResponseEvents {
     pub fn new(state: Arc<HttpState>, meta: Meta) -> Self {
-        ResponseEvents { state, meta, seq: 0, output: Vec::new(), open: None, text: String::new(), calls: Vec::new() }
+        ResponseEvents {
+            state,
+            meta,
+            seq: 0,
+            output: Vec::new(),
+            open: None,
+            text: String::new(),
+            thinking: String::new(),
+            calls: Vec::new(),
+        }
     }
 
     fn ev(&mut self, kind: &str, mut payload: Value) -> Event {
@@ -120,6 +130,7 @@ impl ResponseEvents {
         let index = self.index();
         let Some(Open::Reasoning { id, text }) = &mut self.open else { return events };
         text.push_str(&delta);
+        self.thinking.push_str(&delta);
         let payload = json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": delta});
         events.push(self.ev("response.reasoning_summary_text.delta", payload));
         events
@@ -201,7 +212,9 @@ impl Encoder for ResponseEvents {
                     self.output = output;
                 }
                 remember(&self.state, &self.meta, &self.text, &self.calls);
-                let response = response_object(&self.meta, "completed", self.output.clone(), result.usage, None);
+                let output = core::output_estimate(&self.text, &self.thinking, &self.calls);
+                let usage = core::counted(result.usage, self.meta.input_tokens, output);
+                let response = response_object(&self.meta, "completed", self.output.clone(), Some(usage), None);
                 events.push(self.ev("response.completed", json!({"response": response})));
             }
             Err(e) => {
