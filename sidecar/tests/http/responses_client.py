@@ -104,6 +104,12 @@ def check_basic():
     u = r.usage
     assert u is not None and u.input_tokens > 0 and u.output_tokens > 0, u
     assert u.total_tokens == u.input_tokens + u.output_tokens, u
+    # The fields the Open Responses schema requires are there, with the values in effect.
+    raw = client.responses.with_raw_response.create(model="auto", input=unique("schema")).http_response.json()
+    assert isinstance(raw["completed_at"], int) and raw["completed_at"] >= raw["created_at"], raw
+    for field in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        assert isinstance(raw[field], (int, float)), (field, raw)
+    assert raw["background"] is False and "max_tool_calls" in raw and "service_tier" in raw, raw
 
 
 def check_streaming_event_sequence():

@@ -220,11 +220,23 @@ pub(crate) fn response_object(
     usage: Option<core::Counted>,
     error: Option<Value>,
 ) -> Value {
+    // The fields the Open Responses schema requires, with the values they had in effect: the CLI
+    // has no sampling knobs, so none of the request's were applied.
+    let completed_at = (status == "completed").then(core::unix_now);
     json!({
         "id": meta.id,
         "object": "response",
         "created_at": meta.created_at,
+        "completed_at": completed_at,
         "status": status,
+        "background": false,
+        "service_tier": "default",
+        "frequency_penalty": 0.0,
+        "presence_penalty": 0.0,
+        "top_logprobs": 0,
+        "max_tool_calls": null,
+        "safety_identifier": null,
+        "prompt_cache_key": null,
         "error": error,
         "incomplete_details": null,
         "instructions": meta.echo.instructions,
@@ -235,11 +247,11 @@ pub(crate) fn response_object(
         "previous_response_id": meta.previous_response_id,
         "reasoning": {"effort": meta.echo.effort, "summary": null},
         "store": meta.store,
-        "temperature": null,
+        "temperature": 1.0,
         "text": {"format": {"type": "text"}},
         "tool_choice": meta.echo.tool_choice,
         "tools": meta.echo.tools,
-        "top_p": null,
+        "top_p": 1.0,
         "truncation": "disabled",
         "usage": usage.map(usage_object),
         "metadata": {},
