@@ -71,6 +71,18 @@ fn without_the_clis_counts_every_route_reports_a_marked_estimate() {
         let v: Value = serde_json::from_str(&text).unwrap();
         let estimate = head.iter().any(|(k, v)| k == "x-cursor-bridge-usage" && v == "estimate");
         assert!(v.pointer(input).and_then(Value::as_u64).is_some_and(|n| n > 0), "{route}: counts: {text}");
+        if route == "/v1/messages" {
+            // The fields Anthropic's schema requires beyond the counts.
+            for pointer in [
+                "/stop_details",
+                "/container",
+                "/usage/cache_creation",
+                "/usage/server_tool_use",
+                "/content/0/citations",
+            ] {
+                assert!(v.pointer(pointer).is_some(), "{route}: no {pointer}: {text}");
+            }
+        }
         if acp() {
             assert_eq!(v["usage"]["estimated"], true, "{route}: {text}");
             assert!(estimate, "{route}: {head:?}");
@@ -99,6 +111,11 @@ fn messages_refusals_come_in_anthropics_shape() {
         "{text}"
     );
     let keyed = [("Content-Type", "application/json"), ("x-api-key", "k1")];
+    // `max_tokens` is required, as on Anthropic's API.
+    let no_max = json!({"model": "auto", "messages": [{"role": "user", "content": "hi"}]});
+    let (status, _, text) = server.request("POST", "/v1/messages", &keyed, &no_max.to_string());
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("max_tokens"), "{text}");
     let tools = json!({"model": "auto", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
         "tools": [{"type": "bash_20250124", "name": "bash"}]});
     let (status, _, text) = server.request("POST", "/v1/messages", &keyed, &tools.to_string());

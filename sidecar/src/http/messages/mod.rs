@@ -84,7 +84,7 @@ async fn respond(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: request::MessagesRequest = core::parse_body(body)?;
-    let checked = request.check()?;
+    let checked = request.check_create()?;
     let models = state.engine.models(false).await?;
     let model = cursor_model(&models, &checked.model, &state.claude_model);
     if model != checked.model {
@@ -103,7 +103,7 @@ async fn respond(
             content.push(json!({"type": "thinking", "thinking": got.thinking, "signature": SIGNATURE}));
         }
         if !got.text.is_empty() || got.calls.is_empty() {
-            content.push(json!({"type": "text", "text": got.text}));
+            content.push(json!({"type": "text", "text": got.text, "citations": null}));
         }
         content.extend(got.calls.iter().map(tool_use));
         let output = estimate(&got.text)
@@ -119,6 +119,8 @@ async fn respond(
             "content": content,
             "stop_reason": if outcome.tool_calls { "tool_use" } else { "end_turn" },
             "stop_sequence": null,
+            "stop_details": null,
+            "container": null,
             "usage": usage,
         });
         let mut response = json_body(&body);
@@ -154,11 +156,18 @@ use core::input_estimate;
 /// Claude Code needs numbers here to decide when to compact.
 pub(crate) fn usage_object(usage: Option<Usage>, input_estimate: u64, output_estimate: u64) -> Value {
     let c = core::counted(usage, input_estimate, output_estimate);
+    // The rest of the fields Anthropic's schema requires: no server tool ran, nothing is known of
+    // the cache's lifetimes beyond the write, no region or tier applies.
     let mut v = json!({
         "input_tokens": c.usage.input_tokens,
         "output_tokens": c.usage.output_tokens,
         "cache_read_input_tokens": c.usage.cache_read_tokens,
         "cache_creation_input_tokens": c.usage.cache_write_tokens,
+        "cache_creation": {"ephemeral_5m_input_tokens": c.usage.cache_write_tokens, "ephemeral_1h_input_tokens": 0},
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "output_tokens_details": null,
+        "inference_geo": null,
+        "service_tier": "standard",
     });
     if c.estimated {
         v["estimated"] = json!(true);

@@ -26,6 +26,9 @@ pub struct MessagesRequest {
     pub tool_choice: Option<Value>,
     #[serde(default)]
     pub stream: Option<bool>,
+    /// Required by Anthropic's API (and sent by every client); ignored: the CLI has no such knob.
+    #[serde(default)]
+    pub max_tokens: Option<Value>,
     /// Not Anthropic's: `agent`, `ask` or `plan` for this request (else the server's `--mode`).
     #[serde(default)]
     pub mode: Option<Mode>,
@@ -41,6 +44,14 @@ pub struct Checked {
 }
 
 impl MessagesRequest {
+    /// `/v1/messages` (unlike `count_tokens`) needs `max_tokens`, as Anthropic's API does.
+    pub fn check_create(self) -> Result<Checked, ApiError> {
+        if self.max_tokens.as_ref().is_none_or(Value::is_null) {
+            return Err(ApiError::bad_request("max_tokens: Field required").param("max_tokens"));
+        }
+        self.check()
+    }
+
     pub fn check(self) -> Result<Checked, ApiError> {
         let model = self.model.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(String::from);
         let Some(model) = model else {
@@ -240,6 +251,14 @@ mod tests {
 
     fn check(v: Value) -> Result<Checked, ApiError> {
         serde_json::from_value::<MessagesRequest>(v).unwrap().check()
+    }
+
+    #[test]
+    fn a_message_needs_max_tokens_and_a_count_does_not() {
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "x"}]});
+        let e = serde_json::from_value::<MessagesRequest>(body.clone()).unwrap().check_create().unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("max_tokens"));
+        assert!(check(body).is_ok());
     }
 
     #[test]

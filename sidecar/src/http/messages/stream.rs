@@ -65,7 +65,7 @@ impl Encoder for MessageEvents {
         // The counts come in `message_delta` at the end; these are the input's estimate so far.
         let message = json!({
             "id": self.meta.id, "type": "message", "role": "assistant", "model": self.meta.model,
-            "content": [], "stop_reason": null, "stop_sequence": null,
+            "content": [], "stop_reason": null, "stop_sequence": null, "stop_details": null, "container": null,
             "usage": {"input_tokens": self.meta.input_tokens, "output_tokens": 0},
         });
         vec![Self::ev("message_start", json!({"message": message})), Self::ev("ping", json!({}))]
@@ -76,7 +76,7 @@ impl Encoder for MessageEvents {
         match event {
             TurnEvent::Text(text) => {
                 self.output_tokens += estimate(&text);
-                let index = self.open(Open::Text, json!({"type": "text", "text": ""}), &mut events);
+                let index = self.open(Open::Text, json!({"type": "text", "text": "", "citations": null}), &mut events);
                 let delta = json!({"index": index, "delta": {"type": "text_delta", "text": text}});
                 events.push(Self::ev("content_block_delta", delta));
             }
@@ -111,7 +111,7 @@ impl Encoder for MessageEvents {
             Ok(result) => {
                 if self.next == 0 {
                     // An empty answer is still one text block (clients look for one).
-                    self.open(Open::Text, json!({"type": "text", "text": ""}), &mut events);
+                    self.open(Open::Text, json!({"type": "text", "text": "", "citations": null}), &mut events);
                 }
                 self.close(&mut events);
                 let usage = usage_object(result.usage, self.meta.input_tokens, self.output_tokens);
