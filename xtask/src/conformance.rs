@@ -76,14 +76,20 @@ fn native_copilot(prefix: &Path) -> Result<PathBuf> {
     })
 }
 
-/// The conformance crate's test targets that need the agent.
-const TESTS: [&str; 2] = ["acp_agents", "copilot_byok"];
+/// The conformance crate's test targets that need the agents.
+const TESTS: [&str; 3] = ["acp_agents", "copilot_byok", "agent_clients"];
 
 /// Install (cached), then run the conformance tests; adds their count to the tally.
 pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
     let cache = cache_dir(root);
     std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
     let copilot = ensure_copilot(&cache.canonicalize()?)?;
+    // Codex CLI and Claude Code, for `agent_clients` (Linux x64 builds only).
+    let clients = if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        crate::agent_clients::ensure(&cache.canonicalize()?)?
+    } else {
+        Vec::new()
+    };
     let mut cmd = if e2e::netns_available() {
         eprintln!("conformance: the agent runs in a private network namespace (loopback only)");
         let mut c = Command::new("unshare");
@@ -114,6 +120,7 @@ pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
         cmd.args(["--", "--ignored"]);
     }
     cmd.env(COPILOT_VAR, &copilot);
+    cmd.envs(clients.iter().map(|(var, path)| (*var, path)));
     // nextest: "… 1 test run: 1 passed, 0 skipped"; cargo test: "test result: ok. 1 passed; 0 failed; …".
     let closing: fn(&str) -> bool = if nextest {
         |l| l.contains(" test run: ") || l.contains(" tests run: ")
@@ -128,6 +135,10 @@ pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
     if passed == 0 {
         bail!("the conformance tests did not run (the runner said {:?})", lines.last());
     }
-    tally.add("conformance (Copilot CLI: ACP, BYOK through serve)", passed, count(" failed"));
+    tally.add(
+        "conformance (Copilot CLI: ACP, BYOK through serve; Codex, Claude Code through serve)",
+        passed,
+        count(" failed"),
+    );
     Ok(())
 }

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+mod agent_clients;
 mod bench;
 mod conformance;
 mod e2e;

@@ -74,11 +74,23 @@ pub struct Serve {
 
 impl Serve {
     /// Start it with `--backend <backend>` and wait for its "listening on" line.
+    #[allow(dead_code)] // not every test target that includes this file uses every way to start it
     pub async fn start(root: &Path, backend: &str, client_key: &str) -> Result<Serve> {
+        Serve::start_with(root, backend, client_key, &[], &[]).await
+    }
+
+    /// The same, with more `serve` arguments and more variables (the double's knobs).
+    pub async fn start_with(
+        root: &Path,
+        backend: &str,
+        client_key: &str,
+        args: &[&str],
+        more_env: &[(&str, PathBuf)],
+    ) -> Result<Serve> {
         let folders = Folders { root: root.to_path_buf() };
         let home = root.join("home");
         std::fs::create_dir_all(&home)?;
-        let env: Vec<(&str, PathBuf)> = vec![
+        let mut env: Vec<(&str, PathBuf)> = vec![
             ("PATH", "/usr/bin:/bin".into()),
             ("HOME", home),
             ("CURSOR_BRIDGE_STATE_DIR", root.join("state")),
@@ -90,9 +102,14 @@ impl Serve {
             // `serve` hands the CLI only what it needs; the double's knobs are passed on purpose.
             ("CURSOR_BRIDGE_PASS_ENV", "CURSOR_DOUBLE_*".into()),
         ];
+        env.extend(more_env.iter().cloned());
         let spec = SpawnSpec {
             program: binary("cursor-bridge"),
-            args: ["serve", "--listen", "127.0.0.1:0", "--backend", backend].map(Into::into).to_vec(),
+            args: ["serve", "--listen", "127.0.0.1:0", "--backend", backend]
+                .iter()
+                .chain(args)
+                .map(Into::into)
+                .collect(),
             cwd: Some(root.to_path_buf()),
             env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
             env_remove: std::env::vars_os().map(|(k, _)| k).collect(),

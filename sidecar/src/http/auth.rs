@@ -1,5 +1,5 @@
-//! The client key: `Authorization: Bearer <key>` on every route (`/health` too) whenever a key is
-//! configured (`CURSOR_BRIDGE_API_KEY`, or `--api-key-file`). This key guards the bridge; it is not
+//! The client key: `Authorization: Bearer <key>` (or `x-api-key: <key>`, Anthropic's way) on every
+//! route (`/health` too) whenever a key is configured (`CURSOR_BRIDGE_API_KEY`, or `--api-key-file`). This key guards the bridge; it is not
 //! the Cursor API key, which the CLI uses and no HTTP client ever sees.
 
 use std::net::IpAddr;
@@ -44,6 +44,15 @@ pub fn is_loopback_host(host: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Refusals on the Messages routes come in Anthropic's shape, which Claude Code reads.
+fn refuse(request: &Request, e: ApiError) -> Response {
+    if request.uri().path().starts_with("/v1/messages") {
+        e.into_anthropic_response()
+    } else {
+        e.into_response()
+    }
+}
+
 pub async fn require_key(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
     let Some(expected) = &state.client_key else {
         // Without a key the server trusts everything on this machine, so it must only be reached
@@ -52,31 +61,36 @@ pub async fn require_key(State(state): State<Arc<HttpState>>, request: Request, 
         let host = request.headers().get(HOST).and_then(|v| v.to_str().ok());
         if host.is_some_and(|h| !is_loopback_host(h)) {
             tracing::info!(host = host.unwrap_or_default(), "rejected: not a loopback host name");
-            return ApiError::new(
+            let e = ApiError::new(
                 StatusCode::FORBIDDEN,
                 "invalid_request_error",
                 "Without a client key this server only answers requests addressed to localhost or a loopback \
                  address. Set CURSOR_BRIDGE_API_KEY (or --api-key-file) to use other host names.",
             )
-            .code("host_not_allowed")
-            .into_response();
+            .code("host_not_allowed");
+            return refuse(&request, e);
         }
         return next.run(request).await;
     };
-    let given = request.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
+    let headers = request.headers();
+    let given = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer)
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim));
     match given {
         None => {
             tracing::info!("rejected: no client key");
-            ApiError::unauthorized(
-                "Missing API key. This server requires `Authorization: Bearer <key>` with the key it was \
-                 started with (CURSOR_BRIDGE_API_KEY or --api-key-file).",
-            )
-            .into_response()
+            let e = ApiError::unauthorized(
+                "Missing API key. This server requires `Authorization: Bearer <key>` (or `x-api-key: <key>`) with \
+                 the key it was started with (CURSOR_BRIDGE_API_KEY or --api-key-file).",
+            );
+            refuse(&request, e)
         }
         Some(token) if constant_time_eq(token.as_bytes(), expected.expose().as_bytes()) => next.run(request).await,
         Some(_) => {
             tracing::info!("rejected: wrong client key");
-            ApiError::unauthorized("Incorrect API key provided.").into_response()
+            refuse(&request, ApiError::unauthorized("Incorrect API key provided."))
         }
     }
 }

@@ -91,6 +91,37 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// Anthropic's error `type` for this status (`invalid_request_error`, `not_found_error`, …).
+    pub fn anthropic_type(&self) -> &'static str {
+        match self.status.as_u16() {
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            429 => "rate_limit_error",
+            504 => "timeout_error",
+            400..=499 => "invalid_request_error",
+            _ => "api_error",
+        }
+    }
+
+    /// The body in Anthropic's shape, `{"type": "error", "error": {"type", "message"}}`, also sent
+    /// as an `error` event when a turn fails after its stream started.
+    pub fn anthropic_body(&self) -> serde_json::Value {
+        serde_json::json!({"type": "error", "error": {"type": self.anthropic_type(), "message": self.message}})
+    }
+
+    /// The response of a refused Messages request (`/v1/messages…`).
+    pub fn into_anthropic_response(self) -> Response {
+        let mut response = (self.status, super::json_body(&self.anthropic_body())).into_response();
+        if !self.retry {
+            response.headers_mut().insert("x-should-retry", HeaderValue::from_static("false"));
+        }
+        response
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, super::json_body(&self.body())).into_response();
@@ -180,5 +211,22 @@ mod tests {
         assert_eq!(body["error"]["code"], "model_not_found");
         assert_eq!(body["error"]["param"], "model");
         assert_eq!(body["error"]["type"], "invalid_request_error");
+    }
+
+    #[test]
+    fn anthropic_errors_name_anthropics_types() {
+        let cases = [
+            (ErrorKind::InvalidParams, "invalid_request_error"),
+            (ErrorKind::InvalidModel, "not_found_error"),
+            (ErrorKind::RateLimited, "rate_limit_error"),
+            (ErrorKind::Timeout, "timeout_error"),
+            (ErrorKind::CliFailed, "api_error"),
+        ];
+        for (kind, want) in cases {
+            let body = ApiError::from(BridgeError::new(kind, "It broke")).anthropic_body();
+            assert_eq!((body["type"].as_str(), body["error"]["type"].as_str()), (Some("error"), Some(want)), "{kind}");
+            assert!(body["error"]["message"].as_str().unwrap().contains("It broke"));
+        }
+        assert_eq!(ApiError::unauthorized("no").anthropic_type(), "authentication_error");
     }
 }

@@ -1,16 +1,21 @@
 //! `cursor-bridge serve`: an OpenAI-compatible HTTP front door to the same engine, sessions and
 //! process pool as the stdio server (an `Engine` configured from the command line instead of by an
-//! `initialize` request). Routes: `GET /v1/models`, `POST /v1/chat/completions` (plain and SSE),
-//! `GET /health`.
+//! `initialize` request). Routes: `GET /v1/models`, `POST /v1/chat/completions` and
+//! `POST /v1/responses` (plain and SSE), `POST /v1/messages` (Anthropic's, plain and SSE) with
+//! `POST /v1/messages/count_tokens`, `GET /health`.
 //!
-//! - `routes.rs` handlers, `openai.rs` wire types, `errors.rs` OpenAI-shaped errors, `auth.rs` the
+//! - `core.rs` a request as one engine turn (any dialect), `routes.rs` handlers, `openai.rs` chat
+//!   wire types, `responses/` the Responses API, `messages/` Anthropic's Messages API, `errors.rs` OpenAI-shaped errors, `auth.rs` the
 //!   client key, `workspaces.rs` where turns run.
 //! - Safe by default: loopback only unless a client key is set; a request never picks the folder
 //!   the CLI works in; bodies are capped.
 
 mod auth;
+mod core;
 mod errors;
+mod messages;
 mod openai;
+mod responses;
 mod routes;
 mod workspaces;
 
@@ -48,15 +53,18 @@ pub const MAX_BODY: usize = 32 * 1024 * 1024;
 pub const USAGE: &str = "\
 Usage: cursor-bridge serve [options]
 
-An OpenAI-compatible HTTP server (GET /v1/models, POST /v1/chat/completions, GET /health).
+An OpenAI- and Anthropic-compatible HTTP server (GET /v1/models, POST /v1/chat/completions,
+POST /v1/responses, POST /v1/messages, POST /v1/messages/count_tokens, GET /health).
 
 Options:
   --listen ADDR          address to listen on (default 127.0.0.1:9997; a non-loopback address
                          needs a client key)
   --workspace DIR        folder the Cursor CLI works in (default: a private folder per conversation)
   --cli-path PATH        the Cursor CLI to run (else CURSOR_BRIDGE_CLI_PATH, then PATH)
-  --api-key-file FILE    client key clients must send as `Authorization: Bearer <key>`
-                         (else CURSOR_BRIDGE_API_KEY; none: no key needed)
+  --api-key-file FILE    client key clients must send as `Authorization: Bearer <key>` or
+                         `x-api-key: <key>` (else CURSOR_BRIDGE_API_KEY; none: no key needed)
+  --model ID             the Cursor model that serves requests for a Claude model id Cursor
+                         does not list (Claude Code's own ids, on /v1/messages; default auto)
   --mode agent|ask|plan  the most a request may do, and the mode of those that name none
                          (default ask; a request asking for more is refused with 403)
   --request-timeout SECS longest a turn may take (default 300)
@@ -87,6 +95,8 @@ pub struct ServeArgs {
     pub idle_timeout: Option<u64>,
     pub max_concurrent: Option<usize>,
     pub backend: Option<crate::vocab::BackendChoice>,
+    /// The Cursor model for Claude model ids Cursor does not list (`/v1/messages`).
+    pub model: Option<String>,
     /// Names (or `PREFIX*`) of the server's variables the CLI inherits beyond the minimal set.
     pub pass_env: Vec<String>,
 }
@@ -103,6 +113,7 @@ impl ServeArgs {
             idle_timeout: None,
             max_concurrent: None,
             backend: None,
+            model: None,
             pass_env: std::env::var(PASS_ENV).map(|v| names(&v)).unwrap_or_default(),
         };
         crate::util::args::each_option(args, |name, value| {
@@ -124,6 +135,15 @@ impl ServeArgs {
                 "--max-concurrent" => out.max_concurrent = Some(positive(name, &value()?)? as usize),
                 "--backend" => out.backend = Some(value()?.parse().map_err(|e| format!("--backend: {e}"))?),
                 "--pass-env" => out.pass_env.extend(names(&value()?)),
+                "--model" => {
+                    let model = value()?.trim().to_string();
+                    if model.is_empty() {
+                        return Err(
+                            "--model needs a model id (`cursor-bridge serve` then lists them at /v1/models)".into()
+                        );
+                    }
+                    out.model = Some(model);
+                }
                 other => return Err(format!("unknown option `{other}`")),
             }
             Ok(())
@@ -159,6 +179,10 @@ pub struct HttpState {
     pub workspaces: Workspaces,
     pub client_key: Option<Secret>,
     pub default_mode: Mode,
+    /// The Cursor model that serves a Claude model id Cursor does not list (`serve --model`).
+    pub claude_model: String,
+    /// Responses kept for `previous_response_id` (`POST /v1/responses`).
+    pub responses: responses::ResponseStore,
     /// `/health` asks the CLI (`agent status` is a Node start); a poller should not cost one each time.
     health_cache: Mutex<Option<(Instant, crate::engine::core::Status)>>,
 }
@@ -171,6 +195,9 @@ pub fn router(state: Arc<HttpState>) -> Router {
     Router::new()
         .route("/v1/models", get(routes::models))
         .route("/v1/chat/completions", post(routes::chat_completions))
+        .route("/v1/responses", post(responses::create))
+        .route("/v1/messages", post(messages::create))
+        .route("/v1/messages/count_tokens", post(messages::count_tokens))
         .route("/health", get(routes::health))
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
@@ -392,6 +419,8 @@ async fn serve(
         workspaces,
         client_key,
         default_mode: args.mode,
+        claude_model: args.model.clone().unwrap_or_else(|| "auto".into()),
+        responses: responses::ResponseStore::default(),
         health_cache: Mutex::new(None),
     });
     tracing::info!(addr = %bound, key = state.client_key.is_some(), mode = args.mode.as_str(), "listening");
@@ -448,6 +477,8 @@ mod tests {
         assert!(parse(&["--max-concurrent", "lots"]).is_err());
         assert!(parse(&["--listen"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
+        assert_eq!(parse(&["--model", "gpt-5.5"]).unwrap().model.as_deref(), Some("gpt-5.5"));
+        assert!(parse(&["--model", " "]).is_err());
     }
 
     #[test]

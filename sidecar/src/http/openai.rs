@@ -353,6 +353,9 @@ pub struct CompletionUsage {
     pub completion_tokens: u64,
     pub total_tokens: u64,
     pub prompt_tokens_details: PromptTokensDetails,
+    /// Not OpenAI's: the counts are an estimate (the CLI reported none), never zeros.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -369,7 +372,12 @@ impl CompletionUsage {
             completion_tokens: u.output_tokens,
             total_tokens: prompt + u.output_tokens,
             prompt_tokens_details: PromptTokensDetails { cached_tokens: u.cache_read_tokens },
+            estimated: false,
         }
+    }
+
+    pub fn from_counted(c: super::core::Counted) -> Self {
+        CompletionUsage { estimated: c.estimated, ..CompletionUsage::from_usage(c.usage) }
     }
 }
 
@@ -380,8 +388,8 @@ pub struct ChatCompletion {
     pub created: u64,
     pub model: String,
     pub choices: [Choice; 1],
-    /// Absent when the CLI reported none (Cursor's ACP mode does not): zeros would read as a
-    /// real count to a client sizing its context.
+    /// The CLI's counts, or (Cursor's ACP mode reports none) a marked estimate: zeros would read
+    /// as a real count to a client sizing its context.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<CompletionUsage>,
 }

@@ -13,18 +13,18 @@ use crate::support::*;
 use serde_json::Value;
 
 /// A running `cursor-bridge serve` on a free loopback port.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: SocketAddr,
-    stderr: Arc<Mutex<String>>,
+    pub(crate) addr: SocketAddr,
+    pub(crate) stderr: Arc<Mutex<String>>,
 }
 
 impl Server {
-    fn start(dir: &TestDir, extra_env: &[(&str, &str)]) -> Server {
+    pub(crate) fn start(dir: &TestDir, extra_env: &[(&str, &str)]) -> Server {
         Server::start_with_args(dir, &[], extra_env)
     }
 
-    fn start_with_args(dir: &TestDir, args: &[&str], extra_env: &[(&str, &str)]) -> Server {
+    pub(crate) fn start_with_args(dir: &TestDir, args: &[&str], extra_env: &[(&str, &str)]) -> Server {
         let mut cmd = launcher(dir, "debug")
             .env("CURSOR_BRIDGE_CLI_PATH", double_exe())
             .env_remove("CURSOR_BRIDGE_API_KEY")
@@ -62,12 +62,12 @@ impl Server {
         Server { child, addr, stderr }
     }
 
-    fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
     /// One HTTP/1.1 request, answered and closed: (status, lower-cased headers, body).
-    fn request(
+    pub(crate) fn request(
         &self,
         method: &str,
         path: &str,
@@ -121,16 +121,22 @@ fn target_dir() -> PathBuf {
     sidecar_exe().parent().and_then(Path::parent).expect("target/<profile>/cursor-bridge").to_path_buf()
 }
 
-/// A venv with the `openai` package, made once and reused (`target/py-openai`). Concurrent test
-/// runs share it, so making it is serialized by a lock file; `.complete` marks a finished install.
-fn openai_venv() -> Result<PathBuf, String> {
-    let venv = target_dir().join("py-openai");
+/// A venv with the `openai` package, made once and reused (`target/py-openai`).
+pub(crate) fn openai_venv() -> Result<PathBuf, String> {
+    python_venv("py-openai", &["openai"])
+}
+
+/// A venv `target/<name>` with `packages` (pip requirements), made once and reused. Concurrent
+/// test runs share it, so making it is serialized by a lock file; `.complete` marks a finished
+/// install (of the packages it lists).
+pub(crate) fn python_venv(name: &str, packages: &[&str]) -> Result<PathBuf, String> {
+    let venv = target_dir().join(name);
     let python = venv.join("bin/python");
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(target_dir().join("py-openai.lock"))
+        .open(target_dir().join(format!("{name}.lock")))
         .map_err(|e| format!("cannot create the venv lock: {e}"))?;
     // Held until `lock` is dropped (closing the file releases it).
     unsafe {
@@ -138,7 +144,12 @@ fn openai_venv() -> Result<PathBuf, String> {
         libc::flock(lock.as_raw_fd(), libc::LOCK_EX);
     }
     let marker = venv.join(".complete");
-    if marker.is_file() && python.is_file() {
+    let wanted = packages.join(" ");
+    let done = std::fs::read_to_string(&marker).ok();
+    // An older marker is empty: it stood for the openai package alone.
+    if python.is_file()
+        && (done.as_deref() == Some(wanted.as_str()) || done.as_deref() == Some("") && wanted == "openai")
+    {
         return Ok(python);
     }
     let _ = std::fs::remove_dir_all(&venv);
@@ -152,15 +163,17 @@ fn openai_venv() -> Result<PathBuf, String> {
         }
     };
     run(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
-    eprintln!("installing the openai package into {}", venv.display());
+    eprintln!("installing {wanted} into {}", venv.display());
     let pip = run(
-        Command::new(&python).args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "openai"]),
-        "pip install openai",
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input"])
+            .args(packages),
+        &format!("pip install {wanted}"),
     )?;
     for line in pip.lines().filter(|l| l.starts_with("Successfully installed") || l.contains("already satisfied")) {
         eprintln!("pip: {line}");
     }
-    std::fs::write(&marker, "").map_err(|e| format!("cannot mark the venv complete: {e}"))?;
+    std::fs::write(&marker, &wanted).map_err(|e| format!("cannot mark the venv complete: {e}"))?;
     Ok(python)
 }
 

@@ -1,0 +1,130 @@
+//! `POST /v1/messages` (Anthropic's Messages API) on `cursor-bridge serve`, against the CLI
+//! double: driven by the official `anthropic` Python package (tests/http/anthropic_client.py, in a
+//! venv of its own, target/py-anthropic, the version pinned here), plus plain HTTP checks.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::http_openai::{python_venv, Server};
+use crate::support::*;
+
+/// The `anthropic` package the test runs (pinned: its checks read the SDK's types).
+const ANTHROPIC: &str = "anthropic==2.16.0";
+
+#[test]
+fn the_anthropic_python_client_speaks_the_messages_api_to_serve() {
+    let python =
+        python_venv("py-anthropic", &[ANTHROPIC]).unwrap_or_else(|e| panic!("could not set up {ANTHROPIC}: {e}"));
+    let dir = TestDir::new();
+    let key = "test-client-key-a7c1";
+    let server = Server::start_with_args(
+        &dir,
+        &["--model", "opus-5"],
+        &[("CURSOR_BRIDGE_API_KEY", key), ("CURSOR_DOUBLE_ACP_PROMPT_USAGE", "tokens")],
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/http/anthropic_client.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .env("BASE_URL", format!("http://{}", server.addr))
+        .env("KEY", key)
+        .env("OPEN_RECORD", dir.record_file())
+        .env("OPEN_ACP_SESSIONS", dir.path().join("home/.cursor/acp-sessions"))
+        .env("BACKEND", test_backend())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    let last = stdout.lines().last().unwrap_or_default().to_string();
+    let checks = stdout.lines().next().and_then(|l| l.rsplit(", ").next()).and_then(|c| c.strip_suffix(" checks"));
+    let all = checks.map(|n| format!("{n} passed, 0 failed"));
+    assert!(
+        out.status.success() && all.as_deref() == Some(last.as_str()),
+        "the anthropic checks failed ({}): {last}\nstderr:\n{}\nserver stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        server.stderr.lock().unwrap()
+    );
+    assert!(!dir.log_text().contains(key), "the client key is in the log");
+}
+
+#[test]
+fn without_the_clis_counts_every_route_reports_a_marked_estimate() {
+    let dir = TestDir::new();
+    // No usage knob: the double's ACP agent reports no counts, as Cursor's does; print mode's
+    // result always has them.
+    let server = Server::start(&dir, &[]);
+    let headers = [("Content-Type", "application/json"), ("anthropic-version", "2023-06-01")];
+    let user = json!([{"role": "user", "content": "count these words please"}]);
+    let routes = [
+        ("/v1/messages", json!({"model": "auto", "max_tokens": 100, "messages": user}), "/usage/input_tokens"),
+        ("/v1/chat/completions", json!({"model": "auto", "messages": user}), "/usage/prompt_tokens"),
+        ("/v1/responses", json!({"model": "auto", "input": "count these words please"}), "/usage/input_tokens"),
+    ];
+    for (route, body, input) in routes {
+        let (status, head, text) = server.request("POST", route, &headers, &body.to_string());
+        assert_eq!(status, 200, "{route}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let estimate = head.iter().any(|(k, v)| k == "x-cursor-bridge-usage" && v == "estimate");
+        assert!(v.pointer(input).and_then(Value::as_u64).is_some_and(|n| n > 0), "{route}: counts: {text}");
+        if route == "/v1/messages" {
+            // The fields Anthropic's schema requires beyond the counts.
+            for pointer in [
+                "/stop_details",
+                "/container",
+                "/usage/cache_creation",
+                "/usage/server_tool_use",
+                "/content/0/citations",
+            ] {
+                assert!(v.pointer(pointer).is_some(), "{route}: no {pointer}: {text}");
+            }
+        }
+        if acp() {
+            assert_eq!(v["usage"]["estimated"], true, "{route}: {text}");
+            assert!(estimate, "{route}: {head:?}");
+        } else {
+            assert!(v["usage"].get("estimated").is_none() && !estimate, "{route}: print mode's own counts: {text}");
+        }
+    }
+    let body = json!({"model": "auto", "max_tokens": 100, "messages": user});
+    let (status, head, text) = server.request("POST", "/v1/messages/count_tokens", &headers, &body.to_string());
+    assert_eq!(status, 200, "{text}");
+    assert!(serde_json::from_str::<Value>(&text).unwrap()["input_tokens"].as_u64().unwrap() > 0, "{text}");
+    assert!(head.iter().any(|(k, v)| k == "x-cursor-bridge-usage" && v == "estimate"), "{head:?}");
+}
+
+#[test]
+fn messages_refusals_come_in_anthropics_shape() {
+    let dir = TestDir::new();
+    let server = Server::start_with_args(&dir, &[], &[("CURSOR_BRIDGE_API_KEY", "k1")]);
+    let body = json!({"model": "auto", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let (status, _, text) = server.request("POST", "/v1/messages", &[("Content-Type", "application/json")], &body);
+    assert_eq!(status, 401, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (v["type"].as_str(), v["error"]["type"].as_str()),
+        (Some("error"), Some("authentication_error")),
+        "{text}"
+    );
+    let keyed = [("Content-Type", "application/json"), ("x-api-key", "k1")];
+    // `max_tokens` is required, as on Anthropic's API.
+    let no_max = json!({"model": "auto", "messages": [{"role": "user", "content": "hi"}]});
+    let (status, _, text) = server.request("POST", "/v1/messages", &keyed, &no_max.to_string());
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("max_tokens"), "{text}");
+    let tools = json!({"model": "auto", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "bash_20250124", "name": "bash"}]});
+    let (status, _, text) = server.request("POST", "/v1/messages", &keyed, &tools.to_string());
+    assert_eq!(status, 400, "{text}");
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["error"]["type"], "invalid_request_error", "{text}");
+    // The OpenAI routes keep OpenAI's shape, and take the same key as x-api-key.
+    let (status, _, text) =
+        server.request("POST", "/v1/chat/completions", &[("Content-Type", "application/json")], "{}");
+    assert_eq!(status, 401);
+    assert!(serde_json::from_str::<Value>(&text).unwrap()["error"]["code"] == "invalid_api_key", "{text}");
+    assert!(dir.turn_records().is_empty(), "no turn ran");
+}
