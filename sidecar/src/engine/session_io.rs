@@ -19,10 +19,21 @@ impl Engine {
         }
     }
 
-    /// Write `write` and take in what it wrote; on disk when this returns.
+    /// Write `write` and take in what it wrote; on disk when this returns. The write runs on a
+    /// thread of its own rather than the blocking pool, as a turn's record always has; a caller
+    /// dropped meanwhile leaves the thread to finish it.
     pub(super) async fn save_sessions(&self, write: PendingWrite) {
-        if let Some(written) = off_the_workers(move || write.run()).await {
-            lock(&self.sessions).absorb(written);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new().name("sessions-write".into()).spawn(move || {
+            let _ = tx.send(write.run());
+        });
+        match spawned {
+            Ok(_) => {
+                if let Ok(written) = rx.await {
+                    lock(&self.sessions).absorb(written);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not start the thread that saves sessions"),
         }
     }
 }
