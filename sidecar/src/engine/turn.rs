@@ -111,6 +111,10 @@ impl Engine {
             tracing::info!(turn = %req.turn_id, trusted = self.config.options.workspace_trusted, "the turn runs in a private scratch folder");
         }
         let conversation = Conversation::parse(&req.messages)?;
+        if !conversation.has_request() && tools.is_none() {
+            // Results alone continue a tool round of the client's tools, and nothing else.
+            return Err(BridgeError::invalid_params("`messages` has no user message"));
+        }
         // A missing agent is said before anything else happens.
         self.backend.locate().await?;
         let activity = Activity::new();
@@ -287,13 +291,7 @@ impl Engine {
                 if let Some(i) = incomplete.as_mut() {
                     i.disarm();
                 }
-                let (requests, mut answers) = if plan.continuing {
-                    (conversation.all_request_hashes(), conversation.all_answer_hashes())
-                } else {
-                    let mut requests = conversation.history_hashes();
-                    requests.push(conversation.new_request_hash());
-                    (requests, conversation.answer_hashes())
-                };
+                let (requests, mut answers) = conversation.seen_after(plan.session.as_ref(), plan.continuing);
                 answers.extend(sink.answer_hash());
                 let session_id = plan.session.as_ref().map(|s| s.id.clone());
                 let (resumed, replayed) = (plan.resumed, plan.replayed);
@@ -742,9 +740,7 @@ impl Engine {
         workspace: &Path,
         answer: Option<u64>,
     ) -> (String, Option<PendingWrite>) {
-        let mut requests = conversation.history_hashes();
-        requests.push(conversation.new_request_hash());
-        let mut answers = if plan.continuing { conversation.all_answer_hashes() } else { conversation.answer_hashes() };
+        let (requests, mut answers) = conversation.seen_after(Some(&session), plan.continuing);
         answers.extend(answer);
         self.record_with(session, plan, end, requests, answers, workspace)
     }

@@ -397,3 +397,53 @@ fn drop_after_a_client_tool_call(mcp_updates: &str) {
     let dropped = prompts.iter().filter(|m| m["answer"] == "error").count();
     assert_eq!((prompts.len(), dropped), (3, 1), "hello, the tool's prompt once, the results: {prompts:?}");
 }
+
+/// VS Code's Copilot harness: no conversation id, and the tool round's follow-up is the marker of
+/// the reply that made the call (the session id), the system instructions and the result alone.
+/// It continues the same turn (ACP: the parked MCP call) or chat (print: `--resume`, the results
+/// only), and the next request, marker and new message only, the same chat again.
+#[test]
+fn a_tool_round_under_a_marker_alone_continues_the_chat_that_made_the_call() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let target = dir.workspace().join("hello.txt");
+    let call = json!({"name": "create_file", "arguments": {"filePath": target.to_str().unwrap(), "content": "hi"}});
+    let prompt = directed("create hello.txt", json!({"toolScript": [{"say": "Creating it.", "call": [call]}]}));
+    let system = json!({"role": "system", "text": "You are the harness's agent."});
+    let harness_turn = |turn: &str, messages: Value, session: &Value| {
+        let mut p = json!({"turnId": turn, "model": "auto", "mode": "agent", "messages": messages,
+            "tools": [create_file_tool()]});
+        if !session.is_null() {
+            p["sessionId"] = session.clone();
+        }
+        p
+    };
+    let (deltas, r1) = s.chat(harness_turn("t1", json!([system, user(&prompt)]), &Value::Null));
+    assert_eq!(r1["result"]["stopReason"], "toolCalls", "{r1}");
+    let session = r1["result"]["sessionId"].clone();
+    let call_id = deltas.iter().find(|d| d["kind"] == "toolCall").expect("a call")["callId"].clone();
+    let result =
+        json!({"role": "user", "text": "", "toolResults": [{"callId": call_id, "content": "created hello.txt"}]});
+    let (deltas, r2) = s.chat(harness_turn("t2", json!([system, result]), &session));
+    assert_eq!((r2["result"]["stopReason"].as_str(), &r2["result"]["sessionId"]), (Some("end"), &session), "{r2}");
+    assert!(text_of(&deltas).contains("created hello.txt"), "the model got the result: {}", text_of(&deltas));
+    let (_, r3) = s.chat(harness_turn("t3", json!([system, user("thanks")]), &session));
+    assert_eq!((r3["result"]["resumed"].as_bool(), &r3["result"]["sessionId"]), (Some(true), &session), "{r3}");
+
+    let records = dir.turn_records();
+    let last = records.last().expect("records");
+    assert_eq!(prompt_of(last), "thanks", "only the new message: {last}");
+    if acp() {
+        assert_eq!(records.len(), 2, "the result went into the waiting call, then one prompt: {records:?}");
+        assert_eq!(records[0]["sessionId"], records[1]["sessionId"], "the same ACP session");
+    } else {
+        assert_eq!(records.len(), 3, "{records:?}");
+        assert!(prompt_of(&records[1]).starts_with(&format!("TOOL_RESULT (call_id={}", call_id.as_str().unwrap())));
+        let chat = |r: &Value| {
+            let argv: Vec<String> = serde_json::from_value(r["argv"].clone()).unwrap();
+            argv.windows(2).find(|w| w[0] == "--resume").map(|w| w[1].clone())
+        };
+        assert!(chat(&records[1]).is_some() && chat(&records[1]) == chat(&records[2]), "{records:?}");
+    }
+}
