@@ -129,6 +129,26 @@ describe('provideLanguageModelChatResponse', () => {
     assert.equal(params.messages.at(-1)?.role, 'user');
   });
 
+  // VS Code's Copilot harness (docs/vscode-provider.md §16): no conversation id, the marker first.
+  for (const fixture of ['harness-marker-only', 'harness-marker-trimmed', 'harness-tool-results-only']) {
+    it(`the Copilot harness's ${fixture.replace('harness-', '')} follow-up names the marker's session and gets it back`, async () => {
+      const { bridge, provider } = setup();
+      bridge.caps = async () => ({ deltaKinds: [], cancel: true, sessions: true, cli: { found: true }, clientTools: 1 });
+      bridge.turn = async (p, emit) => {
+        emit({ kind: 'session', sessionId: p.sessionId ?? 'cb-new', resumed: true, replayed: false });
+        emit({ kind: 'text', text: 'Continuing.' });
+        return { sessionId: p.sessionId ?? 'cb-new', resumed: true };
+      };
+      const out = await respond(provider, fixture);
+      const [params] = bridge.calls.filter((c) => c.method === 'chat/send').map((c) => c.params as ChatSendParams);
+      assert.equal(params.sessionId, 'cb-4f1e0c2a9b7d3e15');
+      assert.ok(!('conversationId' in params) && !params.utility, 'a main request without a conversation id');
+      assert.deepEqual(params.messages, out.request.expectClientTools?.messages ?? out.request.expect.messages);
+      assert.equal(params.messages[0].role, 'system', 'the instructions stay system instructions');
+      assert.equal(decode(out.data('stateful_marker')[0].data), 'gpt-5.5\\cursor-bridge:v1:cb-4f1e0c2a9b7d3e15', 'the same session again');
+    });
+  }
+
   it('runs utility requests on the utility model and reports no marker', async () => {
     const { bridge, provider } = setup({ settings: { utilityModel: 'composer-2.5-fast' } });
     bridge.turn = async (_p, emit) => (emit({ kind: 'text', text: 'Cart discount bug' }), { sessionId: null });
