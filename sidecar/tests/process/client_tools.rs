@@ -447,3 +447,59 @@ fn a_tool_round_under_a_marker_alone_continues_the_chat_that_made_the_call() {
         assert!(chat(&records[1]).is_some() && chat(&records[1]) == chat(&records[2]), "{records:?}");
     }
 }
+
+/// The Copilot harness offers up to 128 tools, `apply_patch` among them as a Responses custom tool
+/// (`{input: string}`). On ACP Cursor's model sees 40 of a server's tools: the 39 first and the
+/// `call_tool` dispatcher, which reaches the rest; on the prompt protocol every tool is described.
+/// Either way the client gets its own tool names, and `input` stays a string.
+#[test]
+fn a_hundred_and_twenty_eight_tools_with_a_custom_one_reach_the_client_by_their_names() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let patch = "*** Begin Patch\n*** Add File: NOTES.md\n+hi\n*** End Patch\n";
+    let mut tools = vec![json!({"name": "apply_patch", "description": "Apply a V4A patch",
+        "inputSchema": {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}})];
+    tools.extend((1..128).map(|i| {
+        json!({"name": format!("tool_{i}"), "description": format!("Tool number {i}"),
+            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}})
+    }));
+    assert_eq!(tools.len(), 128);
+    let far = if acp() {
+        json!({"name": "call_tool", "arguments": {"name": "tool_100", "arguments": {"q": "far"}}})
+    } else {
+        json!({"name": "tool_100", "arguments": {"q": "far"}})
+    };
+    let patch_call = json!({"name": "apply_patch", "arguments": {"input": patch}});
+    let prompt = directed("add NOTES.md", json!({"toolScript": [{"say": "On it.", "call": [patch_call, far]}]}));
+    let send = |s: &mut Sidecar, turn: &str, messages: Value| {
+        s.chat(json!({"turnId": turn, "model": "auto", "mode": "agent", "conversationId": "conv-128",
+            "messages": messages, "tools": tools}))
+    };
+    let (deltas, r) = send(&mut s, "t1", json!([user(&prompt)]));
+    assert_eq!(r["result"]["stopReason"], "toolCalls", "{r}");
+    let calls: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "toolCall").collect();
+    // Parallel MCP calls reach the sidecar in either order.
+    let mut seen: Vec<(&str, &Value)> = calls.iter().map(|c| (c["name"].as_str().unwrap(), &c["input"])).collect();
+    seen.sort_by_key(|(name, _)| *name);
+    assert_eq!(
+        seen,
+        [("apply_patch", &json!({"input": patch})), ("tool_100", &json!({"q": "far"}))],
+        "the client's names, the custom tool's input a string: {deltas:?}"
+    );
+    let results: Vec<Value> = calls
+        .iter()
+        .map(|c| json!({"callId": c["callId"], "content": format!("{} ran", c["name"].as_str().unwrap())}))
+        .collect();
+    let tool_calls: Vec<Value> =
+        calls.iter().map(|c| json!({"callId": c["callId"], "name": c["name"], "input": c["input"]})).collect();
+    let history = json!([user(&prompt), {"role": "assistant", "text": text_of(&deltas), "toolCalls": tool_calls},
+        {"role": "user", "text": "", "toolResults": results}]);
+    let (deltas, r) = send(&mut s, "t2", history);
+    assert_eq!(r["result"]["stopReason"], "end", "{r}");
+    let answer = text_of(&deltas);
+    assert!(
+        answer.contains("apply_patch ran") && answer.contains("tool_100 ran"),
+        "the model got both results: {answer}"
+    );
+}
