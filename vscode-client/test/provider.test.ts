@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as vscode from 'vscode';
+import { ResponseError } from 'vscode-jsonrpc/node';
 import type { CancellationLike } from '../src/client';
 import type { Bridge } from '../src/ctx';
 import { BridgeError, NOTICES } from '../src/errors';
@@ -148,6 +149,19 @@ describe('provideLanguageModelChatResponse', () => {
       assert.equal(decode(out.data('stateful_marker')[0].data), 'gpt-5.5\\cursor-bridge:v1:cb-4f1e0c2a9b7d3e15', 'the same session again');
     });
   }
+
+  it('a reply with nothing visible (only reasoning) still answers in text, and keeps its session', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async (_p, emit) => {
+      emit({ kind: 'session', sessionId: 'cb-3', resumed: false, replayed: false });
+      emit({ kind: 'thinking', text: 'Hmm.' });
+      emit({ kind: 'thinkingDone' });
+      throw new ResponseError(-32000, 'The model returned an empty answer', { kind: 'emptyResponse' });
+    };
+    const out = await respond(provider, 'harness-marker-only');
+    assert.match(out.text(), /finished without a visible answer/);
+    assert.equal(decode(out.data('stateful_marker')[0].data), 'gpt-5.5\\cursor-bridge:v1:cb-3');
+  });
 
   it('runs utility requests on the utility model and reports no marker', async () => {
     const { bridge, provider } = setup({ settings: { utilityModel: 'composer-2.5-fast' } });
