@@ -119,6 +119,16 @@ describe('provideLanguageModelChatResponse', () => {
     assert.equal(bridge.subscribers, 0, 'delta subscription released');
   });
 
+  it('reports reasoning tokens in the usage part where the agent counted them', async () => {
+    const { bridge, provider } = setup();
+    const usage = { inputTokens: 10, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 40 };
+    bridge.turn = async (_p, emit) => (emit({ kind: 'text', text: 'ok' }), { sessionId: 'cb-8', usage });
+    const out = await respond(provider, 'harness-marker-only');
+    const payload = JSON.parse(decode(out.data('usage')[0].data)) as Record<string, unknown>;
+    assert.deepEqual(payload.completion_tokens_details, { reasoning_tokens: 40 });
+    assert.equal(payload.completion_tokens, 50);
+  });
+
   it('sends what planTurn computed: conversation id, session id from the marker, mode', async () => {
     const { bridge, provider } = setup();
     await respond(provider, 'agent-second-turn');

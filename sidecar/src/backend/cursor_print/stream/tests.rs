@@ -193,7 +193,8 @@ fn transcript_01_plain_answer_cumulative() {
                 input_tokens: 1203,
                 output_tokens: 2,
                 cache_read_tokens: 17920,
-                cache_write_tokens: 0
+                cache_write_tokens: 0,
+                reasoning_tokens: None,
             }),
         })
     );
@@ -843,7 +844,13 @@ fn results() {
         (
             json!({"usage":{"input_tokens":1,"output_tokens":2,"cache_read_tokens":3,"cache_write_tokens":4}}),
             true,
-            Some(Usage { input_tokens: 1, output_tokens: 2, cache_read_tokens: 3, cache_write_tokens: 4 }),
+            Some(Usage {
+                input_tokens: 1,
+                output_tokens: 2,
+                cache_read_tokens: 3,
+                cache_write_tokens: 4,
+                ..Usage::default()
+            }),
             "ok",
         ),
         (
