@@ -316,6 +316,14 @@ for (const [id, sku] of [['variant-default', 'gpt-5.5'], ['variant-high', 'gpt-5
     return [r.model === wire(sku) && s.answerVisible, `model ${r.model}; answer ${s.answerVisible ? 'shown' : 'MISSING'}; ${s.screenshot}`];
   });
 }
+// Issue 25 item 5b: an effort change switches the model of the chat the conversation is in
+// (ACP: `session/set_config_option` in the same session), never a new chat with the history replayed.
+guarded('picker: changing only the effort kept the conversation\'s Cursor chat, with only the new message sent', () => {
+  const [first, high, back] = ['variant-default', 'variant-high', 'variant-back'].map((id) => runOf(`e2e-chat ${id}`));
+  const same = [high, back].every((r) => r.resumed === first.sessionId && r.sessionId === first.sessionId);
+  const onlyNew = !high.stdin.includes('variant-default') && !back.stdin.includes('variant-high');
+  return [same && onlyNew, `chats ${show([first, high, back].map((r) => r.sessionId))}; resumed ${show([high.resumed, back.resumed])}; only the new message: ${onlyNew}`];
+});
 guarded('check setup: the report renders the sidecar\'s and VS Code\'s checks', () => {
   const t = (chat.checkSetup || {}).text || '';
   const backendLine = ACP
