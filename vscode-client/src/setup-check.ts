@@ -39,6 +39,11 @@ export interface HostFacts {
   /** `extensions.supportAgentsWindow`. */
   agentsWindow: unknown;
   githubSignedIn: boolean;
+  /**
+   * Where this window runs: the web build (code-server, vscode.dev) and remote windows have an
+   * agent host that extension models cannot reach (docs/vscode-provider.md §16); undefined: local.
+   */
+  window?: { kind: 'web' | 'remote'; name?: string };
 }
 
 export function vscodeChecks(f: HostFacts): SetupItem[] {
@@ -76,7 +81,18 @@ export function vscodeChecks(f: HostFacts): SetupItem[] {
     });
   }
   items.push(
-    f.agentHostByok === false
+    f.window
+      ? {
+          id: 'agentHostByok',
+          title: 'Copilot harness',
+          status: 'warn',
+          summary:
+            f.window.kind === 'web'
+              ? 'This is VS Code for the Web: its Copilot harness (agent host) cannot reach extension models, so Cursor models are missing when "Copilot" is the session target.'
+              : `This is a remote window (${f.window.name ?? 'remote'}): a remote agent host has no extension models, so Cursor models are missing when "Copilot" is the session target.`,
+          fix: 'Pick "Local" as the session target: Cursor models work there. The Copilot harness and the Agents window need desktop VS Code on this machine.',
+        }
+      : f.agentHostByok === false
       ? {
           id: 'agentHostByok',
           title: 'Copilot harness',
@@ -218,6 +234,8 @@ export function hostFacts(githubSignedIn: boolean): HostFacts {
     agentHostByok: explicit(chat, 'agentHost.byokModels.enabled'),
     agentsWindow: explicit(vscode.workspace.getConfiguration('extensions'), 'supportAgentsWindow'),
     githubSignedIn,
+    window:
+      vscode.env.uiKind === vscode.UIKind.Web ? { kind: 'web' } : vscode.env.remoteName ? { kind: 'remote', name: vscode.env.remoteName } : undefined,
   };
 }
 
