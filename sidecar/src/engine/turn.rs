@@ -153,6 +153,11 @@ impl Engine {
             match self.parking.take(&owner, &ids) {
                 parked::Taken::Parked(p) => {
                     plan = Plan { continuing: true, resumed: true, replayed: false, ..p.state.plan.clone() };
+                    // What the chat has seen up to the calls, which results that come alone (under
+                    // a marker) do not repeat.
+                    if let Some(session) = plan.session.as_mut() {
+                        (session.requests, session.answers) = (p.state.requests.clone(), p.state.answers.clone());
+                    }
                     workspace = p.state.workspace.clone();
                     resumed_parked = Some((p, results));
                 }

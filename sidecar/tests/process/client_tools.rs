@@ -428,17 +428,27 @@ fn a_tool_round_under_a_marker_alone_continues_the_chat_that_made_the_call() {
     let (deltas, r2) = s.chat(harness_turn("t2", json!([system, result]), &session));
     assert_eq!((r2["result"]["stopReason"].as_str(), &r2["result"]["sessionId"]), (Some("end"), &session), "{r2}");
     assert!(text_of(&deltas).contains("created hello.txt"), "the model got the result: {}", text_of(&deltas));
-    let (_, r3) = s.chat(harness_turn("t3", json!([system, user("thanks")]), &session));
+    let answer2 = text_of(&deltas);
+    let (d3, r3) = s.chat(harness_turn("t3", json!([system, user("thanks")]), &session));
     assert_eq!((r3["result"]["resumed"].as_bool(), &r3["result"]["sessionId"]), (Some(true), &session), "{r3}");
+    // The chat kept the turns those requests left out: the whole transcript, without the marker,
+    // still finds it.
+    let full = json!([system, user(&prompt),
+        {"role": "assistant", "text": "Creating it.", "toolCalls": [{"callId": call_id, "name": "create_file", "input": call["arguments"]}]},
+        {"role": "user", "text": "", "toolResults": [{"callId": call_id, "content": "created hello.txt"}]},
+        {"role": "assistant", "text": answer2}, user("thanks"), {"role": "assistant", "text": text_of(&d3)}, user("bye")]);
+    let (_, r4) = s.chat(harness_turn("t4", full, &Value::Null));
+    assert_eq!((r4["result"]["resumed"].as_bool(), &r4["result"]["sessionId"]), (Some(true), &session), "{r4}");
 
     let records = dir.turn_records();
     let last = records.last().expect("records");
-    assert_eq!(prompt_of(last), "thanks", "only the new message: {last}");
+    assert_eq!(prompt_of(last), "bye", "only the new message: {last}");
+    assert_eq!(prompt_of(&records[records.len() - 2]), "thanks", "only the new message");
     if acp() {
-        assert_eq!(records.len(), 2, "the result went into the waiting call, then one prompt: {records:?}");
+        assert_eq!(records.len(), 3, "the result went into the waiting call, then one prompt each: {records:?}");
         assert_eq!(records[0]["sessionId"], records[1]["sessionId"], "the same ACP session");
     } else {
-        assert_eq!(records.len(), 3, "{records:?}");
+        assert_eq!(records.len(), 4, "{records:?}");
         assert!(prompt_of(&records[1]).starts_with(&format!("TOOL_RESULT (call_id={}", call_id.as_str().unwrap())));
         let chat = |r: &Value| {
             let argv: Vec<String> = serde_json::from_value(r["argv"].clone()).unwrap();
