@@ -132,6 +132,11 @@ export function vscodeChecks(f: HostFacts): SetupItem[] {
     summary: f.githubSignedIn
       ? 'Signed in to GitHub (not needed by Cursor Bridge).'
       : 'Not signed in to GitHub. Not needed: Cursor models answer without a GitHub account or Copilot plan.',
+    // VS Code's chat set-up runs instead of the request while it knows no BYOK model yet
+    // (docs/vscode-provider.md §13.4): what to do when that dialog comes.
+    ...(f.githubSignedIn
+      ? {}
+      : { fix: 'If "Sign in to use GitHub Copilot" opens instead of an answer, close it, open the model picker (VS Code then loads the Cursor models) and send again.' }),
   });
   return items;
 }

@@ -16,6 +16,9 @@ describe('vscodeChecks', () => {
   it('each setting, once set, passes', () => {
     const done = { ...signedOut, byokUtilityModelDefault: 'mainAgent', agentHostByok: true, agentsWindow: { 'cursor-bridge.cursor-bridge': true } };
     assert.deepEqual(status(done), { restrictedMode: 'ok', utilityModel: 'ok', agentHostByok: 'ok', agentsWindow: 'ok', github: 'info' });
+    const github = (f: HostFacts) => vscodeChecks(f).find((i) => i.id === 'github');
+    assert.match(github(signedOut)?.fix ?? '', /Sign in to use GitHub Copilot.*close it.*send again/);
+    assert.equal(github({ ...signedOut, githubSignedIn: true })?.fix, undefined);
     // The Copilot harness of the web build or of a remote window never reaches extension models.
     for (const window of [{ kind: 'web' as const }, { kind: 'remote' as const, name: 'ssh-remote' }]) {
       const item = vscodeChecks({ ...done, window }).find((i) => i.id === 'agentHostByok');
