@@ -194,6 +194,37 @@ guarded('resume: the second turn resumes the same Cursor chat with only the new 
   const ok = s.text === s.expectedAnswer && second.resumed === first.sessionId && second.stdin === s.prompt;
   return [ok, `answer ${show(s.text)}; chat ${first.sessionId} then resumed ${second.resumed}; stdin ${second.stdin === s.prompt ? 'is exactly the new message' : show(second.stdin)}`];
 });
+// The Copilot harness emulation (consumer step `harness`, docs/vscode-provider.md §16).
+guarded('harness: a custom tool ({input: string}) reached the consumer as apply_patch with its input a string', () => {
+  const s = step('harness');
+  const ok = s.call.name === 'apply_patch' && s.call.inputType === 'string' && s.call.input.input === s.patch;
+  return [ok, `call ${show(s.call)}`];
+});
+guarded('harness: the tool result alone (marker, instructions, result) reached the model through the turn that made the call', () => {
+  const s = step('harness');
+  const one = runOf('e2e-api harness-one');
+  const resultRuns = mainTurns.filter((t) => (t.stdin || '').includes('e2e-harness-result'));
+  // ACP: the result answers the MCP call the agent waits in (no prompt of its own); print: a
+  // prompt of only the results, resuming the chat that made the call.
+  const ok = s.two.text.includes('e2e-harness-result') &&
+    (ACP ? resultRuns.length === 0 : resultRuns.length === 1 && resultRuns[0].resumed === one.sessionId && resultRuns[0].stdin.startsWith('TOOL_RESULT'));
+  return [ok, `answer ${show(s.two.text)}; ${resultRuns.length} CLI prompt(s) with the result${resultRuns[0] ? ` (resumed ${resultRuns[0].resumed}, chat ${one.sessionId})` : ''}`];
+});
+guarded('harness: marker-only and marker-plus-trimmed follow-ups continued the same Cursor chat with only the new message', () => {
+  const s = step('harness');
+  const one = runOf('e2e-api harness-one');
+  const [three, four] = ['e2e-api harness-three', 'e2e-api harness-four'].map(runOf);
+  const same = [three, four].every((r) => r.resumed === one.sessionId && r.sessionId === one.sessionId);
+  const onlyNew = three.stdin === s.prompts.three && four.stdin === s.prompts.four;
+  // (In print mode the double's chat keeps playing its tool model, which answers with the result
+  // again rather than the new directive: an answer is what counts here, not its words.)
+  const answered = s.three.text.length > 0 && s.four.text.length > 0;
+  return [same && onlyNew && answered, `chats ${show([one, three, four].map((r) => r.sessionId))}; stdin ${onlyNew ? 'exactly the new messages' : show([three.stdin, four.stdin])}; answers ${show([s.three.text, s.four.text])}`];
+});
+guarded('harness: every answer carried the marker of one and the same session', () => {
+  const m = step('harness').markers;
+  return [m.length === 4 && m.every((x) => x && x.includes(MARKER) && x === m[0]), show(m)];
+});
 if (ACP) {
   guarded(`cancel: the stream ends quietly and the turn ends cancelled within ${CANCEL_LIMIT_MS} ms; the agent stays warm`, () => {
     const s = step('cancel');
@@ -316,6 +347,20 @@ for (const [id, sku] of [['variant-default', 'gpt-5.5'], ['variant-high', 'gpt-5
     return [r.model === wire(sku) && s.answerVisible, `model ${r.model}; answer ${s.answerVisible ? 'shown' : 'MISSING'}; ${s.screenshot}`];
   });
 }
+// Issue 25 item 5a: a sign-in dialog instead of an answer is closed and the message sent again.
+guarded('chat view: a "Sign in to use GitHub Copilot" dialog, where one came, was closed and the resent message answered', () => {
+  const hit = chat.sends.filter((x) => x.signInDialogs > 0);
+  const ok = hit.every((x) => x.expectError || x.answerVisible);
+  return [ok, hit.length ? hit.map((x) => `${x.id}: ${x.signInDialogs} dialog(s), ${x.answerVisible ? 'answered' : 'NOT ANSWERED'} (${x.signInScreenshot})`).join('; ') : 'no dialog came'];
+});
+// Issue 25 item 5b: an effort change switches the model of the chat the conversation is in
+// (ACP: `session/set_config_option` in the same session), never a new chat with the history replayed.
+guarded('picker: changing only the effort kept the conversation\'s Cursor chat, with only the new message sent', () => {
+  const [first, high, back] = ['variant-default', 'variant-high', 'variant-back'].map((id) => runOf(`e2e-chat ${id}`));
+  const same = [high, back].every((r) => r.resumed === first.sessionId && r.sessionId === first.sessionId);
+  const onlyNew = !high.stdin.includes('variant-default') && !back.stdin.includes('variant-high');
+  return [same && onlyNew, `chats ${show([first, high, back].map((r) => r.sessionId))}; resumed ${show([high.resumed, back.resumed])}; only the new message: ${onlyNew}`];
+});
 guarded('check setup: the report renders the sidecar\'s and VS Code\'s checks', () => {
   const t = (chat.checkSetup || {}).text || '';
   const backendLine = ACP

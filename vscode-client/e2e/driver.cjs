@@ -357,20 +357,38 @@ async function main() {
     record.modeShown = await modeLabel();
     record.modelShown = await modelLabel();
     await escape();
-    log(`person: [${record.modeShown} / ${record.modelShown}] types "${tag}: ${item.words}" + Enter`);
-    await input().locator('.interactive-input-editor').first().click();
-    await page.keyboard.press('Control+A');
-    await page.keyboard.press('Backspace');
-    await page.keyboard.type(`${tag}: ${item.words} `, { delay: 15 });
-    // The directive is inserted like a paste: typed key by key, the editor would auto-close its
-    // brackets and quotes.
-    await page.keyboard.insertText(directive);
-    await page.keyboard.press('Enter');
+    const typeAndSend = async () => {
+      log(`person: [${record.modeShown} / ${record.modelShown}] types "${tag}: ${item.words}" + Enter`);
+      await input().locator('.interactive-input-editor').first().click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Backspace');
+      await page.keyboard.type(`${tag}: ${item.words} `, { delay: 15 });
+      // The directive is inserted like a paste: typed key by key, the editor would auto-close its
+      // brackets and quotes.
+      await page.keyboard.insertText(directive);
+      await page.keyboard.press('Enter');
+    };
+    await typeAndSend();
     const sent = Date.now();
     let st;
     let idleSince = 0;
+    record.signInDialogs = 0;
     for (;;) {
       await sleep(300);
+      // Signed out, VS Code sometimes answers Enter with "Sign in to use GitHub Copilot" instead of
+      // calling the provider (issue 25 item 5a; docs/vscode-provider.md §13.4). A person closes
+      // it and sends again; recorded, so the checks say it happened and that the resend answered.
+      const dialog = page.locator('.monaco-dialog-box').filter({ hasText: /Sign in to use (GitHub )?Copilot/ }).first();
+      if (record.signInDialogs < 2 && (await dialog.isVisible().catch(() => false))) {
+        record.signInDialogs++;
+        log(`${item.id}: the "Sign in to use GitHub Copilot" dialog opened instead of an answer; the person closes it and sends again`);
+        record.signInScreenshot = await shot(`${item.id}-sign-in-dialog`);
+        await page.keyboard.press('Escape');
+        await dialog.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+        await sleep(1000);
+        await typeAndSend();
+        continue;
+      }
       st = await state(tag);
       // Done: the answer is shown and the request is over (the input offers Send, not Cancel),
       // so the provider call has returned (and the sidecar has saved the session) before the

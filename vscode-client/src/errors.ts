@@ -127,10 +127,12 @@ export const FAILURES: Readonly<Record<FailureKind, Entry>> = {
     what: 'Cursor did not answer in time.',
     action: 'Press Try Again, or raise `cursorBridge.idleTimeoutSeconds` / `cursorBridge.requestTimeoutSeconds`.',
   },
+  // Said as the answer: VS Code's Copilot harness fails a turn whose first reply has no visible
+  // text ("No response was returned"), and a reply that only reasoned is no answer either.
   emptyResponse: {
-    render: 'throw',
-    what: 'Cursor finished without an answer.',
-    action: 'Press Try Again, or pick another model.',
+    render: 'markdown',
+    what: "Cursor's model finished without a visible answer.",
+    action: 'Ask again, or pick another model.',
   },
   sidecarCrashed: {
     render: 'throw',

@@ -29,6 +29,18 @@ export interface ModelGroup {
   defaultSku: ModelInfo;
   /** The picker menu, when there is more than one variant. */
   choice?: VariantChoice;
+  /**
+   * When the variants differ in effort and in another axis too (the menu is then `variant`):
+   * the efforts alone, as a `reasoningEffort` property beside it. VS Code's Copilot harness reads
+   * only `reasoningEffort` (its effort list and `configuration.reasoningEffort`).
+   */
+  effort?: EffortChoice;
+}
+
+export interface EffortChoice {
+  options: { value: string; label: string }[];
+  /** The default SKU's effort. */
+  default: string;
 }
 
 /** One `configurationSchema` property with `group: "navigation"`: VS Code shows it as a menu in the picker. */
@@ -61,6 +73,7 @@ export function groupModels(models: readonly ModelInfo[]): ModelGroup[] {
     const defaultSku = members.find((m) => m.variant?.default) ?? members.find((m) => m.id === id) ?? members[0];
     const group: ModelGroup = { id, name: defaultSku.base?.name ?? defaultSku.name, members, defaultSku };
     if (members.length > 1) group.choice = choiceOf(members, defaultSku);
+    if (group.choice?.key === 'variant') group.effort = effortOf(members, defaultSku);
     return group;
   });
 }
@@ -92,12 +105,36 @@ function choiceOf(members: ModelInfo[], defaultSku: ModelInfo): VariantChoice {
   };
 }
 
-/** The SKU a request runs: the one its `modelConfiguration` picked, else the base's default. */
+/** A SKU's effort as a menu value: the bare SKU runs the CLI's own default. */
+const effortValue = (m: ModelInfo) => m.variant?.effort ?? 'default';
+
+/** The efforts of variants that also differ in another axis; none when all have one effort. */
+function effortOf(members: ModelInfo[], defaultSku: ModelInfo): EffortChoice | undefined {
+  const values = [...new Set(members.map(effortValue))];
+  if (values.length < 2) return undefined;
+  values.sort((a, b) => EFFORT_ORDER.indexOf(a) - EFFORT_ORDER.indexOf(b));
+  const label = (v: string) =>
+    v === 'default' ? 'Standard' : v === 'xhigh' ? 'Extra High' : v[0].toUpperCase() + v.slice(1);
+  return { options: values.map((v) => ({ value: v, label: label(v) })), default: effortValue(defaultSku) };
+}
+
+/**
+ * The SKU a request runs: the one its `modelConfiguration` picked, else the base's default. Where
+ * a `reasoningEffort` sits beside the `variant` menu, an effort other than the default's moves the
+ * picked SKU to that effort, keeping its other axes where such a SKU exists (VS Code merges the
+ * defaults into the configuration, so a default effort says nothing).
+ */
 export function resolveSku(group: ModelGroup, configuration: unknown): string {
   const choice = group.choice;
   if (!choice || !configuration || typeof configuration !== 'object') return group.defaultSku.id;
-  const picked = (configuration as Record<string, unknown>)[choice.key];
-  return choice.options.find((o) => o.value === picked)?.sku ?? group.defaultSku.id;
+  const config = configuration as Record<string, unknown>;
+  const sku = choice.options.find((o) => o.value === config[choice.key])?.sku ?? group.defaultSku.id;
+  const effort = config.reasoningEffort;
+  if (!group.effort || typeof effort !== 'string' || effort === group.effort.default) return sku;
+  const picked = group.members.find((m) => m.id === sku) ?? group.defaultSku;
+  const withEffort = group.members.filter((m) => effortValue(m) === effort);
+  const axes = (m: ModelInfo) => [m.variant?.fast ?? false, m.variant?.thinking ?? false].join();
+  return (withEffort.find((m) => axes(m) === axes(picked)) ?? withEffort[0])?.id ?? sku;
 }
 
 /** What VS Code reads beyond the stable fields (copied by the 1.139 extension host without a proposal). */
@@ -151,6 +188,19 @@ export function toChatInformation(group: ModelGroup | ModelInfo): CursorChatInfo
           // Puts the menu into the model picker itself (chatview: part B).
           group: 'navigation',
         },
+        // Beside the variant menu, not in the picker (one menu there is enough): what the
+        // Language Models editor and the Copilot harness offer as the effort.
+        ...(g.effort
+          ? {
+              reasoningEffort: {
+                type: 'string',
+                title: 'Thinking Effort',
+                enum: g.effort.options.map((o) => o.value),
+                enumItemLabels: g.effort.options.map((o) => o.label),
+                default: g.effort.default,
+              },
+            }
+          : {}),
       },
     };
   }

@@ -241,6 +241,8 @@ export interface Usage {
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
+  /** Of `outputTokens`, those spent reasoning, when the agent counted them. */
+  reasoningTokens?: number;
 }
 
 export interface ChatSendResult {

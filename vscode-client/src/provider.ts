@@ -125,7 +125,11 @@ export function planTurn(
   return { params, mode, utility, imagesNotSent: utility ? 0 : conversation.newImages, clientTools };
 }
 
-/** `usage` data parts are read by Copilot Chat in OpenAI's shape (context window display). */
+/**
+ * `usage` data parts are read by Copilot Chat (context window display) and by the Copilot harness
+ * (`completion_tokens_details.reasoning_tokens` too) in OpenAI's shape. Reasoning is counted only
+ * where the agent counted it: an absent count is not a zero.
+ */
 export function usagePayload(u: Usage): object {
   const prompt = u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens;
   return {
@@ -133,6 +137,7 @@ export function usagePayload(u: Usage): object {
     completion_tokens: u.outputTokens,
     total_tokens: prompt + u.outputTokens,
     prompt_tokens_details: { cached_tokens: u.cacheReadTokens },
+    ...(u.reasoningTokens !== undefined ? { completion_tokens_details: { reasoning_tokens: u.reasoningTokens } } : {}),
   };
 }
 

@@ -48,6 +48,11 @@ export interface HostFacts {
   /** `extensions.supportAgentsWindow`. */
   agentsWindow: unknown;
   githubSignedIn: boolean;
+  /**
+   * Where this window runs: the web build (code-server, vscode.dev) and remote windows have an
+   * agent host that extension models cannot reach (docs/vscode-provider.md §16); undefined: local.
+   */
+  window?: { kind: 'web' | 'remote'; name?: string };
 }
 
 export function vscodeChecks(f: HostFacts): SetupItem[] {
@@ -93,32 +98,43 @@ export function vscodeChecks(f: HostFacts): SetupItem[] {
     });
   }
   items.push(
-    f.agentHostByok === false
+    f.window
       ? {
           id: 'agentHostByok',
           title: 'Copilot harness',
           status: 'warn',
           summary:
-            '`chat.agentHost.byokModels.enabled` is off: Cursor models do not appear when a chat runs in the Copilot harness.',
-          fix: 'Turn `chat.agentHost.byokModels.enabled` on (the agent host restarts).',
-          action: 'agentHostByok',
+            f.window.kind === 'web'
+              ? 'This is VS Code for the Web: its Copilot harness (agent host) cannot reach extension models, so Cursor models are missing when "Copilot" is the session target.'
+              : `This is a remote window (${f.window.name ?? 'remote'}): a remote agent host has no extension models, so Cursor models are missing when "Copilot" is the session target.`,
+          fix: 'Pick "Local" as the session target: Cursor models work there. The Copilot harness and the Agents window need desktop VS Code on this machine.',
         }
-      : f.agentHostByok === true
+      : f.agentHostByok === false
         ? {
             id: 'agentHostByok',
             title: 'Copilot harness',
-            status: 'ok',
-            summary: '`chat.agentHost.byokModels.enabled` is on: Cursor models also serve the Copilot harness.',
-          }
-        : {
-            id: 'agentHostByok',
-            title: 'Copilot harness',
-            status: 'info',
+            status: 'warn',
             summary:
-              '`chat.agentHost.byokModels.enabled` is not set; some VS Code builds need it on before Cursor models appear in the Copilot harness (the Local harness never needs it).',
-            fix: 'Turn it on if Cursor models are missing when "Copilot" is the session target.',
+              '`chat.agentHost.byokModels.enabled` is off: Cursor models do not appear when a chat runs in the Copilot harness.',
+            fix: 'Turn `chat.agentHost.byokModels.enabled` on (the agent host restarts).',
             action: 'agentHostByok',
-          },
+          }
+        : f.agentHostByok === true
+          ? {
+              id: 'agentHostByok',
+              title: 'Copilot harness',
+              status: 'ok',
+              summary: '`chat.agentHost.byokModels.enabled` is on: Cursor models also serve the Copilot harness.',
+            }
+          : {
+              id: 'agentHostByok',
+              title: 'Copilot harness',
+              status: 'info',
+              summary:
+                '`chat.agentHost.byokModels.enabled` is not set; some VS Code builds need it on before Cursor models appear in the Copilot harness (the Local harness never needs it).',
+              fix: 'Turn it on if Cursor models are missing when "Copilot" is the session target.',
+              action: 'agentHostByok',
+            },
   );
   const allowed =
     typeof f.agentsWindow === 'object' &&
@@ -148,6 +164,13 @@ export function vscodeChecks(f: HostFacts): SetupItem[] {
     summary: f.githubSignedIn
       ? 'Signed in to GitHub (not needed by Cursor Bridge).'
       : 'Not signed in to GitHub. Not needed: Cursor models answer without a GitHub account or Copilot plan.',
+    // VS Code's chat set-up runs instead of the request while it knows no BYOK model yet
+    // (docs/vscode-provider.md §13.4): what to do when that dialog comes.
+    ...(f.githubSignedIn
+      ? {}
+      : {
+          fix: 'If "Sign in to use GitHub Copilot" opens instead of an answer, close it, open the model picker (VS Code then loads the Cursor models) and send again.',
+        }),
   });
   return items;
 }
@@ -264,6 +287,12 @@ export function hostFacts(githubSignedIn: boolean): HostFacts {
     agentHostByok: explicit(chat, 'agentHost.byokModels.enabled'),
     agentsWindow: explicit(vscode.workspace.getConfiguration('extensions'), 'supportAgentsWindow'),
     githubSignedIn,
+    window:
+      vscode.env.uiKind === vscode.UIKind.Web
+        ? { kind: 'web' }
+        : vscode.env.remoteName
+          ? { kind: 'remote', name: vscode.env.remoteName }
+          : undefined,
   };
 }
 

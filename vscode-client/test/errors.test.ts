@@ -13,7 +13,8 @@ import {
 import { ERROR_KINDS } from '../src/protocol';
 
 // The rendering each kind must get: set-up problems explain themselves as the answer, transient
-// ones throw (error box with Try Again), a cancel shows nothing.
+// ones throw (error box with Try Again), a cancel shows nothing. An answer with nothing visible
+// is said in text (the Copilot harness fails a turn whose first reply is empty).
 const EXPECTED: Record<FailureKind, 'markdown' | 'throw' | 'silent'> = {
   cliNotFound: 'markdown',
   authRequired: 'markdown',
@@ -24,7 +25,7 @@ const EXPECTED: Record<FailureKind, 'markdown' | 'throw' | 'silent'> = {
   rateLimited: 'throw',
   network: 'throw',
   timeout: 'throw',
-  emptyResponse: 'throw',
+  emptyResponse: 'markdown',
   sidecarCrashed: 'throw',
   cliFailed: 'throw',
   invalidParams: 'throw',

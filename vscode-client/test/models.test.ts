@@ -250,6 +250,47 @@ describe('groupModels: one picker entry per base model', () => {
     for (const [i, configuration, want] of cases)
       assert.equal(resolveSku(groups[i], configuration), want, JSON.stringify(configuration));
   });
+  it('variants that differ in effort and speed also offer reasoningEffort, which picks the SKU (the Copilot harness)', () => {
+    const mixed = groupModels([
+      sku('g', 'g', { label: 'Standard', default: true }),
+      sku('g-high', 'g', { effort: 'high', label: 'High' }),
+      sku('g-fast', 'g', { fast: true, label: 'Fast' }),
+      sku('g-high-fast', 'g', { effort: 'high', fast: true, label: 'High · Fast' }),
+      sku('g-low', 'g', { effort: 'low', label: 'Low' }),
+    ])[0];
+    assert.equal(mixed.choice?.key, 'variant');
+    const props = (
+      toChatInformation(mixed) as { configurationSchema?: { properties: Record<string, Record<string, unknown>> } }
+    ).configurationSchema?.properties;
+    assert.deepEqual(Object.keys(props ?? {}), ['variant', 'reasoningEffort']);
+    assert.deepEqual(props?.reasoningEffort, {
+      type: 'string',
+      title: 'Thinking Effort',
+      enum: ['default', 'low', 'high'],
+      enumItemLabels: ['Standard', 'Low', 'High'],
+      default: 'default',
+    });
+    const cases: [unknown, string][] = [
+      [{ reasoningEffort: 'high' }, 'g-high'],
+      [{ reasoningEffort: 'low' }, 'g-low'],
+      [{ variant: 'g-fast', reasoningEffort: 'high' }, 'g-high-fast'],
+      [{ variant: 'g-fast', reasoningEffort: 'low' }, 'g-low'],
+      [{ variant: 'g-high-fast', reasoningEffort: 'default' }, 'g-high-fast'],
+      [{ variant: 'g', reasoningEffort: 'ultra' }, 'g'],
+    ];
+    for (const [configuration, want] of cases)
+      assert.equal(resolveSku(mixed, configuration), want, JSON.stringify(configuration));
+    assert.equal(groups[0].effort, undefined, 'an effort-only base has its one menu');
+    assert.equal(groups[1].effort, undefined, 'a speed-only base has no effort');
+  });
+
+  it('no entry claims vision: the sidecar sends text only (the harness reads capabilities.vision / imageInput)', () => {
+    for (const g of groups) {
+      const caps = toChatInformation(g).capabilities as Record<string, unknown>;
+      assert.deepEqual([caps.imageInput, caps.vision], [false, undefined], g.id);
+    }
+  });
+
   it('entries are the user’s own, selectable models', () => {
     const info = toChatInformation(groups[1]) as {
       isUserSelectable?: boolean;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as vscode from 'vscode';
+import { ResponseError } from 'vscode-jsonrpc/node';
 import type { CancellationLike } from '../src/client';
 import type { Bridge } from '../src/sidecar-manager';
 import { BridgeError, NOTICES } from '../src/errors';
@@ -174,6 +175,16 @@ describe('provideLanguageModelChatResponse', () => {
     assert.equal(bridge.subscribers, 0, 'delta subscription released');
   });
 
+  it('reports reasoning tokens in the usage part where the agent counted them', async () => {
+    const { bridge, provider } = setup();
+    const usage = { inputTokens: 10, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 40 };
+    bridge.turn = async (_p, emit) => (emit({ kind: 'text', text: 'ok' }), { sessionId: 'cb-8', usage });
+    const out = await respond(provider, 'harness-marker-only');
+    const payload = JSON.parse(decode(out.data('usage')[0].data)) as Record<string, unknown>;
+    assert.deepEqual(payload.completion_tokens_details, { reasoning_tokens: 40 });
+    assert.equal(payload.completion_tokens, 50);
+  });
+
   it('sends what planTurn computed: conversation id, session id from the marker, mode', async () => {
     const { bridge, provider } = setup();
     await respond(provider, 'agent-second-turn');
@@ -183,6 +194,49 @@ describe('provideLanguageModelChatResponse', () => {
     assert.equal(params.sessionId, 'cb-4f1e0c2a9b7d3e15');
     assert.equal(params.mode, 'agent');
     assert.equal(params.messages.at(-1)?.role, 'user');
+  });
+
+  // VS Code's Copilot harness (docs/vscode-provider.md §16): no conversation id, the marker first.
+  for (const fixture of ['harness-marker-only', 'harness-marker-trimmed', 'harness-tool-results-only']) {
+    it(`the Copilot harness's ${fixture.replace('harness-', '')} follow-up names the marker's session and gets it back`, async () => {
+      const { bridge, provider } = setup();
+      bridge.caps = async () => ({
+        deltaKinds: [],
+        cancel: true,
+        sessions: true,
+        cli: { found: true },
+        clientTools: 1,
+      });
+      bridge.turn = async (p, emit) => {
+        emit({ kind: 'session', sessionId: p.sessionId ?? 'cb-new', resumed: true, replayed: false });
+        emit({ kind: 'text', text: 'Continuing.' });
+        return { sessionId: p.sessionId ?? 'cb-new', resumed: true };
+      };
+      const out = await respond(provider, fixture);
+      const [params] = bridge.calls.filter((c) => c.method === 'chat/send').map((c) => c.params as ChatSendParams);
+      assert.equal(params.sessionId, 'cb-4f1e0c2a9b7d3e15');
+      assert.ok(!('conversationId' in params) && !params.utility, 'a main request without a conversation id');
+      assert.deepEqual(params.messages, out.request.expectClientTools?.messages ?? out.request.expect.messages);
+      assert.equal(params.messages[0].role, 'system', 'the instructions stay system instructions');
+      assert.equal(
+        decode(out.data('stateful_marker')[0].data),
+        'gpt-5.5\\cursor-bridge:v1:cb-4f1e0c2a9b7d3e15',
+        'the same session again',
+      );
+    });
+  }
+
+  it('a reply with nothing visible (only reasoning) still answers in text, and keeps its session', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async (_p, emit) => {
+      emit({ kind: 'session', sessionId: 'cb-3', resumed: false, replayed: false });
+      emit({ kind: 'thinking', text: 'Hmm.' });
+      emit({ kind: 'thinkingDone' });
+      throw new ResponseError(-32000, 'The model returned an empty answer', { kind: 'emptyResponse' });
+    };
+    const out = await respond(provider, 'harness-marker-only');
+    assert.match(out.text(), /finished without a visible answer/);
+    assert.equal(decode(out.data('stateful_marker')[0].data), 'gpt-5.5\\cursor-bridge:v1:cb-3');
   });
 
   it('runs utility requests on the utility model and reports no marker', async () => {

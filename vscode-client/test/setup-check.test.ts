@@ -40,6 +40,17 @@ describe('vscodeChecks', () => {
       agentsWindow: 'ok',
       github: 'info',
     });
+    const github = (f: HostFacts) => vscodeChecks(f).find((i) => i.id === 'github');
+    assert.match(github(signedOut)?.fix ?? '', /Sign in to use GitHub Copilot.*close it.*send again/);
+    assert.equal(github({ ...signedOut, githubSignedIn: true })?.fix, undefined);
+    // The Copilot harness of the web build or of a remote window never reaches extension models.
+    for (const window of [{ kind: 'web' as const }, { kind: 'remote' as const, name: 'ssh-remote' }]) {
+      const item = vscodeChecks({ ...done, window }).find((i) => i.id === 'agentHostByok');
+      assert.equal(item?.status, 'warn', window.kind);
+      assert.match(item?.summary ?? '', /Cursor models are missing when "Copilot" is the session target/);
+      assert.match(item?.fix ?? '', /"Local"/);
+      assert.equal(item?.action, undefined, 'no setting fixes it');
+    }
     assert.equal(status({ ...signedOut, utilityModel: 'cursor/composer-2.5' }).utilityModel, 'ok');
   });
   it('Restricted Mode and a bridge switched off are warnings with a fix', () => {

@@ -267,6 +267,14 @@ export const commands = {
   },
 };
 
-export const env = { appName: 'Visual Studio Code (test stub)' };
+export const env = {
+  appName: 'Visual Studio Code (test stub)',
+  uiKind: 1,
+  remoteName: undefined as string | undefined,
+};
+export enum UIKind {
+  Desktop = 1,
+  Web = 2,
+}
 
 export const version = '1.139.1';

@@ -113,6 +113,7 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         mode,
         first,
         streamed: String::new(),
+        thought_chars: 0,
         chunks: 0,
         updates: 0,
         tool_state,
@@ -142,6 +143,8 @@ pub(super) struct Turn {
     first: bool,
     /// Message text sent so far.
     streamed: String,
+    /// Characters of reasoning streamed (for `thoughtTokens`).
+    thought_chars: usize,
     /// Message chunks sent so far (`crashAfterDeltas`, `hang: midStream`).
     chunks: u64,
     updates: usize,
@@ -169,16 +172,18 @@ impl Turn {
         if self.server.knobs.prompt_usage {
             let input = 1000 + self.prompt.chars().count() as u64 / 4;
             let output = (self.streamed.chars().count() as u64 / 4).max(1);
-            answer.set(
-                "usage",
-                obj([
-                    ("totalTokens", (input + output).into()),
-                    ("inputTokens", input.into()),
-                    ("outputTokens", output.into()),
-                    ("cachedReadTokens", 17920u64.into()),
-                    ("cachedWriteTokens", 0u64.into()),
-                ]),
-            );
+            let mut usage = obj([
+                ("totalTokens", (input + output).into()),
+                ("inputTokens", input.into()),
+                ("outputTokens", output.into()),
+                ("cachedReadTokens", 17920u64.into()),
+                ("cachedWriteTokens", 0u64.into()),
+            ]);
+            // ACP's `thoughtTokens`: the reasoning among the output, when the turn reasoned.
+            if self.thought_chars > 0 {
+                usage.set("thoughtTokens", (self.thought_chars as u64 / 4).max(1).into());
+            }
+            answer.set("usage", usage);
         }
         answer
     }
@@ -373,6 +378,7 @@ impl Turn {
         }
         self.hang(HangPoint::BeforeOutput)?;
         if let Some(thinking) = &sc.thinking {
+            self.thought_chars += thinking.chars().count();
             for piece in chunks(thinking, sc.chunk_chars) {
                 self.emit(obj([("sessionUpdate", "agent_thought_chunk".into()), ("content", text(&piece))]))?;
             }

@@ -5,7 +5,7 @@
 //! inside `<userRequest>` identifies a turn: the context messages are the same for every chat in a
 //! workspace. A client that uses no such markers (a plain API client) has every user message count.
 
-use crate::engine::sessions::{answer_hash, request_hash};
+use crate::engine::sessions::{answer_hash, request_hash, Session};
 use crate::engine::tools::contract;
 use crate::error::{BridgeError, Result};
 use crate::vocab::{ChatMessage, Role, ToolCall, ToolResult};
@@ -41,6 +41,12 @@ impl<'a> Conversation<'a> {
             .map(|(i, _)| i)
             .collect();
         let Some(&last) = requests.last() else {
+            // A tool round of a client that sends only what is new (VS Code's Copilot harness:
+            // the marker of the reply that made the calls, then their results): results alone.
+            let results = messages.iter().rposition(|m| !m.tool_results.is_empty());
+            if results.is_some_and(|i| !messages[i + 1..].iter().any(|m| m.role == Role::Assistant)) {
+                return Ok(Conversation { messages, requests, uses_markers });
+            }
             return Err(BridgeError::invalid_params("`messages` has no user message"));
         };
         let after = &messages[last + 1..];
@@ -56,12 +62,14 @@ impl<'a> Conversation<'a> {
     /// The results this turn brings for the model's last tool calls, when the turn continues a
     /// tool round rather than answering a new request.
     pub fn pending_results(&self) -> Option<Vec<&'a ToolResult>> {
-        let last_answer = self.messages.iter().rposition(|m| m.role == Role::Assistant)?;
-        if last_answer < self.last_request() {
-            return None;
-        }
-        let results: Vec<&ToolResult> =
-            self.messages[last_answer + 1..].iter().flat_map(|m| m.tool_results.iter()).collect();
+        let last_answer = self.messages.iter().rposition(|m| m.role == Role::Assistant);
+        let from = match (last_answer, self.requests.last()) {
+            (Some(answer), Some(&request)) if answer > request => answer + 1,
+            (Some(answer), None) => answer + 1,
+            (None, None) => 0,
+            _ => return None,
+        };
+        let results: Vec<&ToolResult> = self.messages[from..].iter().flat_map(|m| m.tool_results.iter()).collect();
         (!results.is_empty()).then_some(results)
     }
 
@@ -96,7 +104,7 @@ impl<'a> Conversation<'a> {
 
     /// Hashes of the requests before the new one: what a resumable chat must have seen.
     pub fn history_hashes(&self) -> Vec<u64> {
-        let n = self.requests.len() - 1;
+        let n = self.requests.len().saturating_sub(1);
         self.requests[..n].iter().map(|&i| request_hash(self.request_text(i))).collect()
     }
 
@@ -109,16 +117,43 @@ impl<'a> Conversation<'a> {
             .collect()
     }
 
+    /// The requests and answers the chat has seen once this turn is answered (before the
+    /// answer's own), after what `prior`, the session it continues, had seen: a history whose
+    /// beginning the client left out (its marker named the session) keeps the chat's earlier
+    /// turns. `continuing`: a tool round, whose chat has seen the request the calls answer.
+    pub fn seen_after(&self, prior: Option<&Session>, continuing: bool) -> (Vec<u64>, Vec<u64>) {
+        let (history, answers) = if continuing {
+            (self.all_request_hashes(), self.all_answer_hashes())
+        } else {
+            (self.history_hashes(), self.answer_hashes())
+        };
+        let (mut requests, answers) = match prior {
+            Some(session) => session.continued_with(history, answers),
+            None => (history, answers),
+        };
+        if !continuing {
+            requests.push(self.new_request_hash());
+        }
+        (requests, answers)
+    }
+
+    /// With no request (results alone) the hash of no text, which no chat was asked.
     pub fn new_request_hash(&self) -> u64 {
-        request_hash(self.request_text(self.last_request()))
+        self.requests.last().map_or_else(|| request_hash(""), |&i| request_hash(self.request_text(i)))
     }
 
     pub fn has_history(&self) -> bool {
         self.requests.len() > 1
     }
 
+    /// Whether a user request is there; else the conversation is a tool round's results alone.
+    pub fn has_request(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
+    /// The new request's index; with none (results alone), the end of the messages.
     fn last_request(&self) -> usize {
-        *self.requests.last().expect("parse guarantees one request")
+        self.requests.last().copied().unwrap_or(self.messages.len())
     }
 
     /// A resumed chat already has everything but the new message: send it verbatim.
@@ -129,7 +164,8 @@ impl<'a> Conversation<'a> {
     /// A resumed chat that was given the last `missing` earlier requests but never completed
     /// them (a failed or cancelled turn): send those again, then the new message, verbatim.
     pub fn resume_prompt_with(&self, missing: usize) -> String {
-        let from = self.requests[self.requests.len() - 1 - missing.min(self.requests.len() - 1)];
+        let Some(last) = self.requests.len().checked_sub(1) else { return String::new() };
+        let from = self.requests[last - missing.min(last)];
         self.messages[from..]
             .iter()
             .filter(|m| m.role == Role::User && m.tool_results.is_empty())
@@ -146,7 +182,7 @@ impl<'a> Conversation<'a> {
         if include_system {
             parts.extend(self.messages.iter().filter(|m| m.role == Role::System).map(|m| m.text.clone()));
         }
-        let first_request = self.requests[0];
+        let first_request = self.requests.first().copied().unwrap_or(self.messages.len());
         // Context messages (no marker) that come before the new request, e.g. <environment_info>.
         let continuing = self.pending_results().is_some();
         parts.extend(

@@ -3,7 +3,9 @@
 //! session id the client found in its history, then the history itself: the user requests and
 //! the answers (same mode and workspace, and never a session of another conversation). A chat
 //! resumes when the client's history is the chat's, plus requests the chat was given but never
-//! completed (a failed or cancelled turn the client kept); those are sent again.
+//! completed (a failed or cancelled turn the client kept); those are sent again. A session the
+//! client named by its id (the marker in its history) also resumes when the history's beginning
+//! was cut off, or there is none (VS Code's Copilot harness: the marker and only what is new).
 //!
 //! Idle sessions expire (TTL, days by default), the least recently used go first past the cap
 //! (LRU). The store is a small JSON file shared by every sidecar of this user (two windows and
@@ -162,6 +164,42 @@ impl Session {
     fn missing_from(&self, history: &[u64]) -> Option<usize> {
         let rest = history.strip_prefix(self.requests.as_slice())?;
         rest.iter().all(|h| self.attempted.contains(h)).then_some(rest.len())
+    }
+
+    /// [`Session::missing_from`] for a `history` whose beginning may be cut off: a client that
+    /// named this session (its marker) and sent only the newest turns, or none at all (VS Code's
+    /// Copilot harness sends a `previous_response_id`'s marker and only what is new). The longest
+    /// start of `history` that ends this chat's completed requests is taken as seen; what follows
+    /// must be requests given but never completed. Returns how many of those there are, and how
+    /// many requests of `history` the chat had completed.
+    fn missing_from_trimmed(&self, history: &[u64]) -> Option<(usize, usize)> {
+        (0..=history.len().min(self.requests.len())).rev().find_map(|k| {
+            let (seen, rest) = history.split_at(k);
+            let fits = self.requests.ends_with(seen) && rest.iter().all(|h| self.attempted.contains(h));
+            fits.then_some((rest.len(), k))
+        })
+    }
+
+    /// What this chat has seen once a turn continued it: the client's `history` (the requests
+    /// before the turn's own) and `answers`, put after what the chat had seen before when the
+    /// client's history was trimmed ([`Session::missing_from_trimmed`]), so a later request with
+    /// the whole transcript still matches.
+    pub fn continued_with(&self, history: Vec<u64>, answers: Vec<u64>) -> (Vec<u64>, Vec<u64>) {
+        if history.starts_with(&self.requests) {
+            return (history, answers);
+        }
+        let shared = self.missing_from_trimmed(&history).map_or(0, |(_, seen)| seen);
+        let requests = [self.requests.as_slice(), &history[shared..]].concat();
+        let answers = if answers.starts_with(&self.answers) {
+            answers
+        } else {
+            let shared = (1..=answers.len().min(self.answers.len()))
+                .rev()
+                .find(|&k| self.answers.ends_with(&answers[..k]))
+                .unwrap_or(0);
+            [self.answers.as_slice(), &answers[shared..]].concat()
+        };
+        (requests, answers)
     }
 }
 
@@ -340,10 +378,17 @@ impl SessionStore {
                     .filter(|s| s.conversation_id.as_deref() == Some(c) && q.place_matches(&s.workspace))
                     .max_by_key(|s| s.last_used_ms)
             })
-            .or_else(|| q.session_id.and_then(|id| self.sessions.iter().find(|s| s.id == id)));
+            .or_else(|| {
+                q.session_id.and_then(|id| self.sessions.iter().find(|s| s.id == id && q.place_matches(&s.workspace)))
+            });
         if let Some(s) = by_identity {
             let given_up = s.resume_failures >= MAX_RESUME_FAILURES;
-            return match s.missing_from(q.history) {
+            // A session the client named by its marker may come with a trimmed history (or none).
+            let named = q.session_id == Some(s.id.as_str());
+            let missing = s
+                .missing_from(q.history)
+                .or_else(|| named.then(|| s.missing_from_trimmed(q.history).map(|(missing, _)| missing)).flatten());
+            return match missing {
                 Some(missing) if !given_up => Match::Resume { session: s.clone(), missing },
                 _ => Match::Diverged(s.clone()),
             };
@@ -688,6 +733,35 @@ mod tests {
                 "resume s2",
             ),
             ("session id marker", lookup(None, Some("s2"), Mode::Ask, h_ab), "resume s2"),
+            ("marker only: no earlier request at all", lookup(None, Some("s2"), Mode::Ask, &[]), "resume s2"),
+            (
+                "marker plus a trimmed transcript",
+                lookup(None, Some("s2"), Mode::Ask, leak(hashes(&["b"]))),
+                "resume s2",
+            ),
+            (
+                "marker plus a trimmed transcript ending in a request never completed",
+                lookup(None, Some("s3"), Mode::Ask, leak(hashes(&["b", "failed"]))),
+                "resume s3 missing 1",
+            ),
+            (
+                "marker only, a request never completed",
+                lookup(None, Some("s3"), Mode::Ask, leak(hashes(&["failed"]))),
+                "resume s3 missing 1",
+            ),
+            ("marker, trimmed and edited", lookup(None, Some("s2"), Mode::Ask, leak(hashes(&["x"]))), "diverged s2"),
+            ("marker, a retry of the last request", lookup(None, Some("s2"), Mode::Ask, h_a), "diverged s2"),
+            ("marker and conversation id, no history", lookup(Some("c1"), Some("s1"), Mode::Agent, &[]), "resume s1"),
+            (
+                "marker of a session in another folder",
+                Lookup { workspace: "/elsewhere", ..lookup(None, Some("s2"), Mode::Ask, &[]) },
+                "new",
+            ),
+            (
+                "marker of a session in another folder, history alone decides",
+                Lookup { workspace: "/elsewhere", ..with(lookup(None, Some("s2"), Mode::Ask, h_ab), a_ab) },
+                "new",
+            ),
             ("history match, same mode", with(lookup(None, None, Mode::Ask, h_ab), a_ab), "resume s2"),
             ("history match, other mode", with(lookup(None, None, Mode::Plan, h_ab), a_ab), "new"),
             ("first message is always new", lookup(None, None, Mode::Agent, &[]), "new"),
@@ -713,6 +787,30 @@ mod tests {
             };
             assert_eq!(got, expected, "{name}");
         }
+    }
+
+    #[test]
+    fn a_turn_on_a_trimmed_history_keeps_what_the_chat_saw_before() {
+        let mut s = session("s", None, Mode::Ask, &["a", "b"], 0);
+        let (a_a, a_ab) = (answers(&["a"]), answers(&["a", "b"]));
+        let cases: Vec<(&str, Vec<u64>, Vec<u64>, Vec<u64>, Vec<u64>)> = vec![
+            ("whole history", hashes(&["a", "b"]), a_ab.clone(), hashes(&["a", "b"]), a_ab.clone()),
+            ("marker only", vec![], vec![], hashes(&["a", "b"]), a_ab.clone()),
+            ("trimmed", hashes(&["b"]), answers(&["b"]), hashes(&["a", "b"]), a_ab.clone()),
+            (
+                "history of a new chat",
+                hashes(&["x"]),
+                answers(&["x"]),
+                hashes(&["a", "b", "x"]),
+                [a_ab, answers(&["x"])].concat(),
+            ),
+        ];
+        for (name, history, given, requests, answered) in cases {
+            assert_eq!(s.continued_with(history, given), (requests, answered), "{name}");
+        }
+        s.requests.clear();
+        s.answers.clear();
+        assert_eq!(s.continued_with(hashes(&["a"]), a_a.clone()), (hashes(&["a"]), a_a), "a replayed chat");
     }
 
     #[test]

@@ -230,7 +230,13 @@ pub fn counted(reported: Option<Usage>, input: u64, output: u64) -> Counted {
     match reported {
         Some(usage) => Counted { usage, estimated: false },
         None => Counted {
-            usage: Usage { input_tokens: input, output_tokens: output, cache_read_tokens: 0, cache_write_tokens: 0 },
+            usage: Usage {
+                input_tokens: input,
+                output_tokens: output,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reasoning_tokens: None,
+            },
             estimated: true,
         },
     }
@@ -484,7 +490,13 @@ mod tests {
             (estimate_tokens(""), estimate_tokens("abcd"), estimate_tokens("abcde"), estimate_tokens("✓✓")),
             (0, 1, 2, 1)
         );
-        let cli = Usage { input_tokens: 3, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0 };
+        let cli = Usage {
+            input_tokens: 3,
+            output_tokens: 2,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reasoning_tokens: None,
+        };
         let c = counted(Some(cli), 99, 99);
         assert!(!c.estimated && c.usage.input_tokens == 3);
         let e = counted(None, 12, 3);

@@ -356,6 +356,14 @@ pub struct CompletionUsage {
     /// Not OpenAI's: the counts are an estimate (the CLI reported none), never zeros.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
+    /// Only where the agent counted reasoning (an absent count is not a zero).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CompletionTokensDetails {
+    pub reasoning_tokens: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -373,6 +381,7 @@ impl CompletionUsage {
             total_tokens: prompt + u.output_tokens,
             prompt_tokens_details: PromptTokensDetails { cached_tokens: u.cache_read_tokens },
             estimated: false,
+            completion_tokens_details: u.reasoning_tokens.map(|n| CompletionTokensDetails { reasoning_tokens: n }),
         }
     }
 
@@ -589,8 +598,12 @@ mod tests {
             output_tokens: 5,
             cache_read_tokens: 100,
             cache_write_tokens: 1,
+            reasoning_tokens: None,
         });
         assert_eq!((u.prompt_tokens, u.completion_tokens, u.total_tokens), (111, 5, 116));
         assert_eq!(u.prompt_tokens_details.cached_tokens, 100);
+        assert!(u.completion_tokens_details.is_none(), "no count, no details");
+        let u = CompletionUsage::from_usage(Usage { output_tokens: 9, reasoning_tokens: Some(7), ..Usage::default() });
+        assert_eq!(u.completion_tokens_details.map(|d| d.reasoning_tokens), Some(7));
     }
 }

@@ -596,3 +596,67 @@ fn under_auto_a_warm_conversations_own_error_is_not_blamed_on_acp_not_starting()
     assert!(!message.contains("does not start"), "{r2}");
     assert!(!hint.contains("print mode"), "the limit's own hint: {r2}");
 }
+
+/// Changing only the effort in the picker mid-conversation (GPT-5.5 Standard → High → Standard)
+/// switches the model of the session the conversation is in (`session/set_config_option`), never
+/// a new session with the history replayed: Cursor's own context of the conversation is kept.
+/// With the flat catalogue (a value per SKU) and the parameterized one (the base and an effort
+/// select), with and without the client's tools hosted.
+#[test]
+fn changing_only_the_effort_keeps_the_session_and_switches_its_model() {
+    let models = "Available models\n\nauto - Auto (current, default)\ngpt-5.5 - GPT-5.5\ngpt-5.5-low - GPT-5.5 Low\ngpt-5.5-high - GPT-5.5 High\n";
+    let tool = json!({"name": "read_file", "description": "Read a file",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}});
+    for parameterized in ["off", "on"] {
+        for tools in [false, true] {
+            let case = format!("parameterized {parameterized}, client tools {tools}");
+            let dir = TestDir::new();
+            let file = dir.path().join("models.txt");
+            std::fs::write(&file, models).unwrap();
+            let file = file.to_str().unwrap().to_string();
+            let mut s = start(
+                &dir,
+                "acp",
+                &[("CURSOR_DOUBLE_MODELS_FILE", file.as_str()), ("CURSOR_DOUBLE_ACP_PARAMETERIZED", parameterized)],
+            );
+            // As the extension does before any turn (the display names map SKUs to ACP's values).
+            let listed = s.request("models/list", json!({}));
+            assert!(listed["result"]["models"].as_array().is_some_and(|m| m.len() == 4), "{case}: {listed}");
+            let mut history: Vec<Value> = Vec::new();
+            let mut sessions = Vec::new();
+            for (i, (model, words)) in
+                [("gpt-5.5", "effort one"), ("gpt-5.5-high", "effort two"), ("gpt-5.5", "effort three")]
+                    .iter()
+                    .enumerate()
+            {
+                history.push(user(words));
+                let mut p = json!({"turnId": format!("t{i}"), "model": model, "mode": "ask",
+                    "conversationId": "c-effort", "messages": history});
+                if tools {
+                    p["tools"] = json!([tool]);
+                }
+                let (deltas, r) = s.chat(p);
+                assert_eq!(r["result"]["resumed"], i > 0, "{case}: {r}");
+                assert!(deltas.iter().all(|d| d["kind"] != "session" || d["replayed"] == false), "{case}: {deltas:?}");
+                sessions.push(r["result"]["sessionId"].clone());
+                history.push(assistant(&text_of(&deltas)));
+            }
+            assert!(sessions.iter().all(|x| *x == sessions[0]), "{case}: {sessions:?}");
+            let (acp_session, pid, prompts) = session_with_prompt(&dir, "effort one");
+            assert_eq!(
+                prompts,
+                ["effort one", "effort two", "effort three"],
+                "{case}: one ACP session, only the new messages"
+            );
+            assert!(s.finish().success());
+            assert!(dir.acp_requests("session/load").is_empty(), "{case}: never loaded into another process");
+            let set: Vec<String> = dir
+                .acp_requests("session/set_config_option")
+                .into_iter()
+                .filter(|r| r["sessionId"] == acp_session.as_str() && r["pid"] == pid)
+                .map(|r| format!("{}={}", r["configId"].as_str().unwrap(), r["value"].as_str().unwrap()))
+                .collect();
+            assert!(set.iter().any(|x| x.contains("high")), "{case}: the effort was switched in the session: {set:?}");
+        }
+    }
+}

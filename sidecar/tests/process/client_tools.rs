@@ -433,3 +433,119 @@ fn drop_after_a_client_tool_call(mcp_updates: &str) {
     let dropped = prompts.iter().filter(|m| m["answer"] == "error").count();
     assert_eq!((prompts.len(), dropped), (3, 1), "hello, the tool's prompt once, the results: {prompts:?}");
 }
+
+/// VS Code's Copilot harness: no conversation id, and the tool round's follow-up is the marker of
+/// the reply that made the call (the session id), the system instructions and the result alone.
+/// It continues the same turn (ACP: the parked MCP call) or chat (print: `--resume`, the results
+/// only), and the next request, marker and new message only, the same chat again.
+#[test]
+fn a_tool_round_under_a_marker_alone_continues_the_chat_that_made_the_call() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let target = dir.workspace().join("hello.txt");
+    let call = json!({"name": "create_file", "arguments": {"filePath": target.to_str().unwrap(), "content": "hi"}});
+    let prompt = directed("create hello.txt", json!({"toolScript": [{"say": "Creating it.", "call": [call]}]}));
+    let system = json!({"role": "system", "text": "You are the harness's agent."});
+    let harness_turn = |turn: &str, messages: Value, session: &Value| {
+        let mut p = json!({"turnId": turn, "model": "auto", "mode": "agent", "messages": messages,
+            "tools": [create_file_tool()]});
+        if !session.is_null() {
+            p["sessionId"] = session.clone();
+        }
+        p
+    };
+    let (deltas, r1) = s.chat(harness_turn("t1", json!([system, user(&prompt)]), &Value::Null));
+    assert_eq!(r1["result"]["stopReason"], "toolCalls", "{r1}");
+    let session = r1["result"]["sessionId"].clone();
+    let call_id = deltas.iter().find(|d| d["kind"] == "toolCall").expect("a call")["callId"].clone();
+    let result =
+        json!({"role": "user", "text": "", "toolResults": [{"callId": call_id, "content": "created hello.txt"}]});
+    let (deltas, r2) = s.chat(harness_turn("t2", json!([system, result]), &session));
+    assert_eq!((r2["result"]["stopReason"].as_str(), &r2["result"]["sessionId"]), (Some("end"), &session), "{r2}");
+    assert!(text_of(&deltas).contains("created hello.txt"), "the model got the result: {}", text_of(&deltas));
+    let answer2 = text_of(&deltas);
+    let (d3, r3) = s.chat(harness_turn("t3", json!([system, user("thanks")]), &session));
+    assert_eq!((r3["result"]["resumed"].as_bool(), &r3["result"]["sessionId"]), (Some(true), &session), "{r3}");
+    // The chat kept the turns those requests left out: the whole transcript, without the marker,
+    // still finds it.
+    let full = json!([system, user(&prompt),
+        {"role": "assistant", "text": "Creating it.", "toolCalls": [{"callId": call_id, "name": "create_file", "input": call["arguments"]}]},
+        {"role": "user", "text": "", "toolResults": [{"callId": call_id, "content": "created hello.txt"}]},
+        {"role": "assistant", "text": answer2}, user("thanks"), {"role": "assistant", "text": text_of(&d3)}, user("bye")]);
+    let (_, r4) = s.chat(harness_turn("t4", full, &Value::Null));
+    assert_eq!((r4["result"]["resumed"].as_bool(), &r4["result"]["sessionId"]), (Some(true), &session), "{r4}");
+
+    let records = dir.turn_records();
+    let last = records.last().expect("records");
+    assert_eq!(prompt_of(last), "bye", "only the new message: {last}");
+    assert_eq!(prompt_of(&records[records.len() - 2]), "thanks", "only the new message");
+    if acp() {
+        assert_eq!(records.len(), 3, "the result went into the waiting call, then one prompt each: {records:?}");
+        assert_eq!(records[0]["sessionId"], records[1]["sessionId"], "the same ACP session");
+    } else {
+        assert_eq!(records.len(), 4, "{records:?}");
+        assert!(prompt_of(&records[1]).starts_with(&format!("TOOL_RESULT (call_id={}", call_id.as_str().unwrap())));
+        let chat = |r: &Value| {
+            let argv: Vec<String> = serde_json::from_value(r["argv"].clone()).unwrap();
+            argv.windows(2).find(|w| w[0] == "--resume").map(|w| w[1].clone())
+        };
+        assert!(chat(&records[1]).is_some() && chat(&records[1]) == chat(&records[2]), "{records:?}");
+    }
+}
+
+/// The Copilot harness offers up to 128 tools, `apply_patch` among them as a Responses custom tool
+/// (`{input: string}`). On ACP Cursor's model sees 40 of a server's tools: the 39 first and the
+/// `call_tool` dispatcher, which reaches the rest; on the prompt protocol every tool is described.
+/// Either way the client gets its own tool names, and `input` stays a string.
+#[test]
+fn a_hundred_and_twenty_eight_tools_with_a_custom_one_reach_the_client_by_their_names() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let patch = "*** Begin Patch\n*** Add File: NOTES.md\n+hi\n*** End Patch\n";
+    let mut tools = vec![json!({"name": "apply_patch", "description": "Apply a V4A patch",
+        "inputSchema": {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}})];
+    tools.extend((1..128).map(|i| {
+        json!({"name": format!("tool_{i}"), "description": format!("Tool number {i}"),
+            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}})
+    }));
+    assert_eq!(tools.len(), 128);
+    let far = if acp() {
+        json!({"name": "call_tool", "arguments": {"name": "tool_100", "arguments": {"q": "far"}}})
+    } else {
+        json!({"name": "tool_100", "arguments": {"q": "far"}})
+    };
+    let patch_call = json!({"name": "apply_patch", "arguments": {"input": patch}});
+    let prompt = directed("add NOTES.md", json!({"toolScript": [{"say": "On it.", "call": [patch_call, far]}]}));
+    let send = |s: &mut Sidecar, turn: &str, messages: Value| {
+        s.chat(json!({"turnId": turn, "model": "auto", "mode": "agent", "conversationId": "conv-128",
+            "messages": messages, "tools": tools}))
+    };
+    let (deltas, r) = send(&mut s, "t1", json!([user(&prompt)]));
+    assert_eq!(r["result"]["stopReason"], "toolCalls", "{r}");
+    let calls: Vec<&Value> = deltas.iter().filter(|d| d["kind"] == "toolCall").collect();
+    // Parallel MCP calls reach the sidecar in either order.
+    let mut seen: Vec<(&str, &Value)> = calls.iter().map(|c| (c["name"].as_str().unwrap(), &c["input"])).collect();
+    seen.sort_by_key(|(name, _)| *name);
+    assert_eq!(
+        seen,
+        [("apply_patch", &json!({"input": patch})), ("tool_100", &json!({"q": "far"}))],
+        "the client's names, the custom tool's input a string: {deltas:?}"
+    );
+    let results: Vec<Value> = calls
+        .iter()
+        .map(|c| json!({"callId": c["callId"], "content": format!("{} ran", c["name"].as_str().unwrap())}))
+        .collect();
+    let tool_calls: Vec<Value> =
+        calls.iter().map(|c| json!({"callId": c["callId"], "name": c["name"], "input": c["input"]})).collect();
+    let history = json!([user(&prompt), {"role": "assistant", "text": text_of(&deltas), "toolCalls": tool_calls},
+        {"role": "user", "text": "", "toolResults": results}]);
+    let (deltas, r) = send(&mut s, "t2", history);
+    assert_eq!(r["result"]["stopReason"], "end", "{r}");
+    let answer = text_of(&deltas);
+    assert!(
+        answer.contains("apply_patch ran") && answer.contains("tool_100 ran"),
+        "the model got both results: {answer}"
+    );
+}

@@ -342,3 +342,34 @@ fn another_chat_store_layout_never_makes_a_follow_up_a_replay() {
     let log = dir.log_text();
     assert_eq!(log.matches("does not keep its chats where the bridge looks").count(), 1, "said once:\n{log}");
 }
+
+/// VS Code's Copilot harness has no conversation id: a follow-up is the marker of the previous
+/// answer (the session id), the system instructions and only the new message, or a trimmed
+/// transcript. Either continues the same chat, and only the new message reaches the CLI.
+#[test]
+fn a_marker_alone_or_with_a_trimmed_transcript_continues_the_same_chat() {
+    let dir = TestDir::new();
+    let mut s = Sidecar::start(&dir);
+    s.initialize(&dir, json!({}));
+    let system = json!({"role": "system", "text": "You are the harness's agent."});
+    let (_, r1) = s.chat(turn("t1", "agent", json!([system, user("Remember the number 7.")]), json!({})));
+    let session = r1["result"]["sessionId"].clone();
+    let marked = json!({"sessionId": session});
+    let (d2, r2) = s.chat(turn("t2", "agent", json!([system, user("What number did I say?")]), marked.clone()));
+    assert_eq!(r2["result"]["resumed"], true, "{r2}");
+    assert_eq!(r2["result"]["sessionId"], session);
+    assert_eq!((d2[0]["kind"].as_str(), d2[0]["replayed"].as_bool()), (Some("session"), Some(false)), "{d2:?}");
+    let answer2 = text_of(&d2);
+    let trimmed = json!([system, user("What number did I say?"), assistant(&answer2), user("Doubled?")]);
+    let (_, r3) = s.chat(turn("t3", "agent", trimmed, marked));
+    assert_eq!(r3["result"]["resumed"], true, "{r3}");
+    assert_eq!(r3["result"]["sessionId"], session);
+
+    let turns = dir.turn_records();
+    assert_eq!(turns.len(), 3);
+    let chat = resume_id(&turns[0]).expect("a chat id");
+    for (i, stdin) in [(1, "What number did I say?"), (2, "Doubled?")] {
+        assert_eq!(resume_id(&turns[i]).as_deref(), Some(chat.as_str()), "turn {i} continued the same chat");
+        assert_eq!(turns[i]["stdin"], stdin, "only the new message: {}", turns[i]);
+    }
+}

@@ -99,6 +99,27 @@ fn token_counts_arrive_when_the_cli_reports_them_and_only_then() {
     }
 }
 
+/// Reasoning tokens reach the client where the agent counts them (ACP's `thoughtTokens`), for the
+/// `usage` part's `completion_tokens_details.reasoning_tokens`; print mode's result has no such count.
+#[test]
+fn reasoning_tokens_arrive_where_the_agent_counts_them() {
+    let dir = TestDir::new();
+    let mut s = Launch::new(&dir).env("CURSOR_DOUBLE_ACP_PROMPT_USAGE", "tokens").start();
+    s.initialize(&dir, json!({}));
+    let thinking = "Sixteen chars!!!".repeat(4);
+    let prompt = directed("think", json!({"thinking": thinking, "answer": "done"}));
+    let (_, r) = s.chat(send("t1", "sonnet-5-thinking", "ask", json!([user(&prompt)])));
+    let usage = &r["result"]["usage"];
+    if acp() {
+        assert_eq!(usage["reasoningTokens"], 16, "64 characters of reasoning: {r}");
+    } else {
+        assert!(usage["inputTokens"].is_u64() && usage.get("reasoningTokens").is_none(), "{r}");
+    }
+    let plain = directed("no thinking", json!({"answer": "done"}));
+    let (_, r) = s.chat(send("t2", "auto", "ask", json!([user(&plain)])));
+    assert!(r["result"]["usage"].get("reasoningTokens").is_none(), "no reasoning, no count: {r}");
+}
+
 #[test]
 fn thinking_arrives_before_the_answer_and_is_closed() {
     let dir = TestDir::new();

@@ -27,6 +27,16 @@ const SLOW = { chunkChars: 2, deltaDelayMs: 100 }; // ~10 s for the long answers
 const LONG_ANSWER = 'This answer streams slowly so that it can be interrupted halfway through. '.repeat(3);
 
 const directive = (scenario) => `[[double:${JSON.stringify(scenario)}]]`;
+
+// The Copilot harness emulation (docs/vscode-provider.md §16): its bridge's tools include Responses
+// custom tools as `{input: string}` functions.
+const HARNESS_PATCH = '*** Begin Patch\n*** Add File: NOTES.md\n+hi\n*** End Patch\n';
+const HARNESS_INSTRUCTIONS = 'You are the GitHub Copilot CLI agent, running in VS Code (e2e emulation of the Copilot harness).';
+const HARNESS_TOOLS = [
+  { name: 'apply_patch', description: 'Apply a patch (V4A diff)', inputSchema: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } },
+  { name: 'view', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+  { name: 'bash', description: 'Run a shell command', inputSchema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } },
+];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 exports.activate = function activate() {
@@ -283,6 +293,52 @@ async function runSteps(result, write) {
     s.historyParts = assistantTurn(first).content.map((p) => describePart(p).kind);
     const messages = [vscode.LanguageModelChatMessage.User(firstPrompt), assistantTurn(first), vscode.LanguageModelChatMessage.User(second)];
     Object.assign(s, summary(await collect(await model.sendRequest(messages, {}))));
+  });
+
+  // VS Code's Copilot harness, as its bridge calls a provider (docs/vscode-provider.md §16): no
+  // conversation id, System instructions (role 3, proposed API), the client's tools; a follow-up
+  // with `previous_response_id` is the previous answer's marker, the instructions and only what is
+  // new (a tool round: the result alone). Copilot's tools are on for it (`cursorBridge.tools`).
+  await step('harness', 150_000, async (s) => {
+    const config = () => vscode.workspace.getConfiguration('cursorBridge');
+    const before = config().inspect('tools').globalValue;
+    await config().update('tools', 'copilot', vscode.ConfigurationTarget.Global);
+    await waitFor('cursorBridge.tools to read copilot', 10_000, () => config().get('tools') === 'copilot');
+    try {
+      const system = () => new vscode.LanguageModelChatMessage(3, HARNESS_INSTRUCTIONS);
+      const user = (content) => vscode.LanguageModelChatMessage.User(content);
+      const options = { modelOptions: {}, tools: HARNESS_TOOLS };
+      const ask = async (name, messages) => {
+        const got = await collect(await model.sendRequest(messages, options));
+        s[name] = summary(got);
+        if (got.error) throw new Error(`${name}: ${got.error.message}`);
+        return got;
+      };
+      /** The previous answer's marker alone, as the bridge turns `previous_response_id` into it. */
+      const previous = (answer) => {
+        const marker = answer.raw.find((p) => typeof vscode.LanguageModelDataPart === 'function' && p instanceof vscode.LanguageModelDataPart && p.mimeType === 'stateful_marker');
+        if (!marker) throw new Error('an answer without a stateful_marker');
+        return vscode.LanguageModelChatMessage.Assistant([marker]);
+      };
+      s.prompts = {
+        one: `e2e-api harness-one: add NOTES.md ${directive({ toolScript: [{ say: 'Patching.', call: [{ name: 'apply_patch', arguments: { input: HARNESS_PATCH } }] }] })}`,
+        three: `e2e-api harness-three: what did you add? ${directive({ answer: 'NOTES.md ✓' })}`,
+        four: `e2e-api harness-four: thanks ${directive({ answer: 'You are welcome ✓' })}`,
+      };
+      s.patch = HARNESS_PATCH;
+      const a1 = await ask('one', [system(), user(s.prompts.one)]);
+      const call = a1.raw.find((p) => p instanceof vscode.LanguageModelToolCallPart);
+      if (!call) throw new Error('the model called no tool');
+      s.call = { name: call.name, input: call.input, inputType: typeof (call.input && call.input.input) };
+      const result = new vscode.LanguageModelToolResultPart(call.callId, [new vscode.LanguageModelTextPart('Done! Added NOTES.md (e2e-harness-result)')]);
+      const a2 = await ask('two', [previous(a1), system(), user([result])]);
+      const a3 = await ask('three', [previous(a2), system(), user(s.prompts.three)]);
+      const trimmed = [previous(a3), system(), user(s.prompts.three), vscode.LanguageModelChatMessage.Assistant(a3.text), user(s.prompts.four)];
+      const a4 = await ask('four', trimmed);
+      s.markers = [a1, a2, a3, a4].map((a) => a.dataParts.filter((p) => p.mimeType === 'stateful_marker').map((p) => p.text).pop() ?? null);
+    } finally {
+      await config().update('tools', before, vscode.ConfigurationTarget.Global);
+    }
   });
 
   await step('cancel', 60_000, async (s) => {

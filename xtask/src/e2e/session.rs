@@ -33,6 +33,9 @@ pub const LOGS: &[(&str, &str)] = &[
     ("screenshots", "screenshots/"),
 ];
 
+/// The e2e consumer extension (`vscode-client/e2e/consumer/package.json`: publisher.name).
+const CONSUMER_ID: &str = "cursor-bridge-e2e.cursor-bridge-e2e-consumer";
+
 pub struct Plan {
     pub root: PathBuf,
     pub run_dir: PathBuf,
@@ -201,6 +204,8 @@ pub fn run(plan: &Plan) -> Result<bool> {
         .arg(format!("127.0.0.1:{port}"))
         .args(["--auth", "none", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust"])
         .arg("--disable-getting-started-override")
+        // The consumer emulates VS Code's Copilot harness, whose System messages are proposed API.
+        .args(["--enable-proposed-api", CONSUMER_ID])
         .arg(&d.workspace);
     env.apply(&mut server);
     server.env("CURSOR_BRIDGE_E2E_RUN", &run_name);

@@ -4,6 +4,7 @@ use super::*;
 use crate::backend::{Chat, Warm};
 use crate::engine::sessions::ClearScope;
 use crate::engine::Settings;
+use crate::vocab::{ChatMessage, Role};
 
 #[tokio::test(start_paused = true)]
 async fn a_follow_up_resumes_the_chat_and_sends_only_the_new_message() {
@@ -22,6 +23,47 @@ async fn a_follow_up_resumes_the_chat_and_sends_only_the_new_message() {
     let t = h.backend.turn(1);
     assert_eq!(t.chat, Chat::Resume("chat-1".into()));
     assert_eq!(t.prompt, "and then?");
+}
+
+/// VS Code's Copilot harness: no conversation id; a follow-up carries the marker of the previous
+/// answer (our session id), the system instructions and only what is new, or a trimmed transcript.
+#[tokio::test(start_paused = true)]
+async fn a_marker_continues_its_session_with_only_what_is_new_even_without_the_earlier_turns() {
+    let h = Harness::new(Settings::default());
+    let system = || ChatMessage::new(Role::System, "You are the harness's agent.");
+    let (_, first) = h.send(request(vec![system(), user("remember 42")])).await;
+    let session = first.unwrap().session_id;
+    let marked = |messages| TurnRequest { session_id: session.clone(), ..request(messages) };
+
+    let (events, second) = h.send(marked(vec![system(), user("what number?")])).await;
+    let second = second.unwrap();
+    assert!(second.resumed && !second.replayed, "{second:?}");
+    assert_eq!(second.session_id, session);
+    assert!(matches!(&events[0], Event::Session { resumed: true, replayed: false, .. }), "{events:?}");
+    assert_eq!(h.backend.turn(1).chat, Chat::Resume("chat-1".into()));
+    assert_eq!(h.backend.turn(1).prompt, "what number?", "only the new message is sent");
+
+    // A trimmed transcript: the newest turn and the new message.
+    let trimmed = vec![system(), user("what number?"), assistant("Echo: what number?"), user("and doubled?")];
+    let third = h.send(marked(trimmed)).await.1.unwrap();
+    assert!(third.resumed && third.session_id == session, "{third:?}");
+    assert_eq!(h.backend.turn(2).prompt, "and doubled?");
+
+    // The chat's whole history was kept: the full transcript, without the marker, still matches.
+    let full = vec![
+        system(),
+        user("remember 42"),
+        assistant("Echo: remember 42"),
+        user("what number?"),
+        assistant("Echo: what number?"),
+        user("and doubled?"),
+        assistant("Echo: and doubled?"),
+        user("thanks"),
+    ];
+    let fourth = h.send(request(full)).await.1.unwrap();
+    assert!(fourth.resumed && fourth.session_id == session, "{fourth:?}");
+    assert_eq!(h.backend.turn(3).prompt, "thanks");
+    assert_eq!(h.backend.turn_count(), 4);
 }
 
 #[tokio::test(start_paused = true)]

@@ -105,6 +105,40 @@ async fn results_continue_the_same_chat_with_only_the_results() {
     assert!(text_of(&events).contains("successfully edited"), "the model saw the result");
 }
 
+/// VS Code's Copilot harness continues a tool round with the marker of the reply that made the
+/// calls and the results alone: no conversation id, no request, no calls.
+#[tokio::test(start_paused = true)]
+async fn results_alone_under_a_marker_continue_the_chat_that_made_the_calls() {
+    let h = Harness::new(Settings::default());
+    let system = || ChatMessage::new(crate::vocab::Role::System, "You are the harness's agent.");
+    let no_id = |messages| with_tools(request(messages), ToolChoice::Auto, true);
+    // (The scripted model reads its script at the start of the prompt: no system message here.)
+    let (events, first) = h.send(no_id(vec![user(CREATE)])).await;
+    let first = first.unwrap();
+    assert!(first.tool_calls);
+    let call_id = calls_of(&events)[0].call_id.clone();
+    let mut results = user("");
+    results.tool_results =
+        vec![ToolResult { call_id: call_id.clone(), name: None, content: "created /w/a.txt".into(), is_error: false }];
+    let marked = |messages| TurnRequest { session_id: first.session_id.clone(), ..no_id(messages) };
+    let (events, second) = h.send(marked(vec![system(), results])).await;
+    let second = second.unwrap();
+    assert!(second.resumed && !second.replayed && second.session_id == first.session_id, "{second:?}");
+    let t = h.backend.turn(1);
+    assert_eq!(t.chat, Chat::Resume("chat-1".into()));
+    assert!(t.prompt.starts_with(&format!("TOOL_RESULT (call_id={call_id}")), "only the results: {}", t.prompt);
+    assert!(text_of(&events).contains("created /w/a.txt"), "the model saw the result");
+    // The next request, marker and new message only, continues the same chat.
+    let third = h.send(marked(vec![system(), user("and now?")])).await.1.unwrap();
+    assert!(third.resumed && third.session_id == first.session_id, "{third:?}");
+    assert_eq!(h.backend.turn(2).prompt, "and now?");
+    // Results alone are a tool round's and nothing else's.
+    let mut stray = user("");
+    stray.tool_results = vec![ToolResult { call_id, name: None, content: "x".into(), is_error: false }];
+    let e = h.send(TurnRequest { session_id: first.session_id.clone(), ..request(vec![stray]) }).await.1.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidParams);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_tool_round_whose_chat_is_gone_is_rebuilt_from_the_transcript() {
     let h = Harness::new(Settings::default());

@@ -50,6 +50,10 @@ impl<'a> Turn<'a> {
         };
         let place = engine.placement_of(req, tools)?;
         let conversation = Conversation::parse(&req.messages)?;
+        if !conversation.has_request() && matches!(tools, ClientTools::None) {
+            // Results alone continue a tool round of the client's tools, and nothing else.
+            return Err(BridgeError::invalid_params("`messages` has no user message"));
+        }
         // A missing agent is said before anything else happens.
         engine.backend.locate().await?;
         let activity = Activity::new();
@@ -110,6 +114,11 @@ impl<'a> Turn<'a> {
             match self.engine.parking.take(&self.owner, &ids) {
                 parked::Taken::Parked(p) => {
                     self.plan = Plan { continuing: true, resumed: true, replayed: false, ..p.state.plan.clone() };
+                    // What the chat has seen up to the calls, which results that come alone (under
+                    // a marker) do not repeat.
+                    if let Some(session) = self.plan.session.as_mut() {
+                        (session.requests, session.answers) = (p.state.requests.clone(), p.state.answers.clone());
+                    }
                     self.workspace = p.state.workspace.clone();
                     continued = Some(Continued { parked: p, results, set });
                 }

@@ -102,12 +102,9 @@ impl Turn<'_> {
             ClientTools::Prompt(set) => self.described.get_or_init(|| set.describe()).fingerprint,
             ClientTools::None | ClientTools::Hosted(_) => 0,
         };
-        let conversation = &self.conversation;
-        session.requests = conversation.history_hashes();
-        session.requests.push(conversation.new_request_hash());
-        session.answers =
-            if self.plan.continuing { conversation.all_answer_hashes() } else { conversation.answer_hashes() };
-        session.answers.extend(answer);
+        let (requests, mut answers) = self.conversation.seen_after(Some(&session), self.plan.continuing);
+        answers.extend(answer);
+        (session.requests, session.answers) = (requests, answers);
         Some(self.engine.record(session, &self.plan, end, &self.workspace).await)
     }
 
@@ -119,14 +116,7 @@ impl Turn<'_> {
         if let Some(i) = self.incomplete.as_mut() {
             i.disarm();
         }
-        let conversation = &self.conversation;
-        let (requests, mut answers) = if self.plan.continuing {
-            (conversation.all_request_hashes(), conversation.all_answer_hashes())
-        } else {
-            let mut requests = conversation.history_hashes();
-            requests.push(conversation.new_request_hash());
-            (requests, conversation.answer_hashes())
-        };
+        let (requests, mut answers) = self.conversation.seen_after(self.plan.session.as_ref(), self.plan.continuing);
         answers.extend(self.sink.answer_hash());
         let session_id = self.plan.session.as_ref().map(|s| s.id.clone());
         let (resumed, replayed) = (self.plan.resumed, self.plan.replayed);

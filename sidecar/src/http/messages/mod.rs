@@ -203,7 +203,13 @@ mod tests {
     #[test]
     fn usage_is_the_clis_or_a_marked_estimate() {
         let u = usage_object(
-            Some(Usage { input_tokens: 3, output_tokens: 2, cache_read_tokens: 10, cache_write_tokens: 1 }),
+            Some(Usage {
+                input_tokens: 3,
+                output_tokens: 2,
+                cache_read_tokens: 10,
+                cache_write_tokens: 1,
+                reasoning_tokens: None,
+            }),
             99,
             99,
         );

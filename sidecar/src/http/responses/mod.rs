@@ -286,7 +286,13 @@ mod tests {
 
     #[test]
     fn usage_counts_cached_input_as_input() {
-        let cli = Usage { input_tokens: 10, output_tokens: 5, cache_read_tokens: 100, cache_write_tokens: 1 };
+        let cli = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: 100,
+            cache_write_tokens: 1,
+            reasoning_tokens: None,
+        };
         let u = usage_object(core::counted(Some(cli), 0, 0));
         assert!(u.get("estimated").is_none());
         assert_eq!(usage_object(core::counted(None, 7, 2))["estimated"], true);

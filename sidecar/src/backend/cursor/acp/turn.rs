@@ -529,5 +529,6 @@ fn usage_of(v: &Value) -> Option<crate::vocab::Usage> {
         output_tokens: output,
         cache_read_tokens: cached,
         cache_write_tokens: written,
+        reasoning_tokens: n(&["thoughtTokens", "thought_tokens"]),
     })
 }

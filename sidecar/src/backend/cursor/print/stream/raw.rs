@@ -484,6 +484,8 @@ impl From<UsageWire> for Usage {
             output_tokens: pick(wire.output_tokens, wire.output_tokens_snake),
             cache_read_tokens: pick(wire.cache_read_tokens, wire.cache_read_tokens_snake),
             cache_write_tokens: pick(wire.cache_write_tokens, wire.cache_write_tokens_snake),
+            // Print mode's result event has no such count.
+            reasoning_tokens: None,
         }
     }
 }
