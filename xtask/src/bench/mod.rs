@@ -32,7 +32,7 @@ use anyhow::{bail, Context, Result};
 
 use report::{loadavg, Report, Row};
 use scenarios::{
-    client_tools, concurrency, first_delta, footprint, model_picker, new_conversation, parser, sizes, streaming,
+    client_tools, concurrency, first_delta, footprint, model_picker, new_conversation, parser, sizes, streaming, tails,
     warm_backend,
 };
 
@@ -85,6 +85,9 @@ impl Plan {
 /// Comma-separated section names: measure only those (for working on one figure).
 const ONLY: &str = "CURSOR_BRIDGE_BENCH_ONLY";
 
+/// A sidecar binary to measure instead of the release build (the double is still built).
+const BRIDGE: &str = "CURSOR_BRIDGE_BENCH_BRIDGE";
+
 /// Set in the optimized re-run (see [`run`]) so it never re-runs itself again.
 const OPTIMIZED_RUN: &str = "CURSOR_BRIDGE_BENCH_OPTIMIZED";
 
@@ -127,8 +130,9 @@ pub fn run(root: &Path, smoke: bool) -> Result<()> {
         .filter(|v| !v.trim().is_empty())
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
     type Section = fn(&Ctx) -> Result<Vec<Row>>;
-    let sections: [(&str, Section); 10] = [
+    let sections: [(&str, Section); 11] = [
         ("first-delta", first_delta::measure),
+        ("tails", tails::measure),
         ("streaming", streaming::measure),
         ("parser", parser::measure),
         ("new-conversation", new_conversation::measure),
@@ -213,8 +217,13 @@ fn build(root: &Path, target_dir: &Path) -> Result<Bins> {
         bail!("cargo build --release -p cursor-bridge -p cli-double failed ({status})");
     }
     let exe = std::env::consts::EXE_SUFFIX;
+    // Another build of the sidecar to measure (an A/B comparison with an earlier commit's).
+    let other = std::env::var_os(BRIDGE).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(p) = &other {
+        eprintln!("bench: measuring the sidecar {} ({BRIDGE})", p.display());
+    }
     let bins = Bins {
-        bridge: target_dir.join("release").join(format!("cursor-bridge{exe}")),
+        bridge: other.unwrap_or_else(|| target_dir.join("release").join(format!("cursor-bridge{exe}"))),
         double: target_dir.join("release").join(format!("cursor-agent-double{exe}")),
     };
     for p in [&bins.bridge, &bins.double] {

@@ -13,6 +13,7 @@ use super::ONLY;
 pub enum Unit {
     Ms,
     MiB,
+    KiB,
     MBps,
     PerSec,
 }
@@ -26,6 +27,7 @@ impl Unit {
         match self {
             Unit::Ms => "ms",
             Unit::MiB => "MiB",
+            Unit::KiB => "KiB",
             Unit::MBps => "MB/s",
             Unit::PerSec => "/s",
         }
@@ -40,6 +42,7 @@ impl Unit {
             Unit::Ms if x.abs() < 100.0 => format!("{x:.1}"),
             Unit::Ms => format!("{x:.0}"),
             Unit::MiB => format!("{x:.2}"),
+            Unit::KiB => format!("{x:.0}"),
             Unit::MBps => format!("{x:.1}"),
             Unit::PerSec => format!("{:.0}k", x / 1e3),
         };
@@ -51,17 +54,24 @@ pub struct Target {
     text: &'static str,
     below: Option<f64>,
     at_least: Option<f64>,
+    /// The target is on the p95, not the median (a tail that must stay short).
+    on_p95: bool,
 }
 
 impl Target {
     pub fn below(x: f64, text: &'static str) -> Target {
-        Target { text, below: Some(x), at_least: None }
+        Target { text, below: Some(x), at_least: None, on_p95: false }
     }
     pub fn at_least(x: f64, text: &'static str) -> Target {
-        Target { text, below: None, at_least: Some(x) }
+        Target { text, below: None, at_least: Some(x), on_p95: false }
     }
-    fn holds(&self, median: f64) -> bool {
-        median.is_finite() && self.below.is_none_or(|b| median <= b) && self.at_least.is_none_or(|a| median >= a)
+    /// The p95 at most `x`.
+    pub fn p95_below(x: f64, text: &'static str) -> Target {
+        Target { text, below: Some(x), at_least: None, on_p95: true }
+    }
+    fn holds(&self, stat: &Stat) -> bool {
+        let v = if self.on_p95 { stat.p95 } else { stat.median };
+        v.is_finite() && self.below.is_none_or(|b| v <= b) && self.at_least.is_none_or(|a| v >= a)
     }
 }
 
@@ -104,7 +114,7 @@ impl Row {
     }
 
     pub fn target(mut self, t: Target) -> Row {
-        self.pass = Some(t.holds(self.stat.median));
+        self.pass = Some(t.holds(&self.stat));
         self.target = Some(t);
         self
     }
@@ -116,20 +126,21 @@ impl Row {
 
     fn cells(&self) -> Vec<String> {
         let u = self.unit;
-        let (median, p95) = match self.missing {
-            Some(why) => (why.to_string(), "—".to_string()),
-            None if self.stat.n <= 1 => (u.fmt(self.stat.median), "—".into()),
-            None => (u.fmt(self.stat.median), u.fmt(self.stat.p95)),
+        let (median, p95, p99) = match self.missing {
+            Some(why) => (why.to_string(), "—".to_string(), "—".to_string()),
+            None if self.stat.n <= 1 => (u.fmt(self.stat.median), "—".into(), "—".into()),
+            None => (u.fmt(self.stat.median), u.fmt(self.stat.p95), u.fmt(self.stat.p99)),
         };
         let reference = match &self.reference {
             None => "—".into(),
             Some((label, _, s)) if s.n <= 1 => format!("{label}: {}", u.fmt(s.median)),
-            Some((label, _, s)) => format!("{label}: {} / {}", u.fmt(s.median), u.fmt(s.p95)),
+            Some((label, _, s)) => format!("{label}: {} / {} / {}", u.fmt(s.median), u.fmt(s.p95), u.fmt(s.p99)),
         };
         vec![
             self.figure.clone(),
             median,
             p95,
+            p99,
             reference,
             self.target.as_ref().map_or("—".into(), |t| t.text.to_string()),
             match self.pass {
@@ -157,10 +168,11 @@ pub struct Report {
 impl Report {
     /// The table as Markdown with padded columns (readable on a terminal too).
     pub fn table(&self) -> String {
-        let header: Vec<String> = ["Figure", "Median", "p95", "Reference (median / p95)", "Target", "Result", "n"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let header: Vec<String> =
+            ["Figure", "Median", "p95", "p99", "Reference (median / p95 / p99)", "Target", "Result", "n"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
         let mut lines: Vec<Vec<String>> = vec![header];
         lines.extend(self.rows.iter().map(Row::cells));
         let widths: Vec<usize> =
@@ -198,7 +210,7 @@ impl Report {
         );
         md.push_str(table);
         md.push_str("\n## Notes\n\n");
-        md.push_str("- p95 is the 95th percentile of the samples (nearest rank); for rates (deltas/s, MB/s) it is the slow end, the 5th percentile. `n` is the number of samples.\n");
+        md.push_str("- p95 and p99 are the 95th and 99th percentiles of the samples (nearest rank); for rates (deltas/s, MB/s) they are the slow end, the 5th and 1st percentiles. With fewer than 100 samples p99 is the worst or next-to-worst sample. `n` is the number of samples.\n");
         for r in &self.rows {
             if let Some(note) = &r.note {
                 let _ = writeln!(md, "- **{}**: {note}", r.figure);
@@ -208,7 +220,7 @@ impl Report {
     }
 
     pub fn json(&self) -> Value {
-        let stat = |s: &Stat| json!({"median": finite(s.median), "p95": finite(s.p95), "n": s.n});
+        let stat = |s: &Stat| json!({"median": finite(s.median), "p95": finite(s.p95), "p99": finite(s.p99), "n": s.n});
         let rows: Vec<Value> = self
             .rows
             .iter()
@@ -225,7 +237,11 @@ impl Report {
                         "value": stat(s),
                         "samples": samples.iter().map(|x| finite(*x)).collect::<Vec<_>>(),
                     })),
-                    "target": r.target.as_ref().map(|t| json!({"text": t.text, "medianAtMost": t.below, "medianAtLeast": t.at_least})),
+                    "target": r.target.as_ref().map(|t| if t.on_p95 {
+                        json!({"text": t.text, "p95AtMost": t.below})
+                    } else {
+                        json!({"text": t.text, "medianAtMost": t.below, "medianAtLeast": t.at_least})
+                    }),
                     "pass": r.pass,
                     "note": r.note,
                 })

@@ -268,6 +268,89 @@ impl Sidecar {
     }
 }
 
+impl Sidecar {
+    /// Start `streaming` (a long answer), and once its first text arrived send `new`: the trace of
+    /// `new` (its `sent` is when it was sent), with `streaming` still going when `new`'s first text
+    /// came (an error otherwise: the figure would not be what it says).
+    pub fn turn_while_streaming(
+        &mut self,
+        streaming: (&str, &str, Vec<Value>),
+        new: (&str, &str, Vec<Value>),
+        timeout: Duration,
+    ) -> Result<TurnTrace> {
+        let body = |(turn, conv, messages): (&str, &str, Vec<Value>)| json!({"turnId": turn, "model": "auto", "mode": "agent", "conversationId": conv, "messages": messages});
+        let (a_turn, b_turn) = (streaming.0.to_string(), new.0.to_string());
+        let (a_id, a_sent) = self.conn.request("chat/send", body(streaming))?;
+        let deadline = a_sent + timeout;
+        let mut b_body = Some(body(new));
+        let mut b_id = None;
+        let mut a_done = false;
+        let mut trace: Option<TurnTrace> = None;
+        loop {
+            let m = self.recv(deadline)?;
+            match m.message {
+                Kind::Text { turn, .. } if turn == a_turn && b_body.is_some() => {
+                    let (id, sent) = self.conn.request("chat/send", b_body.take().unwrap_or_default())?;
+                    b_id = Some(id);
+                    trace = Some(TurnTrace {
+                        sent,
+                        first_text: None,
+                        last_text: None,
+                        deltas: 0,
+                        delta_frame_bytes: 0,
+                        text: String::new(),
+                        answered: sent,
+                        result: Value::Null,
+                        first_tool_call: None,
+                        tool_calls: Vec::new(),
+                    });
+                }
+                Kind::Text { turn, text } if turn == b_turn => {
+                    if let Some(t) = trace.as_mut() {
+                        if t.first_text.is_none() && a_done {
+                            bail!("the streaming turn ended before the new conversation's first text");
+                        }
+                        t.first_text.get_or_insert(m.at);
+                        t.last_text = Some(m.at);
+                        t.deltas += 1;
+                        t.text.push_str(&text);
+                    }
+                }
+                Kind::Response { id: Some(got), outcome } if got == a_id => {
+                    if let Err(e) = outcome {
+                        bail!("chat/send {a_turn} failed: {e}");
+                    }
+                    if b_id.is_none() {
+                        bail!("the streaming turn ended before any text");
+                    }
+                    a_done = true;
+                }
+                Kind::Response { id: Some(got), outcome } if Some(got) == b_id => {
+                    let mut t = trace.take().unwrap_or_else(|| unreachable!("b was sent"));
+                    t.answered = m.at;
+                    t.result = match outcome {
+                        Ok(result) => result,
+                        Err(e) => bail!("chat/send {b_turn} failed: {e}"),
+                    };
+                    if t.first_text.is_some() && !a_done {
+                        // Let the stream finish so the next iteration starts quiet.
+                        loop {
+                            let m = self.recv(deadline)?;
+                            if let Kind::Response { id: Some(got), .. } = m.message {
+                                if got == a_id {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    return Ok(t);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 impl Drop for Sidecar {
     /// End of input makes the sidecar stop every CLI process and exit; kill it if it does not.
     fn drop(&mut self) {

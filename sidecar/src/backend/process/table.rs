@@ -21,7 +21,7 @@ pub(super) struct Proc {
 }
 
 #[cfg(target_os = "linux")]
-pub(super) use linux::{proc_table, read_proc};
+pub(super) use linux::{own_children, proc_table, read_proc};
 #[cfg(target_os = "macos")]
 pub(super) use macos::{proc_table, read_proc};
 
@@ -57,6 +57,24 @@ mod linux {
             .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
             .filter_map(read_proc)
             .collect()
+    }
+
+    /// This process's children, from the kernel's list of each of its threads
+    /// (`/proc/self/task/<tid>/children`): a few small reads, where [`proc_table`] reads every
+    /// process on the machine. `None` when the kernel keeps no such lists (built without
+    /// `CONFIG_PROC_CHILDREN`) or one cannot be read.
+    pub fn own_children() -> Option<Vec<u32>> {
+        let mut out = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            match std::fs::read_to_string(task.path().join("children")) {
+                Ok(list) => out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok())),
+                // A thread that ended since the listing has no list, and no children.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && task.path().exists() => return None,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => return None,
+            }
+        }
+        Some(out)
     }
 
     #[test]
@@ -123,6 +141,12 @@ pub(super) fn read_proc(_pid: u32) -> Option<Proc> {
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(super) fn proc_table() -> Vec<Proc> {
     Vec::new()
+}
+
+/// Only Linux lists a process's children cheaply; elsewhere the sweep reads the table.
+#[cfg(not(target_os = "linux"))]
+pub(super) fn own_children() -> Option<Vec<u32>> {
+    None
 }
 
 /// All descendants of `pid` in `table`, found through parent links.

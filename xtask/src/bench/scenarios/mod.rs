@@ -9,4 +9,5 @@ pub mod new_conversation;
 pub mod parser;
 pub mod sizes;
 pub mod streaming;
+pub mod tails;
 pub mod warm_backend;

@@ -6,8 +6,14 @@
 //! The slot a turn emptied is refilled once that turn's CLI is done (or the turn was dropped), not
 //! when the id is taken: `create-chat` is a second CLI process, and started next to the turn's own
 //! it competes with that one's start-up and first words.
+//!
+//! A turn waits only for the warm-up fetch (the one `initialize` starts), never for a refill: a
+//! new conversation sent while the previous one's refill still runs (two new conversations within
+//! one `create-chat`, a second with the real CLI) goes on at once without an id. Waiting for that
+//! refill was the tail of a new conversation's first word (issue 26: the rest of a `create-chat`
+//! process, tens of ms with a quick CLI, up to its whole start-up with a slow one).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,6 +40,8 @@ const TAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 pub struct ChatIdCache {
     slots: Mutex<HashMap<PathBuf, Slot>>,
     refills: Mutex<JoinSet<()>>,
+    /// The workspaces whose slot a refill is filling (not the warm-up): a turn does not wait for it.
+    refilling: Arc<Mutex<HashSet<PathBuf>>>,
     /// Set by [`ChatIdCache::stop`]: no fetch starts after it (its process would outlive the
     /// sidecar's last sweep).
     stopped: AtomicBool,
@@ -67,21 +75,56 @@ impl ChatIdCache {
         lock(&self.slots).entry(workspace.to_path_buf()).or_default().clone()
     }
 
-    /// A fresh chat id for `workspace`: the prefetched one, or the one a fetch in progress is
-    /// about to bring, waited for at most [`TAKE_WAIT`] (`create-chat` can hang, and a turn must
-    /// not hang with it; without an id the CLI creates the chat itself and says its id). An empty
-    /// slot with no fetch running gives `None` at once. The [`Refill`] fills the slot again; start
+    /// A fresh chat id for `workspace`: the prefetched one, or the one the warm-up fetch is about
+    /// to bring, waited for at most [`TAKE_WAIT`] (`create-chat` can hang, and a turn must not
+    /// hang with it; without an id the CLI creates the chat itself and says its id). An empty
+    /// slot with no fetch running, or with a refill running, gives `None` at once. The [`Refill`] fills the slot again; start
     /// (or drop) it when the turn's CLI is done. Folders that were never warmed up (one per HTTP
     /// conversation, say) have no slot: no wait, no fetches.
     pub async fn take(&self, cli: &CliCommand, env: ChildEnv, workspace: &Path) -> (Option<String>, Refill<'_>) {
+        self.take_or_wait(cli, env, workspace, false).await
+    }
+
+    /// [`ChatIdCache::take`] for work off a turn's path (a fresh spare started in the background):
+    /// a refill in progress is waited for too, as long as a warm-up would be.
+    pub async fn take_waiting(
+        &self,
+        cli: &CliCommand,
+        env: ChildEnv,
+        workspace: &Path,
+    ) -> (Option<String>, Refill<'_>) {
+        self.take_or_wait(cli, env, workspace, true).await
+    }
+
+    async fn take_or_wait(
+        &self,
+        cli: &CliCommand,
+        env: ChildEnv,
+        workspace: &Path,
+        wait_for_refill: bool,
+    ) -> (Option<String>, Refill<'_>) {
         let Some(slot) = lock(&self.slots).get(workspace).cloned() else {
             return (None, Refill { cache: self, due: None });
         };
-        let id = match tokio::time::timeout(TAKE_WAIT, slot.lock()).await {
+        let id = match slot.try_lock() {
             Ok(mut ready) => ready.take(),
-            Err(_) => {
-                tracing::debug!("no chat id ready in time; the CLI creates the chat");
+            Err(_) if !wait_for_refill && lock(&self.refilling).contains(workspace) => {
+                tracing::debug!("a refill of the chat id is still running; the CLI creates this chat");
                 None
+            }
+            Err(_) => {
+                let waiting = std::time::Instant::now();
+                match tokio::time::timeout(TAKE_WAIT, slot.lock()).await {
+                    Ok(mut ready) => {
+                        let waited_ms = waiting.elapsed().as_secs_f64() * 1e3;
+                        tracing::debug!(waited_ms, "waited for a chat id being fetched");
+                        ready.take()
+                    }
+                    Err(_) => {
+                        tracing::debug!("no chat id ready in time; the CLI creates the chat");
+                        None
+                    }
+                }
             }
         };
         (id, Refill { cache: self, due: Some((cli.clone(), env, workspace.to_path_buf())) })
@@ -106,14 +149,24 @@ impl ChatIdCache {
         if ready.is_some() {
             return;
         }
+        let refilling = self.refilling.clone();
+        if delay.is_none() {
+            lock(&refilling).insert(workspace.clone());
+        }
         let mut refills = lock(&self.refills);
         while refills.try_join_next().is_some() {}
         refills.spawn_on(
             async move {
+                // Off the list however the task ends (an abort at stop drops it mid-fetch).
+                let _listed = crate::util::sync::OnDrop(|| {
+                    lock(&refilling).remove(&workspace);
+                });
                 if let Some(delay) = delay {
                     tokio::time::sleep(delay).await;
                 }
                 *ready = fetch(&cli, &env, &workspace).await;
+                // Ready before it is off the list: a turn in between finds the id, not a wait.
+                drop(ready);
             },
             &runtime,
         );
@@ -154,7 +207,7 @@ mod tests {
 
     /// `take` without waiting: time is paused and nothing runs, so any wait for the slot would
     /// run into the 1 ms timeout at once instead of passing unnoticed.
-    async fn take_at_once(cache: &ChatIdCache, cli: &CliCommand, ws: &Path) -> Option<String> {
+    async fn try_take<'a>(cache: &'a ChatIdCache, cli: &CliCommand, ws: &Path) -> (Option<String>, Refill<'a>) {
         tokio::time::pause();
         let taken = tokio::time::timeout(
             Duration::from_millis(1),
@@ -162,9 +215,26 @@ mod tests {
         )
         .await;
         tokio::time::resume();
-        let (id, refill) = taken.expect("the turn waited although no fetch was running");
+        taken.expect("the turn waited for a chat id")
+    }
+
+    async fn take_at_once(cache: &ChatIdCache, cli: &CliCommand, ws: &Path) -> Option<String> {
+        let (id, refill) = try_take(cache, cli, ws).await;
         std::mem::forget(refill); // this one is not the turn under test
         id
+    }
+
+    /// The id once the fetch in progress has brought it (each try without waiting).
+    async fn take_when_ready<'a>(cache: &'a ChatIdCache, cli: &CliCommand, ws: &Path) -> (Option<String>, Refill<'a>) {
+        for _ in 0..2000 {
+            let (id, refill) = try_take(cache, cli, ws).await;
+            if id.is_some() {
+                return (id, refill);
+            }
+            std::mem::forget(refill);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("no chat id within 10 s");
     }
 
     #[tokio::test]
@@ -186,15 +256,18 @@ mod tests {
         assert_eq!(take_at_once(&cache, &cli, &ws).await, None);
         assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 1, "create-chat ran on the turn's path");
 
-        // The turn's CLI is done: the refill runs, and the next new conversation gets its id.
+        // The turn's CLI is done: the refill runs. A new conversation meanwhile does not wait for
+        // it (the rest of a create-chat was the tail of a new conversation's first word): it goes
+        // on at once without an id. Once the refill is done, the next one gets its id.
         refill.start();
         refill.start(); // once only
-        let (id, refill) = cache.take(&cli, child_env(None, &crate::backend::contract::EnvPolicy::Inherit), &ws).await;
+        assert_eq!(take_at_once(&cache, &cli, &ws).await, None, "the id came before the refill could run");
+        let (id, refill) = take_when_ready(&cache, &cli, &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0002"));
 
         // A turn refills when its Refill is dropped (its CLI done, or the turn failed or cancelled).
         drop(refill);
-        let (id, _refill) = cache.take(&cli, child_env(None, &crate::backend::contract::EnvPolicy::Inherit), &ws).await;
+        let (id, _refill) = take_when_ready(&cache, &cli, &ws).await;
         assert_eq!(id.as_deref(), Some("chat-0003"));
         assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 3, "one create-chat per refill");
     }

@@ -142,7 +142,8 @@ impl CursorPrint {
         self.spares.start(&self.command(&cli, &line(Some(&chat_id))), None);
         let Some(this) = self.me.upgrade().filter(|_| fresh) else { return };
         tokio::spawn(async move {
-            let (chat, mut refill) = this.chat_ids.take(&cli, this.cli.env(), &workspace).await;
+            // Off the turn's path: a refill in progress is worth waiting for here.
+            let (chat, mut refill) = this.chat_ids.take_waiting(&cli, this.cli.env(), &workspace).await;
             if let Some(chat) = chat {
                 let line = CommandLine { model: &model, mode, workspace: &workspace, resume: Some(&chat), unattended };
                 this.spares.start(&this.command(&cli, &line), Some(chat.clone()));
