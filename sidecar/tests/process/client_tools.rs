@@ -37,6 +37,11 @@ struct Expected {
     /// Tests that do not apply, and why.
     mcp_round_trip: Option<&'static str>,
     sessions_opened_ahead_with_tools: Option<&'static str>,
+    /// The client's tools are the agent's own (ACP, MCP): a result goes into the call still
+    /// waiting in the agent's turn, and a tool past the first 39 is reached through the
+    /// `call_tool` dispatcher. On the prompt protocol (print mode) a result is a new prompt of
+    /// the resumed chat, and every tool is described by its name.
+    hosted: bool,
 }
 
 const ON_PRINT: Expected = Expected {
@@ -49,6 +54,7 @@ const ON_PRINT: Expected = Expected {
     resumes_by_flag: true,
     mcp_round_trip: Some("the MCP path needs the ACP backend (print mode uses the prompt protocol)"),
     sessions_opened_ahead_with_tools: Some("sessions opened ahead with our MCP server are ACP's"),
+    hosted: false,
 };
 
 const ON_ACP: Expected = Expected {
@@ -58,6 +64,7 @@ const ON_ACP: Expected = Expected {
     resumes_by_flag: false,
     mcp_round_trip: None,
     sessions_opened_ahead_with_tools: None,
+    hosted: true,
 };
 
 fn expected() -> &'static Expected {
@@ -480,7 +487,7 @@ fn a_tool_round_under_a_marker_alone_continues_the_chat_that_made_the_call() {
     let last = records.last().expect("records");
     assert_eq!(prompt_of(last), "bye", "only the new message: {last}");
     assert_eq!(prompt_of(&records[records.len() - 2]), "thanks", "only the new message");
-    if acp() {
+    if expected().hosted {
         assert_eq!(records.len(), 3, "the result went into the waiting call, then one prompt each: {records:?}");
         assert_eq!(records[0]["sessionId"], records[1]["sessionId"], "the same ACP session");
     } else {
@@ -511,7 +518,7 @@ fn a_hundred_and_twenty_eight_tools_with_a_custom_one_reach_the_client_by_their_
             "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}})
     }));
     assert_eq!(tools.len(), 128);
-    let far = if acp() {
+    let far = if expected().hosted {
         json!({"name": "call_tool", "arguments": {"name": "tool_100", "arguments": {"q": "far"}}})
     } else {
         json!({"name": "tool_100", "arguments": {"q": "far"}})

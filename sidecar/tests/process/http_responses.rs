@@ -10,6 +10,20 @@ use serde_json::{json, Value};
 use crate::http_openai::{openai_venv, Server};
 use crate::support::*;
 
+/// How the backends differ in this file's tests.
+struct Expected {
+    /// The model each answered turn ran, as the CLI was told: print mode's `--model`, or on ACP
+    /// the SKU of the wire id the session store keeps per turn.
+    models_run: fn(&TestDir) -> Vec<String>,
+}
+
+const ON_PRINT: Expected = Expected { models_run: models_run_on_print };
+const ON_ACP: Expected = Expected { models_run: models_run_on_acp };
+
+fn expected() -> &'static Expected {
+    per_backend(&ON_PRINT, &ON_ACP)
+}
+
 #[test]
 fn the_openai_python_client_speaks_the_responses_api_to_serve() {
     let python = openai_venv().unwrap_or_else(|e| panic!("could not set up the openai package: {e}"));
@@ -44,14 +58,19 @@ fn the_openai_python_client_speaks_the_responses_api_to_serve() {
 /// The model each answered turn ran, as the CLI was told: print mode's `--model`, or on ACP the
 /// SKU of the wire id the session store keeps per turn.
 fn models_run(dir: &TestDir) -> Vec<String> {
-    if acp() {
-        let mut turns: Vec<Value> =
-            dir.acp_sessions().iter().flat_map(|s| s["turns"].as_array().cloned().unwrap_or_default()).collect();
-        turns.sort_by_key(|t| t["atMs"].as_u64());
-        // The SKU id before its parameters (`gpt-5.5-high[fast=false]`).
-        let id = |t: &Value| t["model"].as_str().unwrap_or_default().split('[').next().unwrap_or_default().to_string();
-        return turns.iter().map(id).collect();
-    }
+    (expected().models_run)(dir)
+}
+
+fn models_run_on_acp(dir: &TestDir) -> Vec<String> {
+    let mut turns: Vec<Value> =
+        dir.acp_sessions().iter().flat_map(|s| s["turns"].as_array().cloned().unwrap_or_default()).collect();
+    turns.sort_by_key(|t| t["atMs"].as_u64());
+    // The SKU id before its parameters (`gpt-5.5-high[fast=false]`).
+    let id = |t: &Value| t["model"].as_str().unwrap_or_default().split('[').next().unwrap_or_default().to_string();
+    turns.iter().map(id).collect()
+}
+
+fn models_run_on_print(dir: &TestDir) -> Vec<String> {
     dir.turn_records()
         .iter()
         .map(|r| {

@@ -30,6 +30,9 @@ struct Expected {
     counts_stdin_bytes: bool,
     /// `maxConcurrent: 2` over five turns.
     pool_limit: fn(&TestDir, Sidecar, Vec<u64>),
+    /// The agent counts the tokens it spent reasoning (ACP's `thoughtTokens`; print mode's result
+    /// event has no such count).
+    counts_reasoning: bool,
 }
 
 const ON_PRINT: Expected = Expected {
@@ -39,6 +42,7 @@ const ON_PRINT: Expected = Expected {
     force: force_on_print,
     counts_stdin_bytes: true,
     pool_limit: pool_on_print,
+    counts_reasoning: false,
 };
 
 const ON_ACP: Expected = Expected {
@@ -48,6 +52,7 @@ const ON_ACP: Expected = Expected {
     force: force_on_acp,
     counts_stdin_bytes: false,
     pool_limit: pool_on_acp,
+    counts_reasoning: true,
 };
 
 fn expected() -> &'static Expected {
@@ -110,7 +115,7 @@ fn reasoning_tokens_arrive_where_the_agent_counts_them() {
     let prompt = directed("think", json!({"thinking": thinking, "answer": "done"}));
     let (_, r) = s.chat(send("t1", "sonnet-5-thinking", "ask", json!([user(&prompt)])));
     let usage = &r["result"]["usage"];
-    if acp() {
+    if expected().counts_reasoning {
         assert_eq!(usage["reasoningTokens"], 16, "64 characters of reasoning: {r}");
     } else {
         assert!(usage["inputTokens"].is_u64() && usage.get("reasoningTokens").is_none(), "{r}");
