@@ -80,6 +80,7 @@ fn concurrent_records_never_interleave() {
 }
 
 /// Waits until the double has written its record (it is then past startup and stdin).
+#[cfg(unix)] // its callers signal the double
 fn wait_for_record(path: &std::path::Path) -> Json {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
