@@ -216,9 +216,16 @@ pub fn clippy_host() -> Result<()> {
 }
 
 /// check, then clippy with warnings denied, for every cross target; the first failure stops.
-pub fn run(root: &Path) -> Result<()> {
+/// `only`: just these targets (`cross-check --target <triple>`); each must be a cross target.
+pub fn run(root: &Path, only: &[String]) -> Result<()> {
     let started = Instant::now();
-    let targets = cross_targets(root)?;
+    let mut targets = cross_targets(root)?;
+    if !only.is_empty() {
+        if let Some(other) = only.iter().find(|t| !targets.contains(t)) {
+            bail!("`{other}` is not a cross-checked target; they are: {}", targets.join(", "));
+        }
+        targets.retain(|t| only.contains(t));
+    }
     clippy_host()?;
     let toolchain = ensure(root)?;
     for target in &targets {

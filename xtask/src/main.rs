@@ -42,7 +42,7 @@ Commands:
   test      lint the GitHub workflows, build the workspace and run every test (unit, integration,
             CLI double), then `conformance`, fuzzing and the VS Code extension's typecheck and unit
             tests (with `cross-check` beside them), the benchmark smoke run, then `e2e`
-  cross-check
+  cross-check [--target <triple>]
             cargo check and clippy (warnings denied) of the workspace for the Windows and macOS
             release targets, with Debian's rustc-web and its std source (set up once in target/cross),
             and the host's clippy (warnings denied)
@@ -78,7 +78,7 @@ fn run() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("lint-workflows") => workflows::check(&root),
-        Some("cross-check") => cross_check::run(&root),
+        Some("cross-check") => cross_check::run(&root, &target_arg(&args[1..])?.into_iter().collect::<Vec<_>>()),
         Some("dist") => dist(&target_arg(&args[1..])?).map(|_| ()),
         Some("install") => install(&target_arg(&args[1..])?),
         Some("e2e") => e2e::run(&root, &args[1..]),
@@ -388,12 +388,14 @@ fn dist(target: &Option<String>) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&server)?;
     std::fs::copy(&built, server.join(exe))?;
-    // Which platform this package is for: the extension compares it with the machine it runs on
-    // and says so when they differ (vscode-client/src/platform.ts).
-    std::fs::write(
-        server.join("platform.json"),
-        serde_json::to_string_pretty(&serde_json::json!({ "target": platform, "triple": triple }))? + "\n",
-    )?;
+    // Which platform this package is for, and on Linux gnu the oldest glibc it starts on: the
+    // extension compares them with the machine it runs on and says so when they do not fit
+    // (vscode-client/src/platform.ts).
+    let mut record = serde_json::json!({ "target": platform, "triple": triple });
+    if triple.ends_with("-linux-gnu") {
+        record["glibc"] = format!("{}.{}", glibc::GLIBC_FLOOR.0, glibc::GLIBC_FLOOR.1).into();
+    }
+    std::fs::write(server.join("platform.json"), serde_json::to_string_pretty(&record)? + "\n")?;
 
     npm_ci_if_needed()?;
     run_cmd(npm().args(["run", "build", "--workspace", "vscode-client"]))?;
