@@ -92,7 +92,7 @@ fn wait_for_record(path: &std::path::Path) -> Json {
     }
 }
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")] // its one caller reads /proc
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     unsafe { libc::kill(pid, 0) == 0 }
