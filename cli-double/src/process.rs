@@ -82,6 +82,7 @@ pub fn pgid() -> Option<u32> {
 /// `sleep` then has no living parent and is re-parented (to the nearest subreaper, the sidecar)
 /// while the double keeps running; it stays in the shell's process group (the double's, unless
 /// `escape`).
+#[cfg(unix)]
 pub const ENV_GRANDCHILD_VIA_SHELL: &str = "CURSOR_DOUBLE_GRANDCHILD_VIA_SHELL";
 
 /// Starts `sleep 600` as a child of the double (a grandchild of the sidecar) and returns its pid.

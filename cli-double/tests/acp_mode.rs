@@ -933,6 +933,8 @@ fn a_crash_mid_turn_exits_1_and_is_on_record() {
     assert_eq!(s(at(exit, &["acp", "sessions"]).unwrap()), format!(r#"["{sid}"]"#));
 }
 
+// SIGTERM is POSIX (Windows has no signals to record).
+#[cfg(unix)]
 #[test]
 fn eof_ends_the_process_even_mid_turn_and_sigterm_is_recorded() {
     let mut a = setup().spawn();

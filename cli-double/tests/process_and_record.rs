@@ -80,6 +80,7 @@ fn concurrent_records_never_interleave() {
 }
 
 /// Waits until the double has written its record (it is then past startup and stdin).
+#[cfg(unix)] // its callers signal the double
 fn wait_for_record(path: &std::path::Path) -> Json {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -91,7 +92,7 @@ fn wait_for_record(path: &std::path::Path) -> Json {
     }
 }
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")] // its one caller reads /proc
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     unsafe { libc::kill(pid, 0) == 0 }

@@ -155,7 +155,7 @@ fn aliased_references(module: &[String], text: &str) -> Vec<Vec<String>> {
         let Some(used) = line.trim_start().trim_start_matches("pub ").strip_prefix("use ") else { continue };
         let used = used.trim_end().trim_end_matches(';');
         let name = if let Some((head, group)) = used.split_once("::{") {
-            if !group.split(|c| c == ',' || c == '}').any(|m| m.trim() == "self") {
+            if !group.split([',', '}']).any(|m| m.trim() == "self") {
                 continue;
             }
             head.rsplit("::").next().unwrap_or("")

@@ -26,6 +26,21 @@ export interface PlatformFacts {
   translated: boolean;
   /** The VS Code target the bundled sidecar was built for (server/platform.json); undefined when unknown. */
   bundledTarget?: string;
+  /** Linux: the glibc this machine runs (Node's `glibcVersionRuntime`), e.g. "2.31". */
+  glibcRuntime?: string;
+  /** Linux: the oldest glibc the bundled sidecar starts on (server/platform.json, "2.28"). */
+  glibcNeeded?: string;
+}
+
+/** Compare dotted versions ("2.28" < "2.31"); missing parts count as 0. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split('.').map((n) => Number.parseInt(n, 10) || 0);
+  const pb = b.split('.').map((n) => Number.parseInt(n, 10) || 0);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
 }
 
 /** The `vsce --target` name for a platform and architecture, if VS Code publishes one. */
@@ -72,8 +87,19 @@ export function checkPlatform(f: PlatformFacts): PlatformReport {
       fix: 'Install the Arm64 build of VS Code; Cursor Bridge then installs its win32-arm64 package.',
     };
   }
+  // The Linux sidecar is linked against an old glibc (xtask glibc.rs); an older one still cannot
+  // load it ("version `GLIBC_2.xx' not found"), so say it before the sidecar fails to start.
+  const glibc = f.platform === 'linux' && !f.musl && f.glibcRuntime && f.glibcNeeded ? { runtime: f.glibcRuntime, needed: f.glibcNeeded } : undefined;
+  if (glibc && compareVersions(glibc.runtime, glibc.needed) < 0) {
+    return {
+      ok: false,
+      message: `This machine has glibc ${glibc.runtime}, but the ${f.bundledTarget ?? 'bundled'} sidecar needs glibc ${glibc.needed} or newer: it cannot start here.`,
+      fix: `Use a Linux with glibc ${glibc.needed} or newer (RHEL 8, Debian 10, Ubuntu 20.04 or later), or build the sidecar on this machine with \`cargo xtask dist\` and point \`cursorBridge.sidecarPath\` at it.`,
+    };
+  }
   const built = f.bundledTarget ? `the ${f.bundledTarget} build` : 'a sidecar from outside the package';
-  return { ok: true, message: `Cursor Bridge runs ${built} on ${machine}.`, fix: '' };
+  const libc = glibc ? ` (glibc ${glibc.runtime}; the sidecar needs ${glibc.needed} or newer)` : '';
+  return { ok: true, message: `Cursor Bridge runs ${built} on ${machine}${libc}.`, fix: '' };
 }
 
 function describeHost(f: PlatformFacts): string {
@@ -92,10 +118,19 @@ function describeHost(f: PlatformFacts): string {
 
 /** The target recorded by `cargo xtask dist` in server/platform.json, if any. */
 export function bundledTarget(extensionPath: string): string | undefined {
+  return platformJson(extensionPath, 'target');
+}
+
+/** Linux gnu packages: the oldest glibc their sidecar starts on (server/platform.json), if recorded. */
+export function bundledGlibc(extensionPath: string): string | undefined {
+  return platformJson(extensionPath, 'glibc');
+}
+
+function platformJson(extensionPath: string, key: 'target' | 'glibc'): string | undefined {
   try {
     const text = fs.readFileSync(path.join(extensionPath, 'server', 'platform.json'), 'utf8');
-    const target = (JSON.parse(text) as { target?: unknown }).target;
-    return typeof target === 'string' ? target : undefined;
+    const value = (JSON.parse(text) as Record<string, unknown>)[key];
+    return typeof value === 'string' ? value : undefined;
   } catch {
     return undefined;
   }
@@ -122,24 +157,28 @@ export function runsTranslated(platform: NodeJS.Platform = process.platform, arc
   return false;
 }
 
-function isMusl(): boolean {
-  if (process.platform !== 'linux') return false;
+/** Linux: the C library. glibc's version is in Node's diagnostic report header ("2.31"); musl has none. */
+function libc(): { musl: boolean; glibc?: string } {
+  if (process.platform !== 'linux') return { musl: false };
   try {
-    // glibc's version is in Node's diagnostic report header; musl has none.
     const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
-    return !header?.glibcVersionRuntime;
+    const glibc = header?.glibcVersionRuntime;
+    return glibc ? { musl: false, glibc } : { musl: true };
   } catch {
-    return fs.existsSync('/etc/alpine-release');
+    return { musl: fs.existsSync('/etc/alpine-release') };
   }
 }
 
 /** The report for this VS Code and the package at `extensionPath`. */
 export function platformReport(extensionPath: string): PlatformReport {
+  const { musl, glibc } = libc();
   return checkPlatform({
     platform: process.platform,
     arch: process.arch,
-    musl: isMusl(),
+    musl,
     translated: runsTranslated(),
     bundledTarget: bundledTarget(extensionPath),
+    glibcRuntime: glibc,
+    glibcNeeded: bundledGlibc(extensionPath),
   });
 }

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { bundledTarget, checkPlatform, type PlatformFacts, vsceTarget } from '../src/platform';
+import { bundledGlibc, bundledTarget, checkPlatform, compareVersions, type PlatformFacts, vsceTarget } from '../src/platform';
 
 describe('vsceTarget', () => {
   it('names the seven packages the release builds', () => {
@@ -79,6 +79,43 @@ describe('checkPlatform', () => {
     const r = checkPlatform({ platform: 'freebsd', arch: 'x64', musl: false, translated: false });
     assert.equal(r.ok, false);
     assert.match(r.fix, /cursorBridge\.sidecarPath/);
+  });
+});
+
+describe('glibc on Linux', () => {
+  const linux: PlatformFacts = { platform: 'linux', arch: 'x64', musl: false, translated: false, bundledTarget: 'linux-x64', glibcNeeded: '2.28' };
+  it('says the sidecar cannot start on a glibc older than the one it needs', () => {
+    const r = checkPlatform({ ...linux, glibcRuntime: '2.27' });
+    assert.equal(r.ok, false);
+    assert.match(r.message, /glibc 2\.27, but the linux-x64 sidecar needs glibc 2\.28 or newer/);
+    assert.match(r.fix, /cargo xtask dist/);
+  });
+  it('names both versions when the machine has a new enough glibc', () => {
+    for (const runtime of ['2.28', '2.31', '2.39', '3.0']) {
+      const r = checkPlatform({ ...linux, glibcRuntime: runtime });
+      assert.equal(r.ok, true, runtime);
+      assert.match(r.message, new RegExp(`glibc ${runtime.replace('.', '\\.')}; the sidecar needs 2\\.28 or newer`));
+    }
+  });
+  it('compares versions as numbers, not text', () => {
+    assert.ok(compareVersions('2.9', '2.28') < 0);
+    assert.ok(compareVersions('2.28', '2.28.0') === 0);
+    assert.ok(compareVersions('2.31', '2.28') > 0);
+  });
+  it('says nothing of glibc without both versions, or on musl', () => {
+    assert.doesNotMatch(checkPlatform({ ...linux, glibcRuntime: undefined }).message, /glibc/);
+    assert.doesNotMatch(checkPlatform({ ...linux, glibcNeeded: undefined, glibcRuntime: '2.17' }).message, /glibc/);
+  });
+  it('reads the needed version from server/platform.json', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cb-glibc-'));
+    try {
+      assert.equal(bundledGlibc(dir), undefined);
+      fs.mkdirSync(path.join(dir, 'server'));
+      fs.writeFileSync(path.join(dir, 'server', 'platform.json'), '{"target": "linux-x64", "triple": "x86_64-unknown-linux-gnu", "glibc": "2.28"}');
+      assert.equal(bundledGlibc(dir), '2.28');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -45,7 +45,7 @@ pub fn unit_tests(_root: &Path) -> Result<(u64, u64)> {
         npm().args(["test", "--workspace", "vscode-client"]).env("CURSOR_BRIDGE_REQUIRE_BINARIES", "1"),
         |l| l.starts_with("ℹ pass") || l.starts_with("ℹ fail"),
     )?;
-    let count = |prefix: &str| lines.iter().filter_map(|l| summary::number_after(l, prefix)).last().unwrap_or(0);
+    let count = |prefix: &str| lines.iter().filter_map(|l| summary::number_after(l, prefix)).next_back().unwrap_or(0);
     Ok((count("ℹ pass"), count("ℹ fail")))
 }
 

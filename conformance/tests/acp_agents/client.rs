@@ -93,7 +93,6 @@ impl Agent {
             cwd: Some(launch.cwd.clone()),
             env: launch.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
             env_remove: inherited,
-            ..SpawnSpec::default()
         };
         let mut child = process::spawn(&spec).with_context(|| format!("starting {}", launch.program.display()))?;
         let (stdin, stdout) = (child.take_stdin().expect("piped"), child.take_stdout().expect("piped"));

@@ -19,6 +19,10 @@
 //! Ignored in a plain `cargo nextest run` (it needs Copilot CLI): `cargo xtask conformance` installs
 //! it and runs this with `--run-ignored only`. Everything a run saw is kept in
 //! `target/tmp/copilot-byok/<backend>/`; a failure prints its tails.
+//!
+//! Linux only: processes are counted and waited for through `/proc` (`processes.rs`) and serve is
+//! stopped with SIGTERM; elsewhere this test binary is empty.
+#![cfg(target_os = "linux")]
 
 mod processes;
 mod serve;

@@ -1342,7 +1342,7 @@ mod windows_tests {
     async fn closing_the_job_handle_kills_the_tree_as_the_sidecar_dying_would() {
         let mut child = cmd_with_a_grandchild().await;
         drop(child.job.take()); // what the kernel does to a dead sidecar's handles
-        let status = tokio::time::timeout(Duration::from_secs(10), child.child().wait()).await;
+        let status = tokio::time::timeout(Duration::from_secs(10), child.reap()).await;
         assert!(status.is_ok_and(|s| s.is_ok_and(|s| !s.success())), "the leader outlived its job");
     }
 

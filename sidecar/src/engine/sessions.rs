@@ -793,7 +793,9 @@ mod tests {
     fn a_turn_on_a_trimmed_history_keeps_what_the_chat_saw_before() {
         let mut s = session("s", None, Mode::Ask, &["a", "b"], 0);
         let (a_a, a_ab) = (answers(&["a"]), answers(&["a", "b"]));
-        let cases: Vec<(&str, Vec<u64>, Vec<u64>, Vec<u64>, Vec<u64>)> = vec![
+        // (case, requests sent, answers sent, requests the chat has seen after, answers after)
+        type Case = (&'static str, Vec<u64>, Vec<u64>, Vec<u64>, Vec<u64>);
+        let cases: Vec<Case> = vec![
             ("whole history", hashes(&["a", "b"]), a_ab.clone(), hashes(&["a", "b"]), a_ab.clone()),
             ("marker only", vec![], vec![], hashes(&["a", "b"]), a_ab.clone()),
             ("trimmed", hashes(&["b"]), answers(&["b"]), hashes(&["a", "b"]), a_ab.clone()),

@@ -153,6 +153,16 @@ fn failure_detail(update: &Value) -> Option<String> {
     })
 }
 
+/// A tool failure's text that says the tool was not allowed to run (permissions, a denial), not
+/// that it ran and failed.
+fn says_denied(detail: &str) -> bool {
+    let d = detail.to_ascii_lowercase();
+    // Only a denial that names Cursor's permissions set-up: a tool that ran and could not open
+    // a file ("EACCES: permission denied, open '.vscode/settings.json'") did run.
+    d.contains("permissions configuration")
+        || (d.contains("cli.json") && (d.contains("permission") || d.contains("not allowed")))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -268,14 +278,4 @@ mod tests {
         ]);
         assert_eq!(events, vec![Event::Thinking("unfinished".into()), Event::ThinkingDone]);
     }
-}
-
-/// A tool failure's text that says the tool was not allowed to run (permissions, a denial), not
-/// that it ran and failed.
-fn says_denied(detail: &str) -> bool {
-    let d = detail.to_ascii_lowercase();
-    // Only a denial that names Cursor's permissions set-up: a tool that ran and could not open
-    // a file ("EACCES: permission denied, open '.vscode/settings.json'") did run.
-    d.contains("permissions configuration")
-        || (d.contains("cli.json") && (d.contains("permission") || d.contains("not allowed")))
 }

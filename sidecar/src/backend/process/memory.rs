@@ -49,7 +49,7 @@ mod imp {
             MEMORYSTATUSEX { dwLength: std::mem::size_of::<MEMORYSTATUSEX>() as u32, ..Default::default() };
         // SAFETY: a MEMORYSTATUSEX with dwLength set, as the call requires.
         let ok = unsafe { GlobalMemoryStatusEx(&mut status) } != 0;
-        ok.then(|| status.ullAvailPhys / 1024 < min_kib)
+        ok.then_some(status.ullAvailPhys / 1024 < min_kib)
     }
 }
 

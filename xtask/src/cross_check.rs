@@ -1,0 +1,322 @@
+//! `cargo xtask cross-check` (and a stage of `test`): the workspace type-checked and linted with
+//! warnings denied for every non-Linux release target, on this Linux machine, so a Windows or
+//! macOS error shows here rather than on GitHub's runners (shared/recipes/cross-check.md).
+//!
+//! rustup cannot fetch other targets' std here, so the compiler comes from Debian's archive:
+//! `rustc-web` with its *matching* std source `rust-web-src` and clippy `rust-web-clippy`,
+//! downloaded with `apt-get download` (no root needed, nothing installed system-wide) and unpacked
+//! into `target/cross/root`. Package names carry versions (`libstd-rust-web-1.96`, `libllvm22`),
+//! so they are read from `apt-cache depends`, never written here; the unpacked tree is reused
+//! while the archive offers the same versions. `-Zbuild-std` (allowed on this stable compiler by
+//! `RUSTC_BOOTSTRAP=1`, for these checks only) builds each target's std from that source.
+//!
+//! The targets are the release's (`.github/release-targets.json`, which the release workflow's
+//! matrix is read from): one list, so what ships is what was checked. The host's own clippy (the
+//! toolchain CI uses) also runs here, warnings denied.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+/// The packages asked for by name; everything else is what they depend on.
+const ROOTS: &[&str] = &["rustc-web", "rust-web-clippy", "rust-web-src"];
+
+/// One release build: what `.github/release-targets.json` lists (the release workflow's matrix).
+#[derive(serde::Deserialize, Debug, Clone)]
+pub struct ReleaseTarget {
+    pub os: String,
+    pub target: String,
+    /// Read by the test that ties this list to `dist`'s packaging.
+    #[serde(rename = "code-target")]
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub code_target: String,
+}
+
+/// Every release target, in the file's order.
+pub fn release_targets(root: &Path) -> Result<Vec<ReleaseTarget>> {
+    let path = root.join(".github").join("release-targets.json");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The release targets this machine cannot run: those built on a non-Linux runner.
+pub fn cross_targets(root: &Path) -> Result<Vec<String>> {
+    let targets: Vec<String> =
+        release_targets(root)?.into_iter().filter(|t| !t.os.starts_with("ubuntu")).map(|t| t.target).collect();
+    if targets.is_empty() {
+        bail!(".github/release-targets.json lists no Windows or macOS target: nothing to cross-check");
+    }
+    Ok(targets)
+}
+
+/// The unpacked toolchain: wrapper scripts that run Debian's rustc and clippy-driver with their
+/// own shared libraries.
+pub struct Toolchain {
+    pub rustc: PathBuf,
+    pub clippy_driver: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl Toolchain {
+    /// cargo with this toolchain's rustc, its own target folder and build-std for `target`.
+    pub fn cargo(&self, subcommand: &str, target: &str) -> Command {
+        let mut cmd = crate::cargo();
+        cmd.arg(subcommand)
+            .args(["-Zbuild-std=std,panic_abort", "--target", target, "--locked"])
+            .env("RUSTC", &self.rustc)
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env("CARGO_TARGET_DIR", self.dir.join("build"))
+            // Only the clippy run below wraps the compiler, and only with Debian's clippy-driver.
+            .env_remove("RUSTC_WRAPPER")
+            .env_remove("RUSTC_WORKSPACE_WRAPPER");
+        cmd
+    }
+}
+
+fn apt_output(args: &[&str]) -> Result<String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .env("LC_ALL", "C")
+        .output()
+        .with_context(|| format!("could not run `{}` (Debian's apt is needed)", args.join(" ")))?;
+    if !out.status.success() {
+        bail!("`{}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The toolchain's packages with their candidate versions: the roots and, transitively, the
+/// dependencies that belong to the same build (`libstd-rust-web-*`, `libllvm*`); the rest (libc,
+/// gcc) is the machine's own.
+fn resolve() -> Result<Vec<(String, String)>> {
+    let mut wanted: Vec<String> = ROOTS.iter().map(|s| s.to_string()).collect();
+    let mut i = 0;
+    while i < wanted.len() {
+        let text = apt_output(&["apt-cache", "depends", "--no-recommends", "--no-suggests", &wanted[i]])?;
+        for line in text.lines() {
+            let Some(dep) = line.trim().strip_prefix("Depends: ") else { continue };
+            let dep = dep.trim_matches(|c| c == '<' || c == '>');
+            let ours = dep.starts_with("libstd-rust-web") || dep.starts_with("libllvm") || dep.starts_with("rust-web");
+            if ours && !wanted.iter().any(|w| w == dep) {
+                wanted.push(dep.to_string());
+            }
+        }
+        i += 1;
+    }
+    let mut out = Vec::new();
+    for name in wanted {
+        let policy = apt_output(&["apt-cache", "policy", &name])?;
+        let version = policy
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Candidate: "))
+            .filter(|v| *v != "(none)")
+            .with_context(|| format!("Debian's archive offers no `{name}`"))?;
+        out.push((name, version.to_string()));
+    }
+    Ok(out)
+}
+
+/// `rustc` and `clippy-driver` in `target/cross`: Debian's, run with their own shared libraries.
+///
+/// With -Zbuild-std, cargo gives integration tests no `CARGO_BIN_EXE_<name>` (seen with cargo
+/// 1.95 on every target, the host's too) and removes any such variable from the compiler's
+/// environment, so a test's `env!` of it would fail. A check never runs the binary, so the
+/// wrappers set each one to a path that says so. Rewritten only when the workspace's binaries change.
+fn write_wrappers(toolchain: &Toolchain) -> Result<()> {
+    let bins: String =
+        bins()?.iter().map(|b| format!(" \\\n  'CARGO_BIN_EXE_{b}=/not-built-by-cross-check/{b}'")).collect();
+    for (name, tool) in [("rustc", &toolchain.rustc), ("clippy-driver", &toolchain.clippy_driver)] {
+        let script = format!(
+            "#!/bin/sh\n# Written by `cargo xtask cross-check` (xtask/src/cross_check.rs).\n\
+             here=$(dirname \"$0\")\n\
+             exec env LD_LIBRARY_PATH=\"$here/root/usr/lib/x86_64-linux-gnu\"{bins} \\\n  \"$here/root/usr/bin/{name}\" \"$@\"\n"
+        );
+        if std::fs::read_to_string(tool).is_ok_and(|s| s == script) {
+            continue;
+        }
+        std::fs::write(tool, script)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(tool, std::fs::Permissions::from_mode(0o755))?;
+        }
+    }
+    Ok(())
+}
+
+/// The names of the workspace's binary targets (`cargo metadata`).
+fn bins() -> Result<Vec<String>> {
+    let out = crate::cargo()
+        .args(["metadata", "--no-deps", "--format-version", "1", "--locked"])
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("parsing cargo metadata")?;
+    let mut names = Vec::new();
+    for package in meta["packages"].as_array().into_iter().flatten() {
+        for target in package["targets"].as_array().into_iter().flatten() {
+            if target["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "bin")) {
+                names.extend(target["name"].as_str().map(str::to_string));
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Download and unpack the toolchain into `target/cross` unless these exact versions are there.
+pub fn ensure(root: &Path) -> Result<Toolchain> {
+    let dir = root.join("target").join("cross");
+    let toolchain = Toolchain { rustc: dir.join("rustc"), clippy_driver: dir.join("clippy-driver"), dir: dir.clone() };
+    let stamp = dir.join("root").join(".xtask-packages");
+    let packages = match resolve() {
+        Ok(p) => p,
+        // Stale or missing package lists (a new machine): refresh them once.
+        Err(first) => {
+            eprintln!("xtask: cross-check: {first:#}; running apt-get update");
+            crate::run_cmd(Command::new("apt-get").arg("update").arg("-qq"))
+                .context("the cross-check toolchain cannot be set up: `apt-get update` failed")?;
+            resolve().context("the cross-check toolchain cannot be set up from Debian's archive")?
+        }
+    };
+    let listing: String = packages.iter().map(|(n, v)| format!("{n}={v}\n")).collect();
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == listing) {
+        write_wrappers(&toolchain)?;
+        return Ok(toolchain);
+    }
+    eprintln!("xtask: cross-check: unpacking {} into {}", listing.trim().replace('\n', " "), dir.display());
+    let debs = dir.join("debs");
+    let _ = std::fs::remove_dir_all(&debs);
+    let _ = std::fs::remove_dir_all(dir.join("root"));
+    std::fs::create_dir_all(&debs)?;
+    let specs: Vec<String> = packages.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    crate::run_cmd(Command::new("apt-get").arg("download").arg("-qq").args(&specs).current_dir(&debs))
+        .context("the cross-check toolchain cannot be set up: `apt-get download` failed")?;
+    for deb in std::fs::read_dir(&debs)?.flatten().map(|e| e.path()) {
+        crate::run_cmd(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(dir.join("root")))
+            .context("the cross-check toolchain cannot be set up: unpacking a package failed")?;
+    }
+    write_wrappers(&toolchain)?;
+    let version = Command::new(&toolchain.rustc).arg("--version").output();
+    match version {
+        Ok(out) if out.status.success() => eprint!("xtask: cross-check: {}", String::from_utf8_lossy(&out.stdout)),
+        _ => bail!("the cross-check toolchain cannot be set up: {} --version fails", toolchain.rustc.display()),
+    }
+    std::fs::write(&stamp, listing)?;
+    Ok(toolchain)
+}
+
+/// The host's clippy over the whole workspace, warnings denied.
+pub fn clippy_host() -> Result<()> {
+    crate::run_cmd(crate::cargo().args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))
+        .context("clippy found problems on the host (listed above)")
+}
+
+/// check, then clippy with warnings denied, for every cross target; the first failure stops.
+/// `only`: just these targets (`cross-check --target <triple>`); each must be a cross target.
+pub fn run(root: &Path, only: &[String]) -> Result<()> {
+    let started = Instant::now();
+    let mut targets = cross_targets(root)?;
+    if !only.is_empty() {
+        if let Some(other) = only.iter().find(|t| !targets.contains(t)) {
+            bail!("`{other}` is not a cross-checked target; they are: {}", targets.join(", "));
+        }
+        targets.retain(|t| only.contains(t));
+    }
+    clippy_host()?;
+    let toolchain = ensure(root)?;
+    for target in &targets {
+        let target_started = Instant::now();
+        crate::run_cmd(toolchain.cargo("check", target).args(["--workspace", "--all-targets"]))
+            .with_context(|| format!("`cargo check` for {target} failed (errors above)"))?;
+        // clippy-driver wraps only the workspace's own crates, so std and the dependencies
+        // checked above are reused; CLIPPY_ARGS is how cargo-clippy hands it its lint flags.
+        crate::run_cmd(
+            toolchain
+                .cargo("check", target)
+                .args(["--workspace", "--all-targets"])
+                .env("RUSTC_WORKSPACE_WRAPPER", &toolchain.clippy_driver)
+                .env("CLIPPY_ARGS", "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"),
+        )
+        .with_context(|| format!("clippy for {target} found problems (listed above)"))?;
+        eprintln!("xtask: cross-check: {target} passed check and clippy in {:.0?}", target_started.elapsed());
+    }
+    eprintln!("xtask: cross-check passed for {} in {:.0?}", targets.join(", "), started.elapsed());
+    Ok(())
+}
+
+/// `cross-check` running beside other stages of `test`: this xtask again, on one core (the other
+/// stays with the stage in front), its output in `target/cross/cross-check.log`.
+pub struct Background {
+    child: std::process::Child,
+    log: PathBuf,
+    started: Instant,
+}
+
+pub fn start_in_background(root: &Path) -> Result<Background> {
+    let dir = root.join("target").join("cross");
+    std::fs::create_dir_all(&dir)?;
+    let log = dir.join("cross-check.log");
+    let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    let child = Command::new(std::env::current_exe()?)
+        .arg("cross-check")
+        .env("CARGO_BUILD_JOBS", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .context("starting `cargo xtask cross-check` in the background")?;
+    eprintln!("xtask: cross-check started beside the next stages (log: {})", log.display());
+    Ok(Background { child, log, started: Instant::now() })
+}
+
+impl Background {
+    /// Wait for it; a failure shows the end of its log.
+    pub fn finish(mut self) -> Result<()> {
+        let status = self.child.wait()?;
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(if status.success() { 6 } else { 80 })..];
+        for line in tail {
+            eprintln!("cross-check| {line}");
+        }
+        if !status.success() {
+            bail!(
+                "cross-check failed ({status}) after {:.0?}; its whole log: {}",
+                self.started.elapsed(),
+                self.log.display()
+            );
+        }
+        eprintln!(
+            "xtask: cross-check (beside fuzzing and the extension's tests) passed in {:.0?}",
+            self.started.elapsed()
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every release target is one `cargo xtask dist --target` can package, under the VS Code
+    /// platform the workflow names its artifact after.
+    #[test]
+    fn release_targets_match_the_packaging() {
+        let root = crate::project_root();
+        let targets = release_targets(&root).unwrap();
+        assert!(!targets.is_empty());
+        for t in &targets {
+            assert_eq!(crate::vsce_target(&t.target).unwrap(), t.code_target, "{t:?}");
+        }
+        let cross = cross_targets(&root).unwrap();
+        for wanted in
+            ["x86_64-pc-windows-msvc", "aarch64-pc-windows-msvc", "x86_64-apple-darwin", "aarch64-apple-darwin"]
+        {
+            assert!(cross.iter().any(|t| t == wanted), "{wanted} is not cross-checked");
+        }
+    }
+}
