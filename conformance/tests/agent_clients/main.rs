@@ -12,6 +12,10 @@
 //! Each on both backends. Ignored in a plain `cargo nextest run` (the CLIs are ~400 MB each):
 //! `cargo xtask conformance` installs the pinned versions (`xtask/src/agent_clients.rs`) and runs
 //! these with `--run-ignored only`, offline, in a network namespace of their own.
+//!
+//! Linux only: processes are counted and waited for through `/proc` and serve is stopped with
+//! SIGTERM; elsewhere this test binary is empty.
+#![cfg(target_os = "linux")]
 
 #[allow(dead_code)]
 #[path = "../copilot_byok/processes.rs"]

@@ -58,7 +58,9 @@ mod vfork;
 mod watchdog;
 
 pub use memory::memory_is_tight;
-use table::{descendants_in, own_children, proc_table, read_proc, Proc};
+#[cfg(unix)]
+use table::own_children;
+use table::{descendants_in, proc_table, read_proc, Proc};
 
 /// What to run. Environment: inherited, then `env_remove`, then `env`.
 #[derive(Debug, Clone, Default)]

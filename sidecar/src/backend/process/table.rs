@@ -144,7 +144,7 @@ pub(super) fn proc_table() -> Vec<Proc> {
 }
 
 /// Only Linux lists a process's children cheaply; elsewhere the sweep reads the table.
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 pub(super) fn own_children() -> Option<Vec<u32>> {
     None
 }
