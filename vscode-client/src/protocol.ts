@@ -1,6 +1,7 @@
-// The cursor-bridge wire protocol, v1. Mirrors sidecar/src/protocol.rs (the single source of truth)
-// and protocol.md; test/protocol.test.ts fails when the method names, delta kinds or error kinds
-// here drift from either. Only types: no vscode import, so any client code can use it.
+// The cursor-bridge wire protocol, v1. Mirrors sidecar/src/protocol/ and the vocab/ terms its
+// messages are made of (the single source of truth), and protocol.md: test/protocol.test.ts fails
+// when the method names, delta kinds or error kinds here drift from either, and the sidecar's
+// protocol::mirror test when a type, field, shape or optionality does. Only types: no vscode import, so any client code can use it.
 
 export const PROTOCOL_VERSION = 1;
 
@@ -256,7 +257,7 @@ export interface ChatSendResult {
   durationMs: number;
 }
 
-/** The `chat/delta` kinds, in protocol.rs order. */
+/** The `chat/delta` kinds, in the order of `DeltaBody::KINDS` (sidecar/src/protocol/chat.rs). */
 export const DELTA_KINDS = [
   'text',
   'thinking',

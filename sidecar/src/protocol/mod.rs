@@ -1,6 +1,7 @@
-//! Every wire type of protocol v1 and every method name, one file per method group. This is the
-//! only module that derives `Serialize`/`Deserialize` for the stdio wire; `protocol.md` documents
-//! it and a test keeps the two in step (`tests/process/protocol_doc.rs`).
+//! Every message of protocol v1 and every method name, one file per method group. With the shared
+//! terms of `vocab/` (whose serde the messages carry unchanged) it is all that derives
+//! `Serialize`/`Deserialize` for the stdio wire; `protocol.md` documents it and a test keeps the
+//! two in step (`tests/process/protocol_doc.rs`).
 //! `vscode-client/src/protocol.ts` mirrors it, field by field (`mirror.rs` compares them).
 //!
 //! The messages are made of the shared terms in `vocab/` (re-exported here, as the wire carries
