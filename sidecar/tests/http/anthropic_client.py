@@ -11,21 +11,14 @@ client key and the CLI test double, with in the environment:
 Each check prints `ok` or `FAIL`; the last line is `N passed, N failed`.
 """
 
-import json
 import os
 import sys
-import time
-import traceback
-import urllib.request
-import uuid
 
 import anthropic
+from double_record import THINKING, UNICODE, continues, directed, expect, model_of, run_checks, run_with, unique
 
 BASE_URL = os.environ["BASE_URL"]
 KEY = os.environ["KEY"]
-OPEN_RECORD = os.environ["OPEN_RECORD"]
-BACKEND = os.environ.get("BACKEND", "print")
-ACP_SESSIONS = os.environ.get("OPEN_ACP_SESSIONS", "")
 # What Claude Code asks for: its own model id, which the server maps to its --model.
 MODEL = "claude-opus-5-5"
 
@@ -33,8 +26,6 @@ client = anthropic.Anthropic(base_url=BASE_URL, api_key=KEY, max_retries=0, time
 # Claude Code's other way: ANTHROPIC_AUTH_TOKEN, sent as a bearer token.
 bearer_client = anthropic.Anthropic(base_url=BASE_URL, auth_token=KEY, api_key=None, max_retries=0, timeout=60)
 
-UNICODE = "Grüße, 世界! ✓ 🎉 naïve café"
-THINKING = "Let me think… über ✓"
 WRITE = {
     "name": "Write",
     "description": "Write a file to the local filesystem.",
@@ -44,63 +35,6 @@ WRITE = {
         "required": ["file_path", "content"],
     },
 }
-
-
-def directed(text, **scenario):
-    return f"[[double:{json.dumps(scenario)}]]\n{text}"
-
-
-def unique(label):
-    return f"{label} {uuid.uuid4().hex[:12]}"
-
-
-def chat_turns():
-    if BACKEND == "acp":
-        turns = []
-        for entry in os.scandir(ACP_SESSIONS) if os.path.isdir(ACP_SESSIONS) else []:
-            try:
-                with open(os.path.join(entry.path, "cursor-agent-double.json"), encoding="utf-8") as f:
-                    session = json.load(f)
-            except (OSError, ValueError):
-                continue
-            for t in session["turns"]:
-                turns.append({"sessionId": session["sessionId"], "stdin": t["user"], **t})
-        return sorted(turns, key=lambda t: t["atMs"])
-    with open(OPEN_RECORD, encoding="utf-8") as f:
-        runs = [json.loads(line) for line in f if line.strip()]
-    return [r for r in runs if r["subcommand"] == "print"]
-
-
-def run_with(marker):
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        for run in chat_turns():
-            if marker in run["stdin"]:
-                return run
-        time.sleep(0.05)
-    raise AssertionError(f"no CLI turn with {marker!r}")
-
-
-def continues(later, earlier):
-    if BACKEND == "acp":
-        return later["sessionId"] == earlier["sessionId"]
-    argv = later["argv"]
-    return "--resume" in argv and argv[argv.index("--resume") + 1] == earlier["sessionId"]
-
-
-def model_of(run):
-    if BACKEND == "acp":
-        return run["model"].split("[")[0]
-    argv = run["argv"]
-    return argv[argv.index("--model") + 1] if "--model" in argv else None
-
-
-def expect(exc_type, fn):
-    try:
-        fn()
-    except exc_type as e:
-        return e
-    raise AssertionError(f"expected {exc_type.__name__}")
 
 
 def check_basic():
@@ -233,25 +167,5 @@ CHECKS = [
 ]
 
 
-def main():
-    print(f"anthropic {anthropic.__version__}, Python {sys.version.split()[0]}, backend {BACKEND}, {len(CHECKS)} checks")
-    passed = failed = 0
-    for check in CHECKS:
-        name = check.__name__.removeprefix("check_")
-        started = time.time()
-        try:
-            check()
-        except Exception:  # noqa: BLE001 - every failure is reported, then the next check runs
-            failed += 1
-            print(f"FAIL {name}")
-            traceback.print_exc(file=sys.stdout)
-        else:
-            passed += 1
-            print(f"ok   {name} ({time.time() - started:.2f} s)")
-        sys.stdout.flush()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_checks(f"anthropic {anthropic.__version__}", CHECKS))

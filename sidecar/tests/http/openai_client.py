@@ -16,124 +16,36 @@ import json
 import os
 import sys
 import time
-import traceback
-import urllib.error
-import urllib.request
-import uuid
 
 import openai
+from double_record import (
+    BACKEND,
+    THINKING,
+    UNICODE,
+    alive,
+    chat_turns,
+    continues,
+    directed,
+    expect,
+    http,
+    resume_id,
+    run_checks,
+    run_with,
+    turn_mode,
+    unique,
+)
 
 OPEN_URL = os.environ["OPEN_URL"]
-OPEN_RECORD = os.environ["OPEN_RECORD"]
 KEYED_URL = os.environ["KEYED_URL"]
 KEY = os.environ["KEY"]
-BACKEND = os.environ.get("BACKEND", "print")
-ACP_SESSIONS = os.environ.get("OPEN_ACP_SESSIONS", "")
 
 # No retries: an error must show up as the first answer, not after the client's back-off.
 client = openai.OpenAI(base_url=OPEN_URL, api_key="unused", max_retries=0, timeout=60)
 
-UNICODE = "Grüße, 世界! ✓ 🎉 naïve café"
-THINKING = "Let me think… über ✓"
-
-
-def directed(text, **scenario):
-    """A user message that scripts the CLI double (see cli-double/README.md)."""
-    return f"[[double:{json.dumps(scenario)}]]\n{text}"
-
-
-def unique(label):
-    return f"{label} {uuid.uuid4().hex[:12]}"
-
-
-def print_runs():
-    """The double's record: one entry per CLI invocation, chat turns only."""
-    with open(OPEN_RECORD, encoding="utf-8") as f:
-        runs = [json.loads(line) for line in f if line.strip()]
-    return [r for r in runs if r["subcommand"] == "print"]
-
-
-def acp_turns():
-    """On ACP, the turns in the double's session store, in print-mode records' terms: `sessionId`,
-    `cwd`, `prompt` and `stdin` (the prompt text as sent), `pid` (the agent process), and what only
-    ACP has: `mode`, `model`, `stopReason`, `agent` (what was streamed). Stored when a turn ends."""
-    turns = []
-    for entry in os.scandir(ACP_SESSIONS) if os.path.isdir(ACP_SESSIONS) else []:
-        try:
-            with open(os.path.join(entry.path, "cursor-agent-double.json"), encoding="utf-8") as f:
-                session = json.load(f)
-        except (OSError, ValueError):
-            continue  # written through a rename: a folder without its file yet
-        for t in session["turns"]:
-            turns.append({"sessionId": session["sessionId"], "cwd": session["cwd"], "prompt": t["user"], "stdin": t["user"], **t})
-    return sorted(turns, key=lambda t: t["atMs"])
-
-
-def chat_turns():
-    """What reached the CLI, one entry per turn: print-mode runs or ACP turns."""
-    return acp_turns() if BACKEND == "acp" else print_runs()
-
-
-def run_with(marker):
-    """The recorded CLI turn whose prompt contains `marker` (waits for the double to record it)."""
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        found = [r for r in chat_turns() if marker in (r["prompt"] or "")]
-        if found:
-            return found[-1]
-        time.sleep(0.05)
-    raise AssertionError(f"no CLI run recorded for {marker!r}")
-
-
-def continues(later, earlier):
-    """Whether turn `later` ran in the chat of turn `earlier`: print mode resumed its chat id, ACP
-    prompted the same session."""
-    if BACKEND == "acp":
-        return later["sessionId"] == earlier["sessionId"]
-    return resume_id(later) == earlier["sessionId"]
-
-
-def turn_mode(run):
-    if BACKEND == "acp":
-        return run["mode"]
-    argv = run["argv"]
-    return argv[argv.index("--mode") + 1]
-
-
-def resume_id(run):
-    argv = run["argv"]
-    return argv[argv.index("--resume") + 1] if "--resume" in argv else None
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
-
-
-def http(method, url, body=None, headers=None):
-    """A plain HTTP request (the standard library, not the client under test): (status, headers, body)."""
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read()
 
 
 def root(url):
     return url.removesuffix("/v1")
-
-
-def expect(exc_type, fn):
-    try:
-        fn()
-    except exc_type as e:
-        return e
-    raise AssertionError(f"expected {exc_type.__name__}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,7 +131,7 @@ def check_history_resumes():
         {"role": "user", "content": first},
     ]
     r1 = client.chat.completions.create(model="auto", messages=messages)
-    run1 = run_with(first)
+    run1 = run_with(first, latest=True)
     second = unique("Which number was it?")
     messages += [
         {"role": "assistant", "content": r1.choices[0].message.content},
@@ -227,7 +139,7 @@ def check_history_resumes():
     ]
     r2 = client.chat.completions.create(model="auto", messages=messages)
     assert r2.choices[0].message.content == f"Echo: {second}", r2.choices[0].message.content
-    run2 = run_with(second)
+    run2 = run_with(second, latest=True)
     # The second request continues the first one's chat (whichever id the first run had: a
     # prefetched one it resumed, or the one the CLI created and reported).
     assert continues(run2, run1), (run1, run2)
@@ -236,7 +148,7 @@ def check_history_resumes():
     # Another conversation works in a folder of its own.
     other = unique("another conversation")
     client.chat.completions.create(model="auto", messages=[{"role": "user", "content": other}])
-    assert run_with(other)["cwd"] != run1["cwd"]
+    assert run_with(other, latest=True)["cwd"] != run1["cwd"]
 
 
 def check_disconnect_stops_the_turn():
@@ -263,7 +175,7 @@ def check_disconnect_stops_the_turn():
         # end as cancelled (the double stores it then, with what it streamed) within 2 s.
         stream.close()
         closed = time.time()
-        turn = run_with(marker)
+        turn = run_with(marker, latest=True)
         ended = turn["atMs"] / 1000 - closed  # the double's clock: when the turn really ended
         assert turn["stopReason"] == "cancelled", turn
         assert ended < 2, f"the turn ended {ended:.2f} s after the client hung up"
@@ -271,7 +183,7 @@ def check_disconnect_stops_the_turn():
         assert alive(turn["pid"]), f"agent {turn['pid']} did not survive the cancel"
         print(f"    turn cancelled {ended:.2f} s after the client closed the stream; agent {turn['pid']} warm")
         return
-    pid = run_with(marker)["pid"]
+    pid = run_with(marker, latest=True)["pid"]
     assert alive(pid), "the CLI runs while the client reads"
     stream.close()
     closed = time.time()
@@ -340,10 +252,10 @@ def check_mode():
     assert all(marker not in (r["prompt"] or "") for r in chat_turns()), "a refused request never reaches the CLI"
     marker = unique("explicit ask")
     client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], extra_body={"mode": "ask"})
-    assert turn_mode(run_with(marker)) == "ask", run_with(marker)
+    assert turn_mode(run_with(marker, latest=True)) == "ask", run_with(marker, latest=True)
     marker = unique("default mode")
     client.chat.completions.create(model="auto", messages=[{"role": "user", "content": marker}], user="someone")
-    assert turn_mode(run_with(marker)) == "ask", run_with(marker)
+    assert turn_mode(run_with(marker, latest=True)) == "ask", run_with(marker, latest=True)
 
 
 TOOL = {
@@ -397,7 +309,7 @@ def check_function_calling_round_trip():
     assert not r.choices[0].message.tool_calls
     assert "sunny, 21 C" in r.choices[0].message.content, r.choices[0].message.content
     if BACKEND == "print":
-        run = run_with("sunny, 21 C")
+        run = run_with("sunny, 21 C", latest=True)
         assert resume_id(run), "the result went to the chat that made the call, resumed"
         assert run["prompt"].startswith(f"TOOL_RESULT (call_id={calls[0].id}, name=get_weather):"), run["prompt"]
 
@@ -459,7 +371,7 @@ def check_tool_choice():
     )
     assert r.choices[0].message.tool_calls[0].function.name == "get_weather", r.choices[0]
     if BACKEND == "print":
-        assert "You must call a tool" in run_with(marker)["prompt"], run_with(marker)["prompt"]
+        assert "You must call a tool" in run_with(marker, latest=True)["prompt"], run_with(marker, latest=True)["prompt"]
     marker = unique("named")
     r = client.chat.completions.create(
         model="auto",
@@ -468,7 +380,7 @@ def check_tool_choice():
         tool_choice={"type": "function", "function": {"name": "get_weather"}},
     )
     if BACKEND == "print":
-        prompt = run_with(marker)["prompt"]
+        prompt = run_with(marker, latest=True)["prompt"]
         assert "You must call `get_weather`" in prompt and "get_time" not in prompt, prompt
     assert r.choices[0].message.tool_calls[0].function.name == "get_weather"
     # One call per reply when the client asks for that.
@@ -560,25 +472,5 @@ CHECKS = [
 ]
 
 
-def main():
-    print(f"openai {openai.__version__}, Python {sys.version.split()[0]}, backend {BACKEND}, {len(CHECKS)} checks")
-    passed = failed = 0
-    for check in CHECKS:
-        name = check.__name__.removeprefix("check_")
-        started = time.time()
-        try:
-            check()
-        except Exception:  # noqa: BLE001 - every failure is reported, then the next check runs
-            failed += 1
-            print(f"FAIL {name}")
-            traceback.print_exc(file=sys.stdout)
-        else:
-            passed += 1
-            print(f"ok   {name} ({time.time() - started:.2f} s)")
-        sys.stdout.flush()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_checks(f"openai {openai.__version__}", CHECKS))

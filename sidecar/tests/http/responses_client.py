@@ -13,21 +13,14 @@ Each check prints `ok` or `FAIL`; the last line is `N passed, N failed`.
 import json
 import os
 import sys
-import time
-import traceback
-import uuid
 
 import openai
+from double_record import THINKING, UNICODE, continues, directed, expect, run_checks, run_with, unique
 
 OPEN_URL = os.environ["OPEN_URL"]
-OPEN_RECORD = os.environ["OPEN_RECORD"]
-BACKEND = os.environ.get("BACKEND", "print")
-ACP_SESSIONS = os.environ.get("OPEN_ACP_SESSIONS", "")
 
 client = openai.OpenAI(base_url=OPEN_URL, api_key="unused", max_retries=0, timeout=60)
 
-UNICODE = "Grüße, 世界! ✓ 🎉 naïve café"
-THINKING = "Let me think… über ✓"
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi ✓\n*** End Patch\n"
 WEATHER = {
     "type": "function",
@@ -41,56 +34,6 @@ APPLY_PATCH = {
     "description": "Edit files with a patch.",
     "format": {"type": "grammar", "syntax": "lark", "definition": 'start: "*** Begin Patch" /(.|\\n)*/ "*** End Patch"'},
 }
-
-
-def directed(text, **scenario):
-    return f"[[double:{json.dumps(scenario)}]]\n{text}"
-
-
-def unique(label):
-    return f"{label} {uuid.uuid4().hex[:12]}"
-
-
-def chat_turns():
-    if BACKEND == "acp":
-        turns = []
-        for entry in os.scandir(ACP_SESSIONS) if os.path.isdir(ACP_SESSIONS) else []:
-            try:
-                with open(os.path.join(entry.path, "cursor-agent-double.json"), encoding="utf-8") as f:
-                    session = json.load(f)
-            except (OSError, ValueError):
-                continue
-            for t in session["turns"]:
-                turns.append({"sessionId": session["sessionId"], "stdin": t["user"], **t})
-        return sorted(turns, key=lambda t: t["atMs"])
-    with open(OPEN_RECORD, encoding="utf-8") as f:
-        runs = [json.loads(line) for line in f if line.strip()]
-    return [r for r in runs if r["subcommand"] == "print"]
-
-
-def run_with(marker):
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        for run in chat_turns():
-            if marker in run["stdin"]:
-                return run
-        time.sleep(0.05)
-    raise AssertionError(f"no CLI turn with {marker!r}")
-
-
-def continues(later, earlier):
-    if BACKEND == "acp":
-        return later["sessionId"] == earlier["sessionId"]
-    argv = later["argv"]
-    return "--resume" in argv and argv[argv.index("--resume") + 1] == earlier["sessionId"]
-
-
-def expect(exc_type, fn):
-    try:
-        fn()
-    except exc_type as e:
-        return e
-    raise AssertionError(f"expected {exc_type.__name__}")
 
 
 def check_basic():
@@ -267,25 +210,5 @@ CHECKS = [
 ]
 
 
-def main():
-    print(f"openai {openai.__version__}, Python {sys.version.split()[0]}, backend {BACKEND}, {len(CHECKS)} checks")
-    passed = failed = 0
-    for check in CHECKS:
-        name = check.__name__.removeprefix("check_")
-        started = time.time()
-        try:
-            check()
-        except Exception:  # noqa: BLE001 - every failure is reported, then the next check runs
-            failed += 1
-            print(f"FAIL {name}")
-            traceback.print_exc(file=sys.stdout)
-        else:
-            passed += 1
-            print(f"ok   {name} ({time.time() - started:.2f} s)")
-        sys.stdout.flush()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_checks(f"openai {openai.__version__}", CHECKS))
