@@ -54,7 +54,9 @@ pub fn status(s: engine::core::Status, log_file: Option<String>) -> protocol::St
 }
 
 pub fn cli_status(c: backend::CliStatus) -> protocol::CliStatus {
-    let backend::CliStatus { found, path, version, logged_in, account, api_key, hint, problem } = c;
+    // `key_in_environment` is for `doctor`'s login check; `status` says only whether one was given.
+    let backend::CliStatus { found, path, version, logged_in, account, api_key, hint, problem, key_in_environment: _ } =
+        c;
     protocol::CliStatus { found, path, version, logged_in, account, api_key, hint, problem }
 }
 

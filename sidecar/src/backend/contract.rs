@@ -211,6 +211,31 @@ pub enum VersionVerdict {
     Unrecognised,
 }
 
+/// What `doctor` says of an agent, in that agent's terms: its name, its commands and the fixes a
+/// person can apply (`backend/cursor/words.rs` for the Cursor CLI).
+#[derive(Debug)]
+pub struct AgentWords {
+    /// The program as a person knows it ("Cursor CLI").
+    pub name: &'static str,
+    /// Whose account and key it is ("Cursor").
+    pub vendor: &'static str,
+    /// What was looked for, when it was not found.
+    pub not_found: &'static str,
+    pub install_fix: &'static str,
+    pub update_fix: &'static str,
+    /// The command that prints its version, and what to try when it printed none.
+    pub version_command: &'static str,
+    pub no_version_fix: &'static str,
+    /// When a version does not look like this agent's: the configured path may be another program.
+    pub not_this_agent_fix: &'static str,
+    /// The command that says whether one is logged in, and what to try when it did not say.
+    pub status_command: &'static str,
+    pub unknown_login_fix: &'static str,
+    pub login_fix: &'static str,
+    /// What each backend value of `status.backend.active` means to a person.
+    pub backends: &'static [(&'static str, &'static str)],
+}
+
 pub trait Backend: Send + Sync {
     /// Short name for logs and `status` (`print`, `acp`, …).
     fn name(&self) -> &'static str;
@@ -245,6 +270,10 @@ pub trait Backend: Send + Sync {
     /// Whether the agent's version (as `health` reported it) is one this backend is known to
     /// work with, for `doctor`: each agent has builds of its own.
     fn judge_version(&self, version: &str) -> VersionCheck;
+
+    /// How the agent is named and what a person does about its problems, for `doctor`: the
+    /// engine words its checks with these and knows nothing of an agent's own.
+    fn words(&self) -> &'static AgentWords;
 
     /// Whether this backend can host the client's tools itself ([`TurnSpec::hosted_tools`]) for
     /// its next turn; otherwise the engine describes them in the prompt. A cheap check (what

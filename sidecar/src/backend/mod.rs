@@ -20,7 +20,7 @@ pub mod scripted;
 pub mod select;
 
 pub use contract::{
-    Backend, BoxFuture, Chat, ClientCall, HostedTools, Located, ToolReply, TurnEnd, TurnFailure, TurnSpec,
+    AgentWords, Backend, BoxFuture, Chat, ClientCall, HostedTools, Located, ToolReply, TurnEnd, TurnFailure, TurnSpec,
     VersionCheck, VersionVerdict, Warm,
 };
 pub use events::{Activity, Event, EventSink, TextHold, ToolPolicy};

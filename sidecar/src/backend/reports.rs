@@ -12,6 +12,9 @@ pub struct CliStatus {
     pub account: Option<String>,
     /// An API key was given (it is never echoed).
     pub api_key: bool,
+    /// A key the agent will use is in the environment it inherits (for `doctor`: a login is not
+    /// needed then).
+    pub key_in_environment: bool,
     pub hint: Option<String>,
     /// Why the CLI was not found, when it was not: a configured path names its setting and the
     /// path tried.

@@ -122,6 +122,10 @@ pub struct Scripted {
     /// It says when a chat is gone (`chat_lost`), as ACP does, so its other failures before
     /// output are not taken for a lost chat (`Backend::silent_failure_loses`).
     pub says_lost: std::sync::atomic::AtomicBool,
+    /// Another agent's terms for `doctor` (default: the Cursor CLI's, which this script stands in for).
+    pub words: Mutex<Option<&'static crate::backend::AgentWords>>,
+    /// What `health` reports instead of a found, logged-in agent.
+    pub health: Mutex<Option<CliStatus>>,
     chats: AtomicUsize,
 }
 
@@ -378,17 +382,23 @@ impl Backend for Scripted {
 
     fn health(&self) -> BoxFuture<'_, CliStatus> {
         Box::pin(async move {
-            CliStatus {
+            lock(&self.health).clone().unwrap_or(CliStatus {
                 found: true,
                 path: Some("/scripted".into()),
                 version: Some("scripted".into()),
                 logged_in: Some(true),
                 account: None,
                 api_key: false,
+                key_in_environment: false,
                 hint: None,
                 problem: None,
-            }
+            })
         })
+    }
+
+    /// As the Cursor CLI's backends word it: this script stands in for them.
+    fn words(&self) -> &'static crate::backend::AgentWords {
+        lock(&self.words).unwrap_or(&crate::backend::cursor::WORDS)
     }
 
     /// As the Cursor CLI's backends judge it: this script stands in for them.

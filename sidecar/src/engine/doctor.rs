@@ -41,8 +41,6 @@ pub enum CheckStatus {
     Info,
 }
 
-const UPDATE_FIX: &str =
-    "Update the Cursor CLI: run `agent update` in a terminal (or install it again: `curl https://cursor.com/install -fsS | bash`).";
 const TRUST_FIX: &str = "Trust the folder (VS Code: \"Workspaces: Manage Workspace Trust\"), then reload the window.";
 const STATE_FIX: &str = "Set CURSOR_BRIDGE_STATE_DIR to a folder you can write to.";
 
@@ -59,99 +57,111 @@ fn not_checked(id: &str, title: &str, why: &str) -> Check {
     check(id, title, CheckStatus::Info, format!("Not checked: {why}."))
 }
 
-/// A key the CLI will use: given by the client, or in the environment it inherits.
-fn env_key() -> bool {
-    ["CURSOR_API_KEY", "CURSOR_AUTH_TOKEN"].iter().any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
-}
-
 impl Engine {
     pub async fn doctor(self: &Arc<Self>) -> Report {
         let mut checks = Vec::new();
         let cli = self.backend.health().await;
+        // The agent's own terms: its name, its commands, its fixes (the backend's).
+        let words = self.backend.words();
+        let no_agent = format!("no {}", words.name);
 
-        // The CLI, where it is.
-        const CLI: (&str, &str) = ("cli", "Cursor CLI");
+        // The agent, where it is.
+        let cli_title = words.name.to_string();
+        let version_title = format!("{} version", words.name);
+        let login_title = format!("{} login", words.vendor);
         let found = cli.found;
         checks.push(match (&cli.path, found) {
-            (Some(path), true) => check(CLI.0, CLI.1, CheckStatus::Ok, format!("Found at {path}.")),
+            (Some(path), true) => check("cli", &cli_title, CheckStatus::Ok, format!("Found at {path}.")),
             _ => with_fix(
                 check(
-                    CLI.0,
-                    CLI.1,
+                    "cli",
+                    &cli_title,
                     CheckStatus::Fail,
                     match &cli.problem {
                         Some(why) => format!("{why}."),
-                        None => "The Cursor CLI (`cursor-agent` / `agent`) was not found.".to_string(),
+                        None => words.not_found.to_string(),
                     },
                 ),
-                cli.hint.clone().unwrap_or_else(|| "Install the Cursor CLI: see cursor.com/cli.".into()),
+                cli.hint.clone().unwrap_or_else(|| words.install_fix.into()),
             ),
         });
 
         // Its version.
-        const VERSION: (&str, &str) = ("cliVersion", "Cursor CLI version");
+        const VERSION: &str = "cliVersion";
         checks.push(match (&cli.version, found) {
-            (_, false) => not_checked(VERSION.0, VERSION.1, "no Cursor CLI"),
+            (_, false) => not_checked(VERSION, &version_title, &no_agent),
             (None, true) => with_fix(
-                check(VERSION.0, VERSION.1, CheckStatus::Warn, "`agent --version` printed no version."),
-                "Run `agent --version` in a terminal to see what it says; `agent update` may help.",
+                check(
+                    VERSION,
+                    &version_title,
+                    CheckStatus::Warn,
+                    format!("`{}` printed no version.", words.version_command),
+                ),
+                words.no_version_fix,
             ),
             (Some(v), true) => match self.backend.judge_version(v) {
                 VersionCheck { verdict: VersionVerdict::KnownGood, oldest, newest } => check(
-                    VERSION.0,
-                    VERSION.1,
+                    VERSION,
+                    &version_title,
                     CheckStatus::Ok,
                     format!("{v}: known to work (builds {oldest} to {newest} were checked)."),
                 ),
                 VersionCheck { verdict: VersionVerdict::Newer, newest, .. } => check(
-                    VERSION.0,
-                    VERSION.1,
+                    VERSION,
+                    &version_title,
                     CheckStatus::Ok,
                     format!("{v}: newer than any build checked (up to {newest}); expected to work."),
                 ),
                 VersionCheck { verdict: VersionVerdict::TooOld, oldest, .. } => with_fix(
                     check(
-                        VERSION.0,
-                        VERSION.1,
+                        VERSION,
+                        &version_title,
                         CheckStatus::Fail,
                         format!("{v} is too old: the bridge needs {oldest} or newer."),
                     ),
-                    UPDATE_FIX,
+                    words.update_fix,
                 ),
                 VersionCheck { verdict: VersionVerdict::Unrecognised, newest, .. } => with_fix(
                     check(
-                        VERSION.0,
-                        VERSION.1,
+                        VERSION,
+                        &version_title,
                         CheckStatus::Warn,
-                        format!("`{v}` is not a Cursor CLI version (expected a date, e.g. {newest}-…)."),
+                        format!("`{v}` is not a {} version (expected a date, e.g. {newest}-…).", words.name),
                     ),
-                    "Check that the configured CLI path is Cursor's `cursor-agent`.",
+                    words.not_this_agent_fix,
                 ),
             },
         });
 
         // Logged in, or a key.
-        const LOGIN: (&str, &str) = ("login", "Cursor login");
-        let key = cli.api_key || env_key();
+        const LOGIN: &str = "login";
+        let key = cli.api_key || cli.key_in_environment;
         let login = match (found, cli.logged_in, key) {
-            (false, _, _) => not_checked(LOGIN.0, LOGIN.1, "no Cursor CLI"),
+            (false, _, _) => not_checked(LOGIN, &login_title, &no_agent),
             (true, Some(true), _) => check(
-                LOGIN.0,
-                LOGIN.1,
+                LOGIN,
+                &login_title,
                 CheckStatus::Ok,
                 match &cli.account {
                     Some(a) => format!("Logged in as {a}."),
                     None => "Logged in.".to_string(),
                 },
             ),
-            (true, _, true) => check(LOGIN.0, LOGIN.1, CheckStatus::Ok, "A Cursor API key is set."),
+            (true, _, true) => {
+                check(LOGIN, &login_title, CheckStatus::Ok, format!("A {} API key is set.", words.vendor))
+            }
             (true, Some(false), false) => with_fix(
-                check(LOGIN.0, LOGIN.1, CheckStatus::Fail, "Not logged in, and no API key is set."),
-                cli.hint.clone().unwrap_or_else(|| "Run `agent login` in a terminal.".into()),
+                check(LOGIN, &login_title, CheckStatus::Fail, "Not logged in, and no API key is set."),
+                cli.hint.clone().unwrap_or_else(|| words.login_fix.into()),
             ),
             (true, None, false) => with_fix(
-                check(LOGIN.0, LOGIN.1, CheckStatus::Warn, "`agent status` did not say whether you are logged in."),
-                "Run `agent status` in a terminal; if it says \"Not logged in\", run `agent login`.",
+                check(
+                    LOGIN,
+                    &login_title,
+                    CheckStatus::Warn,
+                    format!("`{}` did not say whether you are logged in.", words.status_command),
+                ),
+                words.unknown_login_fix,
             ),
         };
         let logged_out = login.status == CheckStatus::Fail;
@@ -160,7 +170,7 @@ impl Engine {
         // The models.
         const MODELS: (&str, &str) = ("models", "Models");
         checks.push(if !found {
-            not_checked(MODELS.0, MODELS.1, "no Cursor CLI")
+            not_checked(MODELS.0, MODELS.1, &no_agent)
         } else if logged_out {
             not_checked(MODELS.0, MODELS.1, "not logged in")
         } else {
@@ -184,7 +194,10 @@ impl Engine {
                     TRUST.0,
                     TRUST.1,
                     CheckStatus::Warn,
-                    "Restricted: Cursor models only answer questions (ask mode), in a private scratch folder, never in your files.",
+                    format!(
+                        "Restricted: {} models only answer questions (ask mode), in a private scratch folder, never in your files.",
+                        words.vendor
+                    ),
                 ),
                 TRUST_FIX,
             )
@@ -202,10 +215,9 @@ impl Engine {
 
         // Who serves, and why when it is not what was asked for.
         let served = self.backend.status();
-        let what = |b: &str| match b {
-            "acp" => "Cursor's ACP mode (a warm CLI process per conversation)".to_owned(),
-            "print" => "print mode (a CLI process per message)".to_owned(),
-            other => format!("`{other}`"),
+        let what = |b: &str| match words.backends.iter().find(|(name, _)| *name == b) {
+            Some((_, meaning)) => meaning.to_string(),
+            None => format!("`{b}`"),
         };
         let mut summary = format!("Turns run in {} (setting: `{}`).", what(&served.active), served.configured);
         if let Some(reason) = &served.reason {

@@ -174,6 +174,10 @@ impl Backend for Auto {
         }
     }
 
+    fn words(&self) -> &'static crate::backend::AgentWords {
+        &crate::backend::cursor::words::WORDS
+    }
+
     fn judge_version(&self, version: &str) -> VersionCheck {
         super::known_builds::check(version)
     }

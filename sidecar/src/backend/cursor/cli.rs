@@ -89,6 +89,7 @@ impl CursorCli {
     /// Found, version and login (`agent --version`, `agent status`), for `status` and `doctor`.
     pub async fn health(&self) -> CliStatus {
         let api_key = self.has_key();
+        let key_in_environment = super::words::key_in_environment();
         let cli = match self.find().await {
             Ok(cli) => cli,
             Err(e) => {
@@ -99,6 +100,7 @@ impl CursorCli {
                     logged_in: None,
                     account: None,
                     api_key,
+                    key_in_environment,
                     hint: e.hint,
                     problem: Some(e.message),
                 }
@@ -115,6 +117,7 @@ impl CursorCli {
             logged_in: login.logged_in,
             account: login.account,
             api_key,
+            key_in_environment,
             hint,
             problem: None,
         }

@@ -21,6 +21,7 @@ pub mod locate;
 pub mod models;
 pub mod print;
 pub mod sku;
+pub mod words;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ use std::sync::Arc;
 /// locked down for client-tools mode, and which CLI builds are known to work.
 pub use isolation::lock_down;
 pub use known_builds::check as check_build;
+pub use words::WORDS;
 
 use crate::backend::contract::{Backend, Settings};
 use crate::vocab::BackendChoice;

@@ -3,6 +3,7 @@
 //! utility turns, queueing, timeouts, cancel or the model list break. What only real processes
 //! show (process trees, signals, pipes) is tested in `sidecar/tests/`.
 
+mod doctor;
 mod models;
 mod queue_and_cancel;
 // FIFOs stand in for a slow disk: Unix only.

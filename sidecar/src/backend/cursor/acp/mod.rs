@@ -687,6 +687,10 @@ impl Backend for CursorAcp {
         }
     }
 
+    fn words(&self) -> &'static crate::backend::AgentWords {
+        &crate::backend::cursor::words::WORDS
+    }
+
     fn judge_version(&self, version: &str) -> VersionCheck {
         super::known_builds::check(version)
     }

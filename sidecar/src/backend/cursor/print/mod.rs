@@ -214,6 +214,10 @@ impl Backend for CursorPrint {
         Box::pin(self.cli.health())
     }
 
+    fn words(&self) -> &'static crate::backend::AgentWords {
+        &crate::backend::cursor::words::WORDS
+    }
+
     fn judge_version(&self, version: &str) -> VersionCheck {
         super::known_builds::check(version)
     }
