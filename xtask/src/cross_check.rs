@@ -261,8 +261,12 @@ pub fn start_in_background(root: &Path) -> Result<Background> {
     std::fs::create_dir_all(&dir)?;
     let log = dir.join("cross-check.log");
     let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    let child = Command::new(std::env::current_exe()?)
-        .arg("cross-check")
+    // Through cargo, not this process's own file: the workspace build before this stage may have
+    // rebuilt xtask (other members unify its dependencies' features), and then the file this
+    // process started from is gone (`current_exe` names it "… (deleted)").
+    let child = crate::cargo()
+        .current_dir(root)
+        .args(["run", "--quiet", "--locked", "--package", "xtask", "--bin", "xtask", "--", "cross-check"])
         .env("CARGO_BUILD_JOBS", "1")
         .stdin(std::process::Stdio::null())
         .stdout(out.try_clone()?)
