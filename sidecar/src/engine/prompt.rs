@@ -6,7 +6,7 @@
 //! workspace. A client that uses no such markers (a plain API client) has every user message count.
 
 use crate::engine::sessions::{answer_hash, request_hash, Session};
-use crate::engine::tools::contract;
+use crate::engine::tools::prompt_protocol;
 use crate::error::{BridgeError, Result};
 use crate::vocab::{ChatMessage, Role, ToolCall, ToolResult};
 
@@ -80,7 +80,7 @@ impl<'a> Conversation<'a> {
 
     /// The results of a continuation, as the next prompt of the chat that made the calls.
     pub fn results_prompt(&self) -> String {
-        contract::results_prompt(self.pending_results().unwrap_or_default(), &self.tool_calls())
+        prompt_protocol::results_prompt(self.pending_results().unwrap_or_default(), &self.tool_calls())
     }
 
     /// Hashes of every request, the new one included: what the chat of a continuation has seen.
@@ -217,7 +217,7 @@ impl<'a> Conversation<'a> {
             .filter_map(|(i, m)| match m.role {
                 Role::User if self.requests.contains(&i) => Some(("user", self.request_text(i).to_string())),
                 Role::User if !m.tool_results.is_empty() => {
-                    Some(("tool results", contract::results_prompt(&m.tool_results, &calls)))
+                    Some(("tool results", prompt_protocol::results_prompt(&m.tool_results, &calls)))
                 }
                 Role::Assistant if !m.text.trim().is_empty() || !m.tool_calls.is_empty() => {
                     let mut text = m.text.trim().to_string();
@@ -225,7 +225,7 @@ impl<'a> Conversation<'a> {
                         if !text.is_empty() {
                             text.push('\n');
                         }
-                        text.push_str(&contract::call_text(call));
+                        text.push_str(&prompt_protocol::call_text(call));
                     }
                     Some(("assistant", text))
                 }

@@ -18,7 +18,7 @@ pub struct Parsed {
 /// code fences and prose after the array, `arguments` as a JSON string, OpenAI's
 /// `{"function": {…}}` wrapping.
 pub fn parse_block(block: &str) -> Result<Vec<Parsed>, String> {
-    let rest = block.strip_prefix(super::contract::MARKER).unwrap_or(block).trim_start();
+    let rest = block.strip_prefix(super::prompt_protocol::MARKER).unwrap_or(block).trim_start();
     let rest = rest.strip_prefix("```json").or_else(|| rest.strip_prefix("```")).unwrap_or(rest).trim_start();
     let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
     let array = match values.next() {

@@ -2,7 +2,7 @@
 //! client never sees the block and plain answers stream as fast as without tools. When the model
 //! must call a tool, everything is held: the text is shown only if no call came.
 
-use super::contract::MARKER;
+use super::prompt_protocol::MARKER;
 use crate::backend::TextHold;
 
 #[derive(Debug, Default)]

@@ -1,13 +1,13 @@
 //! Client-owned tools (docs/client-tools.md): the client (Copilot's agent, an OpenAI agent CLI)
 //! owns the tools and Cursor's model calls them. This folder owns the tool set of a turn, our call
 //! ids, and the prompt protocol that works on every backend: the tools described in the prompt
-//! (`contract.rs`), calls held back from the stream (`hold.rs`) and parsed and checked against the
+//! (`prompt_protocol.rs`), calls held back from the stream (`hold.rs`) and parsed and checked against the
 //! tools' schemas (`calls.rs`).
 
 pub mod calls;
-pub mod contract;
 pub mod hold;
 pub mod parked;
+pub mod prompt_protocol;
 
 use crate::vocab::{ToolChoice, ToolDefinition};
 
@@ -37,7 +37,7 @@ impl ToolSet {
 
     /// The tools as the prompt protocol describes them, with that description's identity.
     pub fn describe(&self) -> Described {
-        let block = contract::tools_block(self);
+        let block = prompt_protocol::tools_block(self);
         Described { fingerprint: crate::util::text::fnv1a(&block), block }
     }
 }

@@ -15,7 +15,7 @@ use super::{ClientTools, Turn};
 use crate::backend::{Activity, Chat, EventSink, HostedTools, ToolPolicy, TurnEnd, TurnFailure, TurnSpec};
 use crate::engine::core::Engine;
 use crate::engine::tools::parked::{self, Drive, Running};
-use crate::engine::tools::{calls, contract, hold::Hold, ToolSet};
+use crate::engine::tools::{calls, hold::Hold, prompt_protocol, ToolSet};
 use crate::error::{BridgeError, Result};
 use crate::vocab::ErrorKind;
 
@@ -179,9 +179,9 @@ impl<'a> Turn<'a> {
                         }
                         return Ok(found);
                     }
-                    Err(why) => contract::repair_prompt(&why),
+                    Err(why) => prompt_protocol::repair_prompt(&why),
                 },
-                None if set.must_call() => contract::must_call_prompt(set),
+                None if set.must_call() => prompt_protocol::must_call_prompt(set),
                 None => return Ok(Vec::new()),
             };
             let chat_id = end.chat_id.clone().filter(|c| !c.is_empty());
