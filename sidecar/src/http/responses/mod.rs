@@ -195,7 +195,9 @@ fn call_item_of(
 }
 
 /// OpenAI counts cached input inside `input_tokens`; Cursor reports it apart. An estimate (the
-/// CLI reported no counts) says so: `estimated: true`.
+/// CLI reported no counts) says so: `estimated: true`. Reasoning tokens are the agent's count
+/// where it gives one (ACP's `thoughtTokens`); the schema requires the field, so 0 stands for
+/// "not counted" only when the agent said nothing.
 pub(crate) fn usage_object(c: core::Counted) -> Value {
     let u = c.usage;
     let input = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
@@ -203,7 +205,7 @@ pub(crate) fn usage_object(c: core::Counted) -> Value {
         "input_tokens": input,
         "input_tokens_details": {"cached_tokens": u.cache_read_tokens},
         "output_tokens": u.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens.unwrap_or(0)},
         "total_tokens": input + u.output_tokens,
     });
     if c.estimated {
@@ -298,5 +300,7 @@ mod tests {
         assert_eq!(usage_object(core::counted(None, 7, 2))["estimated"], true);
         assert_eq!((u["input_tokens"].as_u64(), u["total_tokens"].as_u64()), (Some(111), Some(116)));
         assert_eq!(u["input_tokens_details"]["cached_tokens"], 100);
+        let thought = Usage { reasoning_tokens: Some(7), ..cli };
+        assert_eq!(usage_object(core::counted(Some(thought), 0, 0))["output_tokens_details"]["reasoning_tokens"], 7);
     }
 }
