@@ -374,11 +374,32 @@ pub fn error_kind(response: &Value) -> &str {
     response["error"]["data"]["kind"].as_str().unwrap_or_else(|| panic!("not an error with a kind: {response}"))
 }
 
-/// Is `pid` running (not a zombie, not gone)?
+/// Is `pid` still running, or still exiting? Its main thread shows as a zombie in `/proc` as soon
+/// as it is done, while the process's other threads may still be exiting and its pipes still
+/// open (seen under load: a killed multi-threaded agent the sidecar then rightly took for alive).
+/// Over only once the whole process has exited, which is when a pidfd of it becomes readable:
+/// the sidecar's own test of a child ([`cursor_bridge`]'s `process.rs`).
 pub fn alive(pid: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()) != Some("Z"))
-        .unwrap_or(false)
+    let zombie_or_gone = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()) == Some("Z"))
+        .unwrap_or(true);
+    !zombie_or_gone || !whole_process_exited(pid)
+}
+
+/// A pidfd of `pid` is readable (or there is no such process).
+fn whole_process_exited(pid: u64) -> bool {
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1; the
+    // descriptor is ours, polled without blocking and closed here.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) as libc::c_int;
+        if fd < 0 {
+            return true; // ESRCH: gone (reaped)
+        }
+        let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let ready = libc::poll(&mut poll, 1, 0) == 1 && poll.revents & libc::POLLIN != 0;
+        libc::close(fd);
+        ready
+    }
 }
 
 /// Wait until `pred` holds or `timeout` passes; returns whether it held.
