@@ -13,7 +13,7 @@
 
 use cursor_bridge::backend::TextHold;
 use cursor_bridge::engine::tools::calls::{parse_block, validate};
-use cursor_bridge::engine::tools::contract::MARKER;
+use cursor_bridge::engine::tools::prompt_protocol::MARKER;
 use cursor_bridge::engine::tools::hold::Hold;
 use cursor_bridge::engine::tools::ToolSet;
 use cursor_bridge::protocol::{ToolChoice, ToolDefinition};
