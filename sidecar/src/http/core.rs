@@ -35,6 +35,25 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// A web page may send a cross-origin POST without asking first only with a "simple" content
 /// type (text/plain, forms); insisting on JSON means a page cannot start turns on this machine.
+/// What every route does around its own work: refuse a body that is not JSON, name the caller
+/// (its key, hashed), and render a refusal in the route's dialect (`render`), logged as `what`.
+pub async fn answer<F, Fut>(headers: &HeaderMap, what: &str, render: fn(ApiError) -> Response, respond: F) -> Response
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = Result<Response, ApiError>>,
+{
+    if !is_json(headers) {
+        return render(not_json());
+    }
+    match respond(owner_of(headers)).await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::info!(status = e.status.as_u16(), error = %e.message, "{what} refused");
+            render(e)
+        }
+    }
+}
+
 pub fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else { return false };
     let media = value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();

@@ -100,17 +100,8 @@ pub async fn chat_completions(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if !core::is_json(&headers) {
-        return core::not_json().into_response();
-    }
-    let owner = core::owner_of(&headers);
-    match chat(state, request_id, owner, body).await {
-        Ok(response) => response,
-        Err(e) => {
-            tracing::info!(status = e.status.as_u16(), error = %e.message, "chat completion refused");
-            e.into_response()
-        }
-    }
+    core::answer(&headers, "chat completion", IntoResponse::into_response, |owner| chat(state, request_id, owner, body))
+        .await
 }
 
 async fn chat(

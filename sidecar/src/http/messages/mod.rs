@@ -30,17 +30,10 @@ pub async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if !core::is_json(&headers) {
-        return core::not_json().into_anthropic_response();
-    }
-    let owner = core::owner_of(&headers);
-    match respond(state, request_id, owner, body).await {
-        Ok(response) => response,
-        Err(e) => {
-            tracing::info!(status = e.status.as_u16(), error = %e.message, "message refused");
-            e.into_anthropic_response()
-        }
-    }
+    core::answer(&headers, "message", ApiError::into_anthropic_response, |owner| {
+        respond(state, request_id, owner, body)
+    })
+    .await
 }
 
 /// `count_tokens`: an estimate (about four characters a token; the CLI has no counter), marked

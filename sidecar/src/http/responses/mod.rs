@@ -30,17 +30,8 @@ pub async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if !core::is_json(&headers) {
-        return core::not_json().into_response();
-    }
-    let owner = core::owner_of(&headers);
-    match respond(state, request_id, owner, body).await {
-        Ok(response) => response,
-        Err(e) => {
-            tracing::info!(status = e.status.as_u16(), error = %e.message, "response refused");
-            e.into_response()
-        }
-    }
+    core::answer(&headers, "response", IntoResponse::into_response, |owner| respond(state, request_id, owner, body))
+        .await
 }
 
 /// What a response says about itself beyond its output, and what is stored when it ends.
