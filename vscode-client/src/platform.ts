@@ -89,7 +89,10 @@ export function checkPlatform(f: PlatformFacts): PlatformReport {
   }
   // The Linux sidecar is linked against an old glibc (xtask glibc.rs); an older one still cannot
   // load it ("version `GLIBC_2.xx' not found"), so say it before the sidecar fails to start.
-  const glibc = f.platform === 'linux' && !f.musl && f.glibcRuntime && f.glibcNeeded ? { runtime: f.glibcRuntime, needed: f.glibcNeeded } : undefined;
+  const glibc =
+    f.platform === 'linux' && !f.musl && f.glibcRuntime && f.glibcNeeded
+      ? { runtime: f.glibcRuntime, needed: f.glibcNeeded }
+      : undefined;
   if (glibc && compareVersions(glibc.runtime, glibc.needed) < 0) {
     return {
       ok: false,

@@ -3,7 +3,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { bundledGlibc, bundledTarget, checkPlatform, compareVersions, type PlatformFacts, vsceTarget } from '../src/platform';
+import {
+  bundledGlibc,
+  bundledTarget,
+  checkPlatform,
+  compareVersions,
+  type PlatformFacts,
+  vsceTarget,
+} from '../src/platform';
 
 describe('vsceTarget', () => {
   it('names the seven packages the release builds', () => {
@@ -83,7 +90,14 @@ describe('checkPlatform', () => {
 });
 
 describe('glibc on Linux', () => {
-  const linux: PlatformFacts = { platform: 'linux', arch: 'x64', musl: false, translated: false, bundledTarget: 'linux-x64', glibcNeeded: '2.28' };
+  const linux: PlatformFacts = {
+    platform: 'linux',
+    arch: 'x64',
+    musl: false,
+    translated: false,
+    bundledTarget: 'linux-x64',
+    glibcNeeded: '2.28',
+  };
   it('says the sidecar cannot start on a glibc older than the one it needs', () => {
     const r = checkPlatform({ ...linux, glibcRuntime: '2.27' });
     assert.equal(r.ok, false);
@@ -111,7 +125,10 @@ describe('glibc on Linux', () => {
     try {
       assert.equal(bundledGlibc(dir), undefined);
       fs.mkdirSync(path.join(dir, 'server'));
-      fs.writeFileSync(path.join(dir, 'server', 'platform.json'), '{"target": "linux-x64", "triple": "x86_64-unknown-linux-gnu", "glibc": "2.28"}');
+      fs.writeFileSync(
+        path.join(dir, 'server', 'platform.json'),
+        '{"target": "linux-x64", "triple": "x86_64-unknown-linux-gnu", "glibc": "2.28"}',
+      );
       assert.equal(bundledGlibc(dir), '2.28');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
