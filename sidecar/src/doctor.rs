@@ -5,13 +5,15 @@
 use std::path::PathBuf;
 
 use crate::backend::select;
+use crate::backend::ProbePlan;
 use crate::engine::{Config, Engine};
-use crate::protocol::{CheckStatus, DoctorResult, Options};
+use crate::protocol::{CheckStatus, DoctorResult, Options, ProbeOutcome, ProbeResult};
 use crate::startup;
 use crate::translate;
 
 pub const USAGE: &str = "\
 Usage: cursor-bridge doctor [--json] [--cli-path PATH] [--workspace DIR] [--untrusted]
+       cursor-bridge doctor --probe [--yes] [--json] [--cli-path PATH]
 
 Checks what Cursor models need, and says how to fix what is missing: the Cursor CLI (path,
 version), its login or an API key, the model list, the workspace trust, the backend that will
@@ -22,6 +24,13 @@ Options:
   --cli-path PATH   the Cursor CLI to check (else CURSOR_BRIDGE_CLI_PATH, then PATH)
   --workspace DIR   the folder turns would run in (default: the current folder)
   --untrusted       check as an untrusted (Restricted Mode) workspace
+  --probe           check the bridge's assumptions against this Cursor CLI build with a short
+                    scripted session in a private scratch folder (ask mode, an MCP tool of ours
+                    that only echoes), and keep what it learnt for the build; the report says,
+                    for each assumption, what this build did and what the bridge does about it
+  --yes             let the probe spend up to 3 requests of your Cursor plan (tiny prompts);
+                    without it a terminal is asked, and elsewhere only the questions that send
+                    no prompt are asked
 ";
 
 #[derive(Debug, Default, PartialEq)]
@@ -30,6 +39,8 @@ struct Args {
     cli_path: Option<String>,
     workspace: Option<PathBuf>,
     untrusted: bool,
+    probe: bool,
+    yes: bool,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -38,6 +49,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
         match name {
             "--json" => out.json = true,
             "--untrusted" => out.untrusted = true,
+            "--probe" => out.probe = true,
+            "--yes" => out.yes = true,
             "--cli-path" => out.cli_path = Some(value()?),
             "--workspace" => out.workspace = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown option `{other}`")),
@@ -66,6 +79,10 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    if args.yes && !args.probe {
+        eprintln!("cursor-bridge doctor: `--yes` is for `--probe`\n\n{USAGE}");
+        return 2;
+    }
     let started = match startup::start() {
         Ok(s) => s,
         Err(code) => return code,
@@ -76,16 +93,33 @@ pub fn main(args: &[String]) -> i32 {
             Config::new(translate::engine_settings(&options), vec![workspace], started.paths.state_dir.clone())?;
         let settings = select::Settings {
             neutral_dir: Some(config.neutral_folder()?),
+            probe_notes: config.probe_notes(),
             ..translate::backend_settings(args.cli_path.clone(), None, &options)
         };
         let backend = select::backend(settings);
         let engine = Engine::new(config, backend);
-        let report = translate::doctor(engine.doctor().await);
+        let report = if args.probe {
+            let spend = args.yes || ask_to_spend(engine.probe_requests());
+            Report::Probe(translate::probe(engine.probe(ProbePlan { spend }).await))
+        } else {
+            Report::Doctor(translate::doctor(engine.doctor().await))
+        };
         engine.shutdown();
         Ok::<_, crate::error::BridgeError>(report)
     });
     let code = match report {
-        Ok(report) => {
+        Ok(Report::Probe(report)) => {
+            if args.json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(json) => println!("{json}"),
+                    Err(e) => eprintln!("cursor-bridge doctor: {e}"),
+                }
+            } else {
+                print!("{}", probe_text(&report));
+            }
+            i32::from(report.findings.iter().any(|f| f.outcome == ProbeOutcome::Failed))
+        }
+        Ok(Report::Doctor(report)) => {
             if args.json {
                 match serde_json::to_string_pretty(&report) {
                     Ok(json) => println!("{json}"),
@@ -102,6 +136,61 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     started.finish(code)
+}
+
+enum Report {
+    Doctor(DoctorResult),
+    Probe(ProbeResult),
+}
+
+/// Asks on the terminal before the probe spends requests; elsewhere (a pipe, CI) the answer is
+/// no, and only the questions that send no prompt are asked.
+fn ask_to_spend(most: u32) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "cursor-bridge doctor: not asking the questions that send a prompt (no terminal to agree on; `--yes` agrees)"
+        );
+        return false;
+    }
+    eprint!(
+        "The probe sends up to {} tiny prompts to Cursor (ask mode, in a private scratch folder), which count \
+         as requests of your plan. Go on with them? [y/N] ",
+        most
+    );
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+}
+
+/// The probe's report for a terminal: each assumption, what this build did, what the bridge does.
+pub fn probe_text(report: &ProbeResult) -> String {
+    let version = report.version.as_deref().unwrap_or("version unknown");
+    let mut out = format!("cursor-bridge doctor --probe: {} ({version})\n\n", report.agent);
+    for f in &report.findings {
+        let mark = match f.outcome {
+            ProbeOutcome::AsAssumed => "ok   ",
+            ProbeOutcome::Differs => "DIFF ",
+            ProbeOutcome::Failed => "FAIL ",
+            ProbeOutcome::NotAsked => "-    ",
+        };
+        out.push_str(&format!("{mark} {}\n      {}\n", f.question, f.observed));
+        if !f.bridge.is_empty() {
+            out.push_str(&format!("      bridge: {}\n", f.bridge));
+        }
+    }
+    out.push_str(&format!(
+        "\n{} request(s) of your plan spent. {}\n",
+        report.spent,
+        if report.kept {
+            "What was learnt is kept for this CLI build; the bridge acts on it until the CLI updates."
+        } else {
+            "Nothing was kept (no state folder)."
+        }
+    ));
+    out.push_str("`--json` prints this report for a bug report (no prompts, keys or paths of yours in it).\n");
+    out
 }
 
 /// The report for a terminal: one line per check, its fix indented below it.
@@ -141,7 +230,17 @@ mod tests {
         assert_eq!(a(&[]), Ok(Args::default()));
         assert_eq!(
             a(&["--json", "--cli-path=/x/agent", "--workspace", "/w", "--untrusted"]),
-            Ok(Args { json: true, cli_path: Some("/x/agent".into()), workspace: Some("/w".into()), untrusted: true })
+            Ok(Args {
+                json: true,
+                cli_path: Some("/x/agent".into()),
+                workspace: Some("/w".into()),
+                untrusted: true,
+                ..Args::default()
+            })
+        );
+        assert_eq!(
+            a(&["--probe", "--yes", "--json"]),
+            Ok(Args { probe: true, yes: true, json: true, ..Args::default() })
         );
         assert!(a(&["--cli-path"]).is_err());
         assert!(a(&["--nope"]).is_err());

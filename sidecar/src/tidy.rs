@@ -336,7 +336,7 @@ const BACKEND_SHARED_FOLDERS: &[&str] = &["acp", "mcp", "process"];
 /// and the in-process tier's stand-in for one.
 const BACKEND_CHOOSERS: &[&str] = &["select.rs", "scripted.rs"];
 /// Files of an agent's folder that compose its backends on purpose (besides its `mod.rs`).
-const BACKEND_POLICIES: &[&str] = &["backend/cursor/auto.rs"];
+const BACKEND_POLICIES: &[&str] = &["backend/cursor/auto.rs", "backend/cursor/probe.rs"];
 
 /// Where a file sits among the backends. Every folder of `backend/` that is not shared is an
 /// agent's (`cursor/`): its own files are what its backends share, and each of its folders is one
@@ -587,6 +587,7 @@ fn every_protocol_example_round_trips_through_its_type() {
                     request::MODELS_LIST => round_trip::<ModelsListParams>(p, &what, &mut problems),
                     request::CHAT_SEND => round_trip::<ChatSendParams>(p, &what, &mut problems),
                     request::SESSIONS_CLEAR => round_trip::<SessionsClearParams>(p, &what, &mut problems),
+                    request::PROBE => round_trip::<ProbeParams>(p, &what, &mut problems),
                     notification::CHAT_DELTA => round_trip::<ChatDelta<'static>>(p, &what, &mut problems),
                     notification::MODELS_CHANGED => round_trip::<ModelsListResult>(p, &what, &mut problems),
                     notification::CANCEL_REQUEST => round_trip::<CancelParams>(p, &what, &mut problems),
@@ -608,6 +609,7 @@ fn every_protocol_example_round_trips_through_its_type() {
                     request::SESSIONS_CLEAR => round_trip::<SessionsClearResult>(result, &what, &mut problems),
                     request::STATUS => round_trip::<StatusResult>(result, &what, &mut problems),
                     request::DOCTOR => round_trip::<DoctorResult>(result, &what, &mut problems),
+                    request::PROBE => round_trip::<ProbeResult>(result, &what, &mut problems),
                     request::SHUTDOWN => assert!(result.is_null()),
                     other => problems.push(format!("{what}: a response to no known request ({other:?})")),
                 }

@@ -38,6 +38,7 @@ pub fn backend_settings(cli_path: Option<String>, api_key: Option<Secret>, o: &p
         warm_idle: std::time::Duration::from_secs(o.warm_idle_seconds),
         neutral_dir: None,
         env: backend::contract::EnvPolicy::Inherit,
+        probe_notes: None,
     }
 }
 
@@ -86,6 +87,38 @@ pub fn doctor(r: doctor::Report) -> protocol::DoctorResult {
         fix: c.fix,
     };
     protocol::DoctorResult { ok: r.ok, checks: r.checks.into_iter().map(check).collect() }
+}
+
+/// `probe`'s report as the wire's.
+pub fn probe(r: backend::ProbeReport) -> protocol::ProbeResult {
+    let outcome = |o: backend::ProbeOutcome| match o {
+        backend::ProbeOutcome::AsAssumed => protocol::ProbeOutcome::AsAssumed,
+        backend::ProbeOutcome::Differs => protocol::ProbeOutcome::Differs,
+        backend::ProbeOutcome::Failed => protocol::ProbeOutcome::Failed,
+        backend::ProbeOutcome::NotAsked => protocol::ProbeOutcome::NotAsked,
+    };
+    protocol::ProbeResult {
+        agent: r.agent,
+        version: r.version,
+        spent: r.spent,
+        kept: r.kept,
+        findings: r
+            .findings
+            .into_iter()
+            .map(|f| protocol::ProbeFinding {
+                id: f.id.to_string(),
+                question: f.question,
+                outcome: outcome(f.outcome),
+                observed: f.observed,
+                bridge: f.bridge,
+                measured: f.measured,
+            })
+            .collect(),
+    }
+}
+
+pub fn probe_plan(p: &protocol::ProbeParams) -> backend::ProbePlan {
+    backend::ProbePlan { spend: p.spend }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ export const Request = {
   sessionsClear: 'sessions/clear',
   status: 'status',
   doctor: 'doctor',
+  probe: 'probe',
   shutdown: 'shutdown',
 } as const;
 
@@ -367,6 +368,36 @@ export interface DoctorResult {
   checks: Check[];
 }
 
+export interface ProbeParams {
+  /** The person agreed to spend a few requests of their plan (tiny prompts). */
+  spend?: boolean;
+}
+
+export type ProbeOutcome = 'asAssumed' | 'differs' | 'failed' | 'notAsked';
+
+export interface ProbeFinding {
+  /** Stable: `acpStart`, `catalogue`, `sessionTools`, `promptUsage`, `toolPermission`, `sessionLoad`, `chatStore`. */
+  id: string;
+  question: string;
+  outcome: ProbeOutcome;
+  /** What this build did (or why it was not asked). */
+  observed: string;
+  /** What the bridge does about it with this build. */
+  bridge: string;
+  /** Figures and shapes seen, for a bug report. */
+  measured?: unknown;
+}
+
+export interface ProbeResult {
+  agent: string;
+  version?: string;
+  /** Requests of the person's plan spent. */
+  spent: number;
+  /** What was learnt is kept for this build, and the bridge acts on it. */
+  kept: boolean;
+  findings: ProbeFinding[];
+}
+
 /** Params and result of every request, by method name: lets the client type `request()`. */
 export interface Requests {
   [Request.initialize]: { params: InitializeParams; result: InitializeResult };
@@ -376,6 +407,7 @@ export interface Requests {
   [Request.sessionsClear]: { params: SessionsClearParams; result: SessionsClearResult };
   [Request.status]: { params: undefined; result: StatusResult };
   [Request.doctor]: { params: undefined; result: DoctorResult };
+  [Request.probe]: { params: ProbeParams; result: ProbeResult };
   [Request.shutdown]: { params: undefined; result: null };
 }
 export type Method = keyof Requests;

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::events::EventSink;
-use crate::backend::reports::{BackendStatus, CliStatus};
+use crate::backend::reports::{BackendStatus, CliStatus, ProbePlan, ProbeReport};
 use crate::error::BridgeError;
 use crate::vocab::{BackendChoice, Mode, ModelInfo, Usage};
 
@@ -155,6 +155,9 @@ pub struct Settings {
     pub neutral_dir: Option<PathBuf>,
     /// What of the sidecar's environment reaches the agent and every tool it runs.
     pub env: EnvPolicy,
+    /// Where what `doctor --probe` learnt about agent builds is kept, read by every front door's
+    /// backend (`None`: nothing is kept or read).
+    pub probe_notes: Option<PathBuf>,
 }
 
 /// What of the sidecar's own environment the agent inherits (docs/cursor-cli.md §7.2 for what
@@ -293,6 +296,19 @@ pub trait Backend: Send + Sync {
     /// Make `folder` one where the agent can run none of its own tools, only the client's
     /// (client-tools mode): each agent has its own way to deny its tools.
     fn lock_down(&self, folder: &std::path::Path) -> std::io::Result<()>;
+
+    /// `doctor --probe`: check the bridge's assumptions against this build of the agent program
+    /// with a short scripted session, and keep what it learnt for the build. An agent without a
+    /// probe answers a report with no findings.
+    fn probe(&self, _plan: ProbePlan) -> BoxFuture<'_, ProbeReport> {
+        let agent = self.words().name.to_string();
+        Box::pin(async move { ProbeReport { agent, ..ProbeReport::default() } })
+    }
+
+    /// The most requests of the person's plan its probe spends with consent (said before asking).
+    fn probe_requests(&self) -> u32 {
+        0
+    }
 
     /// Stop everything prepared ahead and every background task (sidecar shutdown).
     fn shutdown(&self);

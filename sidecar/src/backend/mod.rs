@@ -24,4 +24,4 @@ pub use contract::{
     VersionCheck, VersionVerdict, Warm,
 };
 pub use events::{Activity, Event, EventSink, TextHold, ToolPolicy};
-pub use reports::{BackendStatus, CliStatus, ServedTurn};
+pub use reports::{BackendStatus, CliStatus, ProbeFinding, ProbeOutcome, ProbePlan, ProbeReport, ServedTurn};

@@ -41,3 +41,55 @@ pub struct ServedTurn {
     pub backend: String,
     pub reason: String,
 }
+
+/// What `doctor --probe` may spend: the questions that need none of the user's requests are
+/// always asked; the ones that send a tiny prompt only when the person agreed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProbePlan {
+    /// The person agreed to spend a few requests of their plan.
+    pub spend: bool,
+}
+
+/// What a probe of the agent program found: each assumption of the bridge, what this build did,
+/// and what the bridge does about it. Nothing private: no prompt of the person's, no path but
+/// the probe's own scratch folder (named `<scratch>`), no key.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbeReport {
+    /// The program probed, in the agent's words (`Cursor CLI`).
+    pub agent: String,
+    /// Its `--version`, when it answered.
+    pub version: Option<String>,
+    /// Requests of the person's plan the probe spent (prompts sent).
+    pub spent: u32,
+    pub findings: Vec<ProbeFinding>,
+    /// Whether what was learnt is kept for this build (the bridge then acts on it).
+    pub kept: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeFinding {
+    /// Stable: `acpStart`, `sessionTools`, `catalogue`, `promptUsage`, `toolPermission`,
+    /// `sessionLoad`, `chatStore`.
+    pub id: &'static str,
+    /// The assumption, as a question.
+    pub question: String,
+    pub outcome: ProbeOutcome,
+    /// What this build did (or why it was not asked).
+    pub observed: String,
+    /// What the bridge does about it with this build.
+    pub bridge: String,
+    /// Figures and shapes seen (times in ms, option kinds, counts), for a bug report.
+    pub measured: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeOutcome {
+    /// The build does what the bridge assumes.
+    AsAssumed,
+    /// It does something else, which the bridge handles (it says how).
+    Differs,
+    /// The question could not be answered (the build failed at it).
+    Failed,
+    /// Not asked: the reason is in `observed` (no consent to spend, an earlier step failed).
+    NotAsked,
+}

@@ -126,6 +126,12 @@ impl Config {
             .map_err(|e| BridgeError::internal(format!("cannot create a scratch folder under {}: {e}", root.display())))
     }
 
+    /// Where what `doctor --probe` learnt about the agent program's builds is kept (in the state
+    /// folder; none without one).
+    pub fn probe_notes(&self) -> Option<PathBuf> {
+        self.state_dir.as_ref().map(|d| d.join("cli-probe.json"))
+    }
+
     /// Where the agent's own subcommands (`--version`, `status`, `models`) run: a private folder
     /// in the state folder, so they never read a user's folder, trusted or not.
     pub fn neutral_folder(&self) -> Result<PathBuf> {

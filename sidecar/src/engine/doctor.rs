@@ -58,6 +58,17 @@ fn not_checked(id: &str, title: &str, why: &str) -> Check {
 }
 
 impl Engine {
+    /// `probe`: the backend checks its assumptions against the agent program (in a scratch
+    /// folder of its own: nothing runs in a workspace, trusted or not).
+    pub async fn probe(self: &Arc<Self>, plan: crate::backend::ProbePlan) -> crate::backend::ProbeReport {
+        self.backend.probe(plan).await
+    }
+
+    /// The most requests of the person's plan [`Engine::probe`] spends with consent.
+    pub fn probe_requests(&self) -> u32 {
+        self.backend.probe_requests()
+    }
+
     pub async fn doctor(self: &Arc<Self>) -> Report {
         let mut checks = Vec::new();
         let cli = self.backend.health().await;

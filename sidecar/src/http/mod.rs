@@ -366,6 +366,7 @@ async fn serve(
     };
     let settings = select::Settings {
         neutral_dir: Some(neutral_dir),
+        probe_notes: config.probe_notes(),
         env: EnvPolicy::Minimal { pass: args.pass_env.clone() },
         ..translate::backend_settings(args.cli_path.clone(), api_key, &options)
     };

@@ -14,10 +14,11 @@ pub mod request {
     pub const SESSIONS_CLEAR: &str = "sessions/clear";
     pub const STATUS: &str = "status";
     pub const DOCTOR: &str = "doctor";
+    pub const PROBE: &str = "probe";
     pub const SHUTDOWN: &str = "shutdown";
 
     pub const ALL: &[&str] =
-        &[INITIALIZE, MODELS_LIST, CHAT_SEND, SESSIONS_LIST, SESSIONS_CLEAR, STATUS, DOCTOR, SHUTDOWN];
+        &[INITIALIZE, MODELS_LIST, CHAT_SEND, SESSIONS_LIST, SESSIONS_CLEAR, STATUS, DOCTOR, PROBE, SHUTDOWN];
 }
 
 /// Notifications, in either direction (no response).

@@ -17,6 +17,7 @@ mod methods;
 mod mirror;
 mod models;
 mod options;
+mod probe;
 mod sessions;
 mod status;
 
@@ -28,5 +29,6 @@ pub use initialize::*;
 pub use methods::*;
 pub use models::*;
 pub use options::*;
+pub use probe::*;
 pub use sessions::*;
 pub use status::*;

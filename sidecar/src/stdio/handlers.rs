@@ -100,6 +100,10 @@ pub fn module(conn: Arc<Connection>) -> RpcModule<Connection> {
             m.register_async_method(request::DOCTOR, |_, c, _| async move {
                 doctor(&c).await.map_err(ErrorObjectOwned::from)
             })?;
+            // Long (a minute with prompts): async, and never on a turn's slot.
+            m.register_async_method(request::PROBE, |p, c, _| async move {
+                probe(&c, p).await.map_err(ErrorObjectOwned::from)
+            })?;
             m.register_method(request::SHUTDOWN, |_, c, _| -> Result<(), ErrorObjectOwned> {
                 c.begin_shutdown();
                 // Spares and prefetches end now; running turns were aborted by the dispatch loop.
@@ -140,6 +144,7 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
     let has_key = api_key.is_some();
     let settings = select::Settings {
         neutral_dir: Some(config.neutral_folder()?),
+        probe_notes: config.probe_notes(),
         ..translate::backend_settings(params.cli_path.clone(), api_key, &params.options)
     };
     let backend = conn.backend(settings);
@@ -226,6 +231,11 @@ async fn sessions_clear(conn: &Connection, p: Params<'static>) -> RpcResult<Sess
 async fn status(conn: &Connection) -> RpcResult<StatusResult> {
     let status = conn.engine()?.status().await;
     Ok(translate::status(status, conn.paths.log_file.as_ref().map(|p| p.display().to_string())))
+}
+
+async fn probe(conn: &Connection, p: Params<'static>) -> RpcResult<ProbeResult> {
+    let params: ProbeParams = parse(&p)?;
+    Ok(translate::probe(conn.engine()?.probe(translate::probe_plan(&params)).await))
 }
 
 async fn doctor(conn: &Connection) -> RpcResult<DoctorResult> {

@@ -25,6 +25,7 @@ mod http_openai;
 mod http_responses;
 mod isolation;
 mod orphans;
+mod probe;
 mod protocol_abuse;
 mod protocol_doc;
 mod sessions;

@@ -13,6 +13,7 @@ use super::env::{child_env, ChildEnv};
 use super::hints::LOGIN_HINT;
 use super::locate::Locator;
 use super::models;
+use super::probe_notes::{Learnt, Notes};
 use crate::backend::contract::{EnvPolicy, Located, Settings};
 use crate::backend::process;
 use crate::backend::reports::CliStatus;
@@ -37,6 +38,8 @@ pub struct CursorCli {
     /// Where the CLI's own subcommands run: a private folder of ours (`Settings::neutral_dir`).
     neutral: Neutral,
     locator: Locator,
+    /// What `doctor --probe` learnt about builds (`probe/learnt.rs`).
+    notes: Notes,
 }
 
 impl CursorCli {
@@ -47,6 +50,7 @@ impl CursorCli {
             env_policy: settings.env.clone(),
             locator: Locator::new(settings.cli_path.clone(), neutral.path().to_path_buf()),
             neutral,
+            notes: Notes::new(settings.probe_notes.clone()),
         })
     }
 
@@ -58,6 +62,15 @@ impl CursorCli {
     /// Whether the bridge was given an API key for the CLI.
     pub fn has_key(&self) -> bool {
         self.api_key.is_some()
+    }
+
+    /// What a probe learnt about `cli`'s build, if it was probed.
+    pub fn learnt(&self, cli: &CliCommand) -> Option<Learnt> {
+        self.notes.of(cli)
+    }
+
+    pub fn notes(&self) -> &Notes {
+        &self.notes
     }
 
     /// The folder the CLI's subcommands run in (never a user's).

@@ -22,6 +22,15 @@ impl CliCommand {
     pub fn plain(path: PathBuf) -> Self {
         CliCommand { program: path.clone(), prefix_args: Vec::new(), env: Vec::new(), display: path }
     }
+
+    /// This build's identity without running it: its path, size and modification time (an update
+    /// replaces the file). What the bridge learnt about a build holds for this identity only.
+    pub fn build_id(&self) -> String {
+        let meta = std::fs::metadata(&self.program).ok();
+        let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+        let modified = meta.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        format!("{}|{:?}|{size}|{}", self.program.display(), self.prefix_args, modified.map_or(0, |d| d.as_secs()))
+    }
 }
 
 /// Where a candidate came from, for error messages.

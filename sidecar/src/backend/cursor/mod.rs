@@ -20,6 +20,9 @@ pub mod known_builds;
 pub mod locate;
 pub mod models;
 pub mod print;
+mod probe;
+pub mod probe_notes;
+pub mod probing;
 pub mod sku;
 pub mod words;
 
@@ -36,14 +39,15 @@ use crate::vocab::BackendChoice;
 
 /// The Cursor backend a front door's settings ask for: `auto` (ACP with print mode as the
 /// fallback), `acp` or `print`, all driving one program.
+/// Each can probe the program (`doctor --probe`): print mode's question runs on a print backend
+/// of the same program (made for it when only ACP serves).
 pub fn backend(settings: Settings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(&settings);
-    match settings.backend {
-        BackendChoice::Print => print::CursorPrint::new(&settings, cli),
-        BackendChoice::Acp => acp::CursorAcp::new(&settings, cli),
-        BackendChoice::Auto => {
-            let acp = acp::CursorAcp::new(&settings, cli.clone());
-            auto::Auto::new(print::CursorPrint::new(&settings, cli), acp)
-        }
-    }
+    let print = print::CursorPrint::new(&settings, cli.clone());
+    let serving: Arc<dyn Backend> = match settings.backend {
+        BackendChoice::Print => print.clone(),
+        BackendChoice::Acp => acp::CursorAcp::new(&settings, cli.clone()),
+        BackendChoice::Auto => auto::Auto::new(print.clone(), acp::CursorAcp::new(&settings, cli.clone())),
+    };
+    probe::Probing::new(serving, print, cli)
 }

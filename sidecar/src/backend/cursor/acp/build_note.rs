@@ -21,7 +21,7 @@ impl<T: Clone> BuildNote<T> {
 
     /// Notes `what` for `cli`'s build (replacing a note on any build).
     pub fn note(&self, cli: &CliCommand, what: T) {
-        *lock(&self.note) = Some((build_of(cli), Instant::now(), what));
+        *lock(&self.note) = Some((cli.build_id(), Instant::now(), what));
     }
 
     /// Drops the note (what it said no longer holds: ACP started after all).
@@ -32,18 +32,10 @@ impl<T: Clone> BuildNote<T> {
     /// The note, while it holds for `cli`'s build.
     pub fn get(&self, cli: &CliCommand) -> Option<T> {
         match &*lock(&self.note) {
-            Some((build, since, what)) if *build == build_of(cli) && since.elapsed() < REPROBE_AFTER => {
+            Some((build, since, what)) if *build == cli.build_id() && since.elapsed() < REPROBE_AFTER => {
                 Some(what.clone())
             }
             _ => None,
         }
     }
-}
-
-/// A CLI build's identity without running it: its path, size and modification time.
-fn build_of(cli: &CliCommand) -> String {
-    let meta = std::fs::metadata(&cli.program).ok();
-    let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
-    let modified = meta.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    format!("{}|{:?}|{size}|{}", cli.program.display(), cli.prefix_args, modified.map_or(0, |d| d.as_secs()))
 }

@@ -11,6 +11,7 @@
 pub mod agent;
 mod build_note;
 pub mod model_options;
+mod probe;
 pub mod tools;
 pub mod turn;
 
@@ -27,6 +28,8 @@ use tokio::time::Instant;
 pub use agent::PROJECT_CONFIG_REJECTED;
 use agent::{Agent, Launch, StartFailure};
 use build_note::BuildNote;
+/// `doctor --probe`'s ACP questions (`probe.rs`).
+pub use probe::questions as probe_questions;
 use turn::Slot;
 
 use super::cli::{memory_allows_spares, CursorCli};
@@ -147,13 +150,26 @@ impl CursorAcp {
     /// `Err(why)` while ACP is known not to start with the current CLI build.
     pub fn usable(&self) -> Result<(), String> {
         let Some(cli) = self.cli.found() else { return Ok(()) };
-        self.broken.get(&cli).map_or(Ok(()), Err)
+        if let Some(why) = self.broken.get(&cli) {
+            return Err(why);
+        }
+        // What `doctor --probe` saw, for as long as a note of our own would hold.
+        match self.cli.learnt(&cli) {
+            Some(l) if l.age() < REPROBE_AFTER => {
+                l.acp_start_failed.map_or(Ok(()), |why| Err(format!("{why} (seen by `cursor-bridge doctor --probe`)")))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Whether sessions of the current CLI build can be given the client's tools.
     pub fn hosts_tools(&self) -> bool {
         let Some(cli) = self.cli.found() else { return self.usable().is_ok() };
-        self.usable().is_ok() && self.no_session_mcp.get(&cli).is_none()
+        // A probe that saw this build's sessions never list our tools: the prompt protocol from
+        // the first turn, without waiting for a listing that does not come.
+        let never_listed =
+            self.cli.learnt(&cli).is_some_and(|l| l.session_tools == Some(super::probe_notes::SessionTools::Never));
+        self.usable().is_ok() && self.no_session_mcp.get(&cli).is_none() && !never_listed
     }
 
     /// A new agent with its session opened (or, with `load`, loaded: `Ok(None)` when the agent
@@ -248,7 +264,9 @@ impl CursorAcp {
             return Ok(false);
         }
         let Some(host) = agent.tools.as_ref() else { return Ok(true) };
-        if host.listed_within(tools::LISTED_WITHIN).await {
+        // A build the probe saw list them late is waited for as long as it took (bounded).
+        let wait = self.cli.learnt(cli).map_or(tools::LISTED_WITHIN, |l| l.tools_wait(tools::LISTED_WITHIN));
+        if host.listed_within(wait).await {
             return Ok(true);
         }
         tracing::warn!(
@@ -699,6 +717,7 @@ impl Backend for CursorAcp {
         super::isolation::lock_down(folder)
     }
 
+    /// Print mode's question runs on a print backend of the same program, made for the probe.
     fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
         // An agent still starting is stopped with its task (dropping it kills its tree).

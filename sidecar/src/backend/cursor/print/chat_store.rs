@@ -67,6 +67,16 @@ impl Calibration {
         self.learn_under(data_root().as_deref(), Build::of(program), chat_id, workspace)
     }
 
+    /// What `doctor --probe` found for `program`'s build (its chat was where the check looks, or
+    /// not), taken while this backend has not seen a turn of that build itself.
+    pub fn adopt(&self, program: &Path, found: bool) {
+        let build = Build::of(program);
+        let mut known = crate::util::sync::lock(&self.0);
+        if known.as_ref().is_none_or(|(b, _)| *b != build) {
+            *known = Some((build, if found { Verdict::Found } else { Verdict::Elsewhere }));
+        }
+    }
+
     fn verdict(&self, build: &Build) -> Option<Verdict> {
         crate::util::sync::lock(&self.0).as_ref().filter(|(b, _)| b == build).map(|(_, v)| *v)
     }
@@ -105,6 +115,13 @@ impl Calibration {
         }
         *known = Some((build, verdict));
     }
+}
+
+/// Whether `chat_id`, which a turn in `workspace` just used, is where the check looks (`None`:
+/// there is no chat store here at all: no `HOME`, no `CURSOR_DATA_DIR`).
+pub fn kept_where_looked(chat_id: &str, workspace: &Path) -> Option<bool> {
+    let root = data_root()?;
+    Some(root.join("chats").join(workspace_key(workspace)).join(chat_id).is_dir())
 }
 
 fn is_gone_under(root: Option<&Path>, chat_id: &str, workspace: &Path) -> bool {

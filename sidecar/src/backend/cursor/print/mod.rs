@@ -9,6 +9,9 @@
 pub mod args;
 pub mod chat_ids;
 pub mod chat_store;
+mod probe;
+/// `doctor --probe`'s print-mode question (`probe.rs`).
+pub use probe::question as probe_question;
 pub mod run;
 pub mod spares;
 pub mod stream;
@@ -96,6 +99,9 @@ impl CursorPrint {
         let mut refill = None;
         let (resume, prestarted) = match &t.chat {
             Chat::Resume(id) => {
+                if let Some(found) = self.cli.learnt(&cli).and_then(|l| l.chat_store_found) {
+                    self.chat_store.adopt(&cli.program, found);
+                }
                 if self.chat_store.is_gone(&cli.program, id, &t.workspace) {
                     tracing::warn!(chat = %id, "the chat is gone from the CLI's chat store");
                     return Err(TurnFailure::chat_lost("The Cursor CLI no longer has this chat"));
