@@ -1,6 +1,7 @@
 //! The Agent Client Protocol, as a client: what any ACP agent (Cursor's `agent acp`, Gemini CLI,
 //! Copilot CLI) speaks on its stdio. `connection.rs` is JSON-RPC 2.0, one message per line, in
-//! both directions; `updates.rs` turns `session/update` notifications into [`Event`]s. Lenient on
+//! both directions; `updates.rs` turns `session/update` notifications into [`Event`]s;
+//! `quirks.rs` is [`AgentQuirks`](quirks::AgentQuirks), what one agent reads its own way. Lenient on
 //! purpose: agents add fields and update kinds between builds (docs/cursor-acp.md §7, §10), so
 //! anything unknown is skipped, never fatal. A backend for one agent (its quirks, its process and
 //! session lifetimes) builds on these.
@@ -8,4 +9,5 @@
 //! [`Event`]: crate::backend::Event
 
 pub mod connection;
+pub mod quirks;
 pub mod updates;

@@ -32,18 +32,21 @@ pub use known_builds::check as check_build;
 pub use words::WORDS;
 
 use crate::backend::contract::{Backend, Settings};
-use crate::vocab::BackendChoice;
 
-/// The Cursor backend a front door's settings ask for: `auto` (ACP with print mode as the
-/// fallback), `acp` or `print`, all driving one program.
-pub fn backend(settings: Settings) -> Arc<dyn Backend> {
-    let cli = cli::CursorCli::new(&settings);
-    match settings.backend {
-        BackendChoice::Print => print::CursorPrint::new(&settings, cli),
-        BackendChoice::Acp => acp::CursorAcp::new(&settings, cli),
-        BackendChoice::Auto => {
-            let acp = acp::CursorAcp::new(&settings, cli.clone());
-            auto::Auto::new(print::CursorPrint::new(&settings, cli), acp)
-        }
-    }
+/// Print mode: a CLI process per turn.
+pub fn print_backend(settings: &Settings) -> Arc<dyn Backend> {
+    print::CursorPrint::new(settings, cli::CursorCli::new(settings))
+}
+
+/// ACP mode: warm `agent acp` sessions.
+pub fn acp_backend(settings: &Settings) -> Arc<dyn Backend> {
+    acp::CursorAcp::new(settings, cli::CursorCli::new(settings))
+}
+
+/// `auto`: ACP with print mode as the fallback, both driving one program (one [`cli::CursorCli`]:
+/// found once, one model list, one login check).
+pub fn auto_backend(settings: &Settings) -> Arc<dyn Backend> {
+    let cli = cli::CursorCli::new(settings);
+    let acp = acp::CursorAcp::new(settings, cli.clone());
+    auto::Auto::new(print::CursorPrint::new(settings, cli), acp)
 }

@@ -3,7 +3,8 @@
 //! across turns so a follow-up pays neither a process start nor `session/new`, plus sessions
 //! opened ahead of need so a new conversation's first message does not wait either. The generic
 //! protocol client is `backend/acp/`; what is Cursor's is here: the launch and the handshake's
-//! auth policy (`agent`), model ids (`model_options`), a prompt with Cursor's error texts, permission
+//! auth policy (`agent`), model ids (`model_options`), its reading of the protocol the generic client
+//! asks for (`quirks`), a prompt with Cursor's error texts, permission
 //! and `cursor/*` requests and cancel (`turn`). Where the CLI is, its environment, its model list
 //! and its login are the program's, shared with print mode (`backend/cursor/cli.rs`).
 //! docs/cursor-acp.md has the facts these rely on.
@@ -11,6 +12,7 @@
 pub mod agent;
 mod build_note;
 pub mod model_options;
+pub mod quirks;
 pub mod tools;
 pub mod turn;
 

@@ -43,7 +43,7 @@ impl ToolHost {
                 input_schema: t.input_schema.clone(),
             })
             .collect();
-        let (host, calls) = McpHost::start(offered).await?;
+        let (host, calls) = McpHost::start(offered, super::quirks::MCP_LIMITS).await?;
         let current: Current = Arc::default();
         let called = Arc::new(AtomicBool::new(false));
         let forward = tokio::spawn(forward(calls, current.clone(), called.clone()));

@@ -295,7 +295,7 @@ struct State {
 impl State {
     fn new(unattended: bool) -> Self {
         State {
-            updates: Updates::default(),
+            updates: Updates::new(&super::quirks::CURSOR),
             unattended,
             spoke: false,
             text: String::new(),
