@@ -172,6 +172,10 @@ mod tests {
     struct Plain;
 
     impl AgentQuirks for Plain {
+        fn is_our_tool_call(&self, _call: &Value) -> bool {
+            false
+        }
+
         fn mcp_limits(&self) -> McpLimits {
             crate::backend::mcp::TEST_LIMITS
         }

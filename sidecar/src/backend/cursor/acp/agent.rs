@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use super::model_options::ModelConfig;
 use crate::backend::acp::connection::{Connection, Incoming, RpcError};
+use crate::backend::acp::tools::ToolHost;
 use crate::backend::cursor::commands::{spawn_error, spawn_spec};
 use crate::backend::cursor::discovery::CliCommand;
 use crate::backend::cursor::env::ChildEnv;
@@ -110,7 +111,7 @@ pub struct Agent {
     /// Last used (taken by a turn or created), for idle expiry and eviction.
     pub used: Instant,
     /// The client's tools, hosted for this agent's session (client-tools mode).
-    pub tools: Option<super::tools::ToolHost>,
+    pub tools: Option<ToolHost>,
     /// What ran under the agent when the running turn began: what starts after it is the
     /// turn's ([`Agent::end_what_the_turn_started`]).
     turn_mark: Option<process::TreeMark>,
@@ -360,7 +361,7 @@ impl Agent {
     /// Host the client's tools for the session this agent opens next (before `new_session` or
     /// `load`).
     pub async fn attach_tools(&mut self, tools: &[crate::vocab::ToolDefinition]) -> Result<(), BridgeError> {
-        match super::tools::ToolHost::start(tools).await {
+        match ToolHost::start(tools, super::quirks::MCP_LIMITS).await {
             Ok(host) => {
                 self.tools = Some(host);
                 Ok(())
@@ -370,7 +371,7 @@ impl Agent {
     }
 
     fn mcp_servers(&self) -> Value {
-        self.tools.as_ref().map(super::tools::ToolHost::servers).unwrap_or_else(|| json!([]))
+        self.tools.as_ref().map(ToolHost::servers).unwrap_or_else(|| json!([]))
     }
 
     fn adopt(&mut self, id: &str, result: &Value) {

@@ -13,7 +13,6 @@ pub mod agent;
 mod build_note;
 pub mod model_options;
 pub mod quirks;
-pub mod tools;
 pub mod turn;
 
 use std::collections::HashMap;
@@ -33,6 +32,7 @@ use turn::Slot;
 
 use super::cli::{memory_allows_spares, CursorCli};
 use super::discovery::CliCommand;
+use crate::backend::acp::tools::{ToolHost, LISTED_WITHIN};
 use crate::backend::contract::{
     Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
 };
@@ -250,7 +250,7 @@ impl CursorAcp {
             return Ok(false);
         }
         let Some(host) = agent.tools.as_ref() else { return Ok(true) };
-        if host.listed_within(tools::LISTED_WITHIN).await {
+        if host.listed_within(LISTED_WITHIN).await {
             return Ok(true);
         }
         tracing::warn!(
@@ -476,7 +476,7 @@ impl CursorAcp {
             host.begin_turn();
             host.serve(t.hosted_tools.as_ref().map(|h| h.calls.clone()));
         }
-        let called = agent.tools.as_ref().map(tools::ToolHost::called);
+        let called = agent.tools.as_ref().map(ToolHost::called);
         let (mut slot, mut outcome) = turn::run(slot, &t, choice.as_ref(), sink).await;
         // A call of the client's tools is output (the client may have run it), even if no update
         // of the agent's said so: neither a second ACP attempt nor print mode may run the prompt

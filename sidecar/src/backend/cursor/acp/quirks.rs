@@ -1,6 +1,7 @@
 //! Cursor's reading of the Agent Client Protocol, as the generic client asks for it
-//! ([`AgentQuirks`]): how it reports a refused tool call, and how much of an MCP server it shows
-//! its model (docs/cursor-acp.md, docs/client-tools.md).
+//! ([`AgentQuirks`]): how it reports a refused tool call, how it names a call of our MCP
+//! server, and how much of an MCP server it shows its model (docs/cursor-acp.md,
+//! docs/client-tools.md).
 
 use serde_json::Value;
 
@@ -31,6 +32,17 @@ impl AgentQuirks for CursorQuirks {
     /// say anything.
     fn failure_is_refusal(&self, tool: &str, detail: &str) -> bool {
         tool != "shell" && says_denied(detail)
+    }
+
+    /// Cursor titles our server's calls `<server>: <tool>` and `<server>-<tool>: <tool>` and
+    /// names the server in `rawInput.providerIdentifier` (docs/client-tools.md).
+    fn is_our_tool_call(&self, call: &Value) -> bool {
+        let server = crate::backend::cursor::isolation::OUR_SERVER;
+        if call.pointer("/rawInput/providerIdentifier").and_then(Value::as_str) == Some(server) {
+            return true;
+        }
+        let title = call.get("title").and_then(Value::as_str).unwrap_or("").trim_matches('`');
+        title.strip_prefix(server).is_some_and(|rest| rest.starts_with(": ") || rest.starts_with('-'))
     }
 
     fn mcp_limits(&self) -> McpLimits {
@@ -90,6 +102,22 @@ mod tests {
         assert_eq!(done(json!({"rejected": {"reason": "user"}})), Some((false, true)));
         assert_eq!(done(json!({"rejected": null})), Some((true, false)));
         assert_eq!(done(json!({})), Some((true, false)));
+    }
+
+    #[test]
+    fn our_calls_are_told_from_others() {
+        let cases = [
+            (json!({"title": "cb: create_file", "kind": "other"}), true),
+            (json!({"title": "cb-create_file: create_file", "kind": "other"}), true),
+            (json!({"title": "MCP: tool", "rawInput": {"providerIdentifier": "cb", "toolName": "x"}}), true),
+            (json!({"title": "MCP: tool", "kind": "other"}), false),
+            (json!({"title": "cbx: tool"}), false),
+            (json!({"title": "github-search: search", "rawInput": {"providerIdentifier": "github"}}), false),
+            (json!({"title": "`npm test`", "kind": "execute"}), false),
+        ];
+        for (call, ours) in cases {
+            assert_eq!(CURSOR.is_our_tool_call(&call), ours, "{call}");
+        }
     }
 
     #[test]

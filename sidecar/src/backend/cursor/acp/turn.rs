@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use super::agent::{cancelled_outcome, Agent, CONFIG_TIMEOUT};
 use super::model_options::{Choice, ModelConfig};
 use crate::backend::acp::connection::{Incoming, RpcError};
+use crate::backend::acp::quirks::AgentQuirks;
 use crate::backend::acp::updates::Updates;
 use crate::backend::contract::{TurnEnd, TurnFailure, TurnSpec};
 use crate::backend::cursor::failures::classify;
@@ -348,7 +349,7 @@ impl State {
             Incoming::Notification { method, params } => {
                 if method == "session/update" {
                     if let Some(update) = params.get("update") {
-                        if self.hosted && super::tools::is_ours(update) {
+                        if self.hosted && super::quirks::CURSOR.is_our_tool_call(update) {
                             if let Some(id) = update.get("toolCallId").and_then(Value::as_str) {
                                 // Its start may have been reported before a later update named
                                 // it ours (Cursor's first one says only "MCP: tool").
@@ -402,7 +403,7 @@ impl State {
         let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
         // Client-tools mode: our server's tools are the client's, which it asks about itself;
         // nothing else is ever allowed.
-        let ours = self.hosted && super::tools::is_ours(&call);
+        let ours = self.hosted && super::quirks::CURSOR.is_our_tool_call(&call);
         let call_id = call.get("toolCallId").and_then(Value::as_str);
         let allowed = ours || (self.unattended && !self.hosted);
         match call_id {
