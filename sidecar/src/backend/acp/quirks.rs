@@ -1,14 +1,84 @@
 //! What differs between ACP agents that speak the same protocol: the generic client
-//! (`updates.rs`, `tools.rs`; the lifecycle as it moves here, docs/architecture.md) asks an agent's
-//! [`AgentQuirks`] wherever an agent reads the protocol its own way. Each agent's folder
-//! implements it (Cursor's: `cursor/acp/quirks.rs`); a method with a default is one where the
-//! protocol's plain reading is right for an agent that says nothing more.
+//! (`agent.rs`, `updates.rs`, `tools.rs`) asks an agent's [`AgentQuirks`] wherever an agent
+//! reads the protocol its own way or says a failure in its own words. The generic client
+//! decides what happened (a start that did not answer, a refusal of `session/new`); the agent
+//! says what that means and how it reads. Each agent's folder implements it (Cursor's:
+//! `cursor/acp/quirks.rs`); a method with a default is one where the protocol's plain reading is
+//! right for an agent that says nothing more.
+
+use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 
+use super::connection::RpcError;
 use crate::backend::mcp::McpLimits;
+use crate::error::BridgeError;
+
+/// A start that failed. `broken`: ACP itself does not work with this build of the agent (it
+/// exits at start, or does not complete the handshake), as opposed to a failure another way of
+/// driving the same program would share (not signed in).
+#[derive(Debug)]
+pub struct StartFailure {
+    pub error: BridgeError,
+    pub broken: bool,
+    /// `authenticate` did not answer: signed out, or a slow service (the program's own status
+    /// command may tell which).
+    pub auth_unanswered: bool,
+}
+
+impl StartFailure {
+    pub fn broken(error: BridgeError) -> Self {
+        StartFailure { error, broken: true, auth_unanswered: false }
+    }
+    pub fn shared(error: BridgeError) -> Self {
+        StartFailure { error, broken: false, auth_unanswered: false }
+    }
+}
+
+/// What went wrong while starting an agent or opening its session, for the agent to word
+/// ([`AgentQuirks::start_error`]). The bounds are the ones that ran out.
+#[derive(Debug)]
+pub enum StartError<'a> {
+    /// `initialize` was answered with an error.
+    InitializeRefused(&'a RpcError),
+    InitializeTimeout(Duration),
+    /// `initialize` answered a protocol version other than 1 (its whole answer).
+    ProtocolVersion(&'a Value),
+    AuthenticateTimeout(Duration),
+    /// The agent says it needs a login (its message).
+    NotSignedIn(&'a str),
+    /// `session/new` answered without a `sessionId`.
+    SessionWithoutId,
+    SessionTimeout(Duration),
+    /// A `session/load` whose answer did not come for this long.
+    LoadTimeout(Duration),
+}
 
 pub trait AgentQuirks: Send + Sync {
+    /// The agent's words for a failure of its start or its session.
+    fn start_error(&self, what: StartError<'_>) -> BridgeError;
+
+    /// The agent refused `method` (`session/new`, `session/load`) with this error.
+    fn refused(&self, method: &str, code: i64, message: &str, data: Option<&Value>) -> BridgeError;
+
+    /// The agent's output ended during its start: what its exit status and stderr say, and
+    /// whether that means ACP does not work with this build ([`StartFailure::broken`]).
+    /// `workspace` is the folder it was started in.
+    fn exited_at_start(&self, code: Option<i32>, stderr: &str, workspace: &Path) -> StartFailure;
+
+    /// An error answer to `authenticate` that says the agent is not signed in (anything else is
+    /// passed over: a stored login may still serve `session/new`).
+    fn is_not_signed_in(&self, code: i64, message: &str) -> bool;
+
+    /// The `authenticate` method when `initialize` lists none.
+    fn fallback_auth_method(&self) -> &'static str;
+
+    /// A `session/new` failure the agent is known to recover from on the same connection.
+    fn retries_session_new(&self, _code: i64, _message: &str) -> bool {
+        false
+    }
+
     /// A tool call the agent reports `completed` although it did not run (it was refused).
     fn completed_but_rejected(&self, _update: &Value) -> bool {
         false
@@ -26,4 +96,43 @@ pub trait AgentQuirks: Send + Sync {
 
     /// How much of one MCP server the agent shows its model.
     fn mcp_limits(&self) -> McpLimits;
+}
+
+/// An agent that reads the protocol plainly and words its failures as the generic client names
+/// them, for the tests of the generic client.
+#[cfg(test)]
+pub static PLAIN: Plain = Plain;
+
+#[cfg(test)]
+pub struct Plain;
+
+#[cfg(test)]
+impl AgentQuirks for Plain {
+    fn start_error(&self, what: StartError<'_>) -> BridgeError {
+        BridgeError::new(crate::vocab::ErrorKind::CliFailed, format!("{what:?}"))
+    }
+
+    fn refused(&self, method: &str, code: i64, message: &str, _data: Option<&Value>) -> BridgeError {
+        BridgeError::new(crate::vocab::ErrorKind::CliFailed, format!("{method} refused: {code} {message}"))
+    }
+
+    fn exited_at_start(&self, code: Option<i32>, _stderr: &str, _workspace: &Path) -> StartFailure {
+        StartFailure::broken(BridgeError::new(crate::vocab::ErrorKind::CliFailed, format!("exited: {code:?}")))
+    }
+
+    fn is_not_signed_in(&self, _code: i64, _message: &str) -> bool {
+        false
+    }
+
+    fn fallback_auth_method(&self) -> &'static str {
+        "login"
+    }
+
+    fn is_our_tool_call(&self, _call: &Value) -> bool {
+        false
+    }
+
+    fn mcp_limits(&self) -> McpLimits {
+        crate::backend::mcp::TEST_LIMITS
+    }
 }

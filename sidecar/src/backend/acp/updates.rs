@@ -166,23 +166,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::backend::mcp::McpLimits;
-
-    /// An agent that reads the protocol plainly (no refusals beyond it).
-    struct Plain;
-
-    impl AgentQuirks for Plain {
-        fn is_our_tool_call(&self, _call: &Value) -> bool {
-            false
-        }
-
-        fn mcp_limits(&self) -> McpLimits {
-            crate::backend::mcp::TEST_LIMITS
-        }
-    }
 
     fn run(updates: &[Value]) -> Vec<Event> {
-        let mut u = Updates::new(&Plain);
+        let mut u = Updates::new(&crate::backend::acp::quirks::PLAIN);
         let mut out: Vec<Event> = updates.iter().flat_map(|x| u.events(x)).collect();
         out.extend(u.finish());
         out

@@ -24,10 +24,10 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
-/// How a failed start that the project's configuration caused begins (`auto.rs` tells it apart).
-pub use agent::PROJECT_CONFIG_REJECTED;
-use agent::{Agent, Launch, StartFailure};
+use agent::{Agent, StartFailure};
 use build_note::BuildNote;
+/// How a failed start that the project's configuration caused begins (`auto.rs` tells it apart).
+pub use quirks::PROJECT_CONFIG_REJECTED;
 use turn::Slot;
 
 use super::cli::{memory_allows_spares, CursorCli};
@@ -173,10 +173,9 @@ impl CursorAcp {
         load: Option<&str>,
     ) -> Result<Option<Agent>, TurnFailure> {
         let env = self.cli.env();
-        let launch = Launch { cli, env: &env, workspace, api_key: self.cli.has_key() };
         let mut retried = false;
         loop {
-            let failure = match Agent::start(&launch).await {
+            let failure = match agent::start(cli, &env, workspace, self.cli.has_key()).await {
                 Ok(mut agent) => match self.open_session(cli, &mut agent, tools, load).await {
                     Ok(true) => {
                         // ACP works with this build after all (a conversation in an ACP session
@@ -220,7 +219,7 @@ impl CursorAcp {
             // No answer to `authenticate` is no evidence of a missing login; the CLI's own
             // `status` is: signed out → "log in", else the timeout as it is.
             if failure.auth_unanswered && self.cli.health().await.logged_in == Some(false) {
-                return Err(agent::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
+                return Err(quirks::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
             }
             let broken = failure.broken;
             let mut failed: TurnFailure = failure.error.into();
@@ -523,7 +522,7 @@ impl CursorAcp {
         if let Some(known) = self.catalogue.get(cli) {
             return agent.config.or_catalogue(&known);
         }
-        match agent.list_models().await {
+        match agent::list_models(agent).await {
             Some(listed) if !listed.options.is_empty() => {
                 self.catalogue.note(cli, listed.clone());
                 agent.config.or_catalogue(&listed)

@@ -1,12 +1,22 @@
 //! Cursor's reading of the Agent Client Protocol, as the generic client asks for it
-//! ([`AgentQuirks`]): how it reports a refused tool call, how it names a call of our MCP
+//! ([`AgentQuirks`]): its words for a start or session that failed (and which of those mean ACP
+//! does not work with the build), its login policy, how it reports a refused tool call, how it names a call of our MCP
 //! server, and how much of an MCP server it shows its model (docs/cursor-acp.md,
 //! docs/client-tools.md).
 
+use std::path::Path;
+
 use serde_json::Value;
 
-use crate::backend::acp::quirks::AgentQuirks;
+use crate::backend::acp::quirks::{AgentQuirks, StartError, StartFailure};
+use crate::backend::cursor::failures::{classify, HINT_AUTH, HINT_CLI_VERSION};
 use crate::backend::mcp::McpLimits;
+use crate::error::BridgeError;
+use crate::vocab::ErrorKind;
+
+/// How the message of a start the CLI refused over the project's `.cursor/cli.json` begins: the
+/// project's problem, which print mode would meet the same way (`auto` shows it as it is).
+pub const PROJECT_CONFIG_REJECTED: &str = "The Cursor CLI rejected the project's configuration";
 
 /// Cursor's quirks, for every ACP session of the Cursor CLI.
 pub static CURSOR: CursorQuirks = CursorQuirks;
@@ -20,6 +30,120 @@ pub const MCP_LIMITS: McpLimits = McpLimits { listed: 40, combined: 59 };
 pub struct CursorQuirks;
 
 impl AgentQuirks for CursorQuirks {
+    fn start_error(&self, what: StartError<'_>) -> BridgeError {
+        match what {
+            StartError::InitializeRefused(e) => {
+                BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `initialize`: {e}"))
+                    .hint(HINT_CLI_VERSION)
+            }
+            StartError::InitializeTimeout(bound) => BridgeError::new(
+                ErrorKind::Timeout,
+                format!("Cursor's ACP mode did not answer `initialize` within {} s", bound.as_secs()),
+            )
+            .hint(HINT_CLI_VERSION),
+            StartError::ProtocolVersion(init) => BridgeError::new(
+                ErrorKind::CliFailed,
+                "Cursor's ACP mode speaks a protocol version the bridge does not",
+            )
+            .hint(HINT_CLI_VERSION)
+            .detail(init.to_string()),
+            StartError::AuthenticateTimeout(bound) => BridgeError::new(
+                ErrorKind::Timeout,
+                format!("Cursor's ACP mode did not answer `authenticate` within {} s", bound.as_secs()),
+            )
+            .hint(
+                "Cursor may be slow or unreachable: try again. If the Cursor CLI is not signed in, run \
+                     `agent login` (or set an API key); `agent status` says which.",
+            ),
+            StartError::NotSignedIn(message) => not_signed_in(message),
+            StartError::SessionWithoutId => {
+                BridgeError::new(ErrorKind::CliFailed, "Cursor's ACP mode answered `session/new` without a session id")
+            }
+            StartError::SessionTimeout(bound) => BridgeError::new(
+                ErrorKind::Timeout,
+                format!("Cursor did not open a session within {} s", bound.as_secs()),
+            )
+            .hint("Cursor's servers may be slow or unreachable; check the network and try again."),
+            StartError::LoadTimeout(bound) => BridgeError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "Cursor did not finish loading this conversation's session (no answer for {} s)",
+                    bound.as_secs()
+                ),
+            )
+            .hint(
+                "Cursor's servers may be slow or unreachable. The conversation is kept: send the message \
+                     again to try once more.",
+            ),
+        }
+    }
+
+    /// -32000 is Cursor's "authentication required"; anything else is classified by its text
+    /// as print mode's failures are.
+    fn refused(&self, method: &str, code: i64, message: &str, data: Option<&Value>) -> BridgeError {
+        if code == -32000 {
+            return not_signed_in(message);
+        }
+        let mut failure: BridgeError = classify(Some(1), "", Some(message)).into();
+        if failure.kind == ErrorKind::CliFailed {
+            failure.message = format!("Cursor refused `{method}`: {message}");
+            if let Some(data) = data {
+                failure = failure.detail(crate::util::text::cut_chars(&data.to_string(), 2000).to_string());
+            }
+        }
+        failure
+    }
+
+    /// What stderr said: a `.cli.json` schema error, or nothing at all (docs/cursor-acp.md §11).
+    /// A project configuration the CLI rejects is that project's problem, fixed by editing the
+    /// file, not the build's: it never marks ACP as not working with the build.
+    fn exited_at_start(&self, code: Option<i32>, stderr: &str, workspace: &Path) -> StartFailure {
+        let trimmed = stderr.trim();
+        if trimmed.contains("cli.json") {
+            let first = trimmed.lines().next().unwrap_or(trimmed);
+            let file = workspace.join(".cursor").join("cli.json");
+            return StartFailure::shared(
+                BridgeError::new(ErrorKind::CliFailed, format!("{PROJECT_CONFIG_REJECTED}: {first}"))
+                    .hint(format!(
+                        "Fix or remove {} (the CLI accepts only the keys it knows), then send the message again. \
+                     If that folder is one of Cursor Bridge's own (under its state folder), this CLI build does \
+                     not accept the permissions file the bridge writes there: update the CLI, or set \
+                     `cursorBridge.tools` to \"cursor\".",
+                        file.display()
+                    ))
+                    .detail(crate::util::text::bounded_tail(trimmed, 2000).unwrap_or_default()),
+            );
+        }
+        if trimmed.is_empty() {
+            let how = code.map_or("was stopped".to_owned(), |c| format!("exited with status {c}"));
+            return StartFailure::broken(
+                BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode {how} at start without a message"))
+                    .hint(HINT_CLI_VERSION),
+            );
+        }
+        let mut error: BridgeError = classify(code, stderr, None).into();
+        if error.kind == ErrorKind::CliFailed {
+            error.message = "Cursor's ACP mode stopped at start".into();
+            return StartFailure::broken(error);
+        }
+        // A login, a limit, the network: print mode would say the same.
+        StartFailure::shared(error)
+    }
+
+    /// -32000, or an error text print mode would read as a missing login.
+    fn is_not_signed_in(&self, code: i64, message: &str) -> bool {
+        code == -32000 || classify(Some(1), "", Some(message)).kind == ErrorKind::AuthRequired
+    }
+
+    fn fallback_auth_method(&self) -> &'static str {
+        "cursor_login"
+    }
+
+    /// `session/new` right after `initialize` can fail once with -32603 (docs/cursor-acp.md §11).
+    fn retries_session_new(&self, code: i64, message: &str) -> bool {
+        code == -32603 && message.contains("initialize session services")
+    }
+
     /// Cursor ends a rejected tool `completed` with `rawOutput.rejected` (docs/cursor-acp.md): it
     /// did not run.
     fn completed_but_rejected(&self, update: &Value) -> bool {
@@ -48,6 +172,13 @@ impl AgentQuirks for CursorQuirks {
     fn mcp_limits(&self) -> McpLimits {
         MCP_LIMITS
     }
+}
+
+/// The error of a Cursor CLI that needs a login; `detail` is what it said.
+pub fn not_signed_in(detail: &str) -> BridgeError {
+    BridgeError::new(ErrorKind::AuthRequired, "The Cursor CLI is not signed in.")
+        .hint(HINT_AUTH)
+        .detail(crate::util::text::cut_chars(detail, 500).to_string())
 }
 
 /// A tool failure's text that says the tool was not allowed to run (permissions, a denial), not
