@@ -68,7 +68,7 @@ pub struct Launch<'a> {
 
 /// What an agent's sessions configure (modes, models, their options), read from its answer to
 /// `session/new` or `session/load` the agent's way.
-pub trait SessionConfig: Default + Send {
+pub trait SessionConfig: Default + Send + Sync {
     fn from_opened(result: &Value) -> Self;
 }
 
@@ -401,6 +401,11 @@ impl<C: SessionConfig> Agent<C> {
 
     pub fn pid(&self) -> u32 {
         self.child.pid()
+    }
+
+    /// The agent's own readings and words.
+    pub fn quirks(&self) -> &'static dyn AgentQuirks {
+        self.quirks
     }
 }
 

@@ -1,5 +1,5 @@
 //! What differs between ACP agents that speak the same protocol: the generic client
-//! (`agent.rs`, `updates.rs`, `tools.rs`) asks an agent's [`AgentQuirks`] wherever an agent
+//! (`agent.rs`, `turn.rs`, `updates.rs`, `tools.rs`) asks an agent's [`AgentQuirks`] wherever an agent
 //! reads the protocol its own way or says a failure in its own words. The generic client
 //! decides what happened (a start that did not answer, a refusal of `session/new`); the agent
 //! says what that means and how it reads. Each agent's folder implements it (Cursor's:
@@ -55,6 +55,28 @@ pub enum StartError<'a> {
     LoadTimeout(Duration),
 }
 
+/// What went wrong in a turn, for the agent to word ([`AgentQuirks::turn_error`]).
+#[derive(Debug)]
+pub enum TurnError<'a> {
+    /// The prompt ended with `stopReason: cancelled` though nobody cancelled it.
+    CancelledByAgent,
+    /// The agent no longer has the session (the turn continues in a new one).
+    SessionGone,
+    /// `session/prompt` was answered with this error.
+    PromptFailed { code: i64, message: &'a str },
+    /// The agent's process ended during the turn; the tail of its stderr.
+    AgentExited { stderr: &'a str },
+}
+
+/// The answer to one of the agent's own requests ([`AgentQuirks::extension_request`]).
+#[derive(Debug)]
+pub struct ExtensionAnswer {
+    /// Text the person sees in the answer (as its own paragraph).
+    pub show: Option<String>,
+    /// The request's result.
+    pub result: Value,
+}
+
 pub trait AgentQuirks: Send + Sync {
     /// The agent's words for a failure of its start or its session.
     fn start_error(&self, what: StartError<'_>) -> BridgeError;
@@ -76,6 +98,36 @@ pub trait AgentQuirks: Send + Sync {
 
     /// A `session/new` failure the agent is known to recover from on the same connection.
     fn retries_session_new(&self, _code: i64, _message: &str) -> bool {
+        false
+    }
+
+    /// The agent's words for a failed turn.
+    fn turn_error(&self, what: TurnError<'_>) -> BridgeError;
+
+    /// The hint of the notice that a permission request was refused (how to let the agent run
+    /// tools without asking).
+    fn permission_hint(&self) -> &'static str;
+
+    /// A request of the agent's own (not `session/request_permission`): its answer, or `None`
+    /// for "method not found".
+    fn extension_request(&self, _method: &str, _params: &Value) -> Option<ExtensionAnswer> {
+        None
+    }
+
+    /// The answer text so far (trimmed at the start, not empty) may still turn out to be an
+    /// error the agent streams as answer text: it is held back until it cannot.
+    fn may_become_error_text(&self, _start: &str) -> bool {
+        false
+    }
+
+    /// The text held back to the end of the turn is an error in disguise: which one.
+    fn answer_is_error(&self, _held: &str) -> Option<BridgeError> {
+        None
+    }
+
+    /// A prompt error that is a dropped connection to the agent's service, which the agent
+    /// does not retry itself (the turn retries while nothing was shown).
+    fn is_transport_drop(&self, _message: &str) -> bool {
         false
     }
 
@@ -126,6 +178,14 @@ impl AgentQuirks for Plain {
 
     fn fallback_auth_method(&self) -> &'static str {
         "login"
+    }
+
+    fn turn_error(&self, what: TurnError<'_>) -> BridgeError {
+        BridgeError::new(crate::vocab::ErrorKind::CliFailed, format!("{what:?}"))
+    }
+
+    fn permission_hint(&self) -> &'static str {
+        "Allow it."
     }
 
     fn is_our_tool_call(&self, _call: &Value) -> bool {

@@ -1,6 +1,7 @@
 //! Cursor's reading of the Agent Client Protocol, as the generic client asks for it
 //! ([`AgentQuirks`]): its words for a start or session that failed (and which of those mean ACP
-//! does not work with the build), its login policy, how it reports a refused tool call, how it names a call of our MCP
+//! does not work with the build), its login policy, its errors streamed as answer text and its
+//! turn failures, its `cursor/*` requests, how it reports a refused tool call, how it names a call of our MCP
 //! server, and how much of an MCP server it shows its model (docs/cursor-acp.md,
 //! docs/client-tools.md).
 
@@ -8,10 +9,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::backend::acp::quirks::{AgentQuirks, StartError, StartFailure};
-use crate::backend::cursor::failures::{classify, HINT_AUTH, HINT_CLI_VERSION};
+use crate::backend::acp::agent::cancelled_outcome;
+use crate::backend::acp::quirks::{AgentQuirks, ExtensionAnswer, StartError, StartFailure, TurnError};
+use crate::backend::cursor::failures::{classify, HINT_AUTH, HINT_CLI_VERSION, HINT_NETWORK};
 use crate::backend::mcp::McpLimits;
 use crate::error::BridgeError;
+use crate::util::text::one_line;
 use crate::vocab::ErrorKind;
 
 /// How the message of a start the CLI refused over the project's `.cursor/cli.json` begins: the
@@ -26,6 +29,14 @@ pub static CURSOR: CursorQuirks = CursorQuirks;
 /// tool name length (60) exceeds 60 characters" for exactly 60, and servers that fit it cap
 /// their tool names at 59 minus their server name's length (docs/client-tools.md, the MCP path).
 pub const MCP_LIMITS: McpLimits = McpLimits { listed: 40, combined: 59 };
+
+/// Answers that are errors in disguise start like one of these (docs/cursor-acp.md §6, §11).
+const ERROR_OPENERS: &[&str] = &["Error:", "Upgrade your plan"];
+/// Transport drops the ACP session does not retry itself (docs/cursor-acp.md §6).
+const TRANSPORT_DROPS: &[&str] = &["ping timed out", "stream closed", "exceeded max retries", "econnreset"];
+
+pub const PERMISSION_HINT: &str = "Cursor asked for approval, which the bridge cannot give interactively. \
+     To let agent mode run commands without asking, enable `cursorBridge.allowUnattended`.";
 
 pub struct CursorQuirks;
 
@@ -142,6 +153,89 @@ impl AgentQuirks for CursorQuirks {
     /// `session/new` right after `initialize` can fail once with -32603 (docs/cursor-acp.md §11).
     fn retries_session_new(&self, code: i64, message: &str) -> bool {
         code == -32603 && message.contains("initialize session services")
+    }
+
+    fn turn_error(&self, what: TurnError<'_>) -> BridgeError {
+        match what {
+            TurnError::CancelledByAgent => {
+                BridgeError::new(ErrorKind::CliFailed, "The Cursor CLI cancelled the turn itself").hint("Try again.")
+            }
+            TurnError::SessionGone => BridgeError::new(ErrorKind::CliFailed, "Cursor no longer has this session"),
+            TurnError::PromptFailed { code: -32000, message } => {
+                classify(Some(1), "", Some(&format!("authentication required: {message}"))).into()
+            }
+            TurnError::PromptFailed { message, .. } if self.is_transport_drop(message) => {
+                BridgeError::new(ErrorKind::Network, "The connection to Cursor's servers dropped during the turn.")
+                    .hint(HINT_NETWORK)
+                    .detail(crate::util::text::cut_chars(message, 500).to_string())
+            }
+            TurnError::PromptFailed { message, .. } => {
+                let mut error: BridgeError = classify(Some(1), "", Some(message)).into();
+                if error.kind == ErrorKind::CliFailed {
+                    error.message = format!("Cursor's ACP mode failed the turn: {}", one_line(message, 200));
+                }
+                error
+            }
+            TurnError::AgentExited { stderr } => {
+                let mut error: BridgeError = classify(Some(1), stderr, None).into();
+                if error.kind == ErrorKind::CliFailed {
+                    error.message = "Cursor's ACP agent stopped during the turn".into();
+                }
+                error
+            }
+        }
+    }
+
+    fn permission_hint(&self) -> &'static str {
+        PERMISSION_HINT
+    }
+
+    fn extension_request(&self, method: &str, params: &Value) -> Option<ExtensionAnswer> {
+        match method {
+            // Plan mode's plan, as text the person can read; not accepted (accepting could start
+            // building it), so the agent ends the turn.
+            "cursor/create_plan" => {
+                let plan = ["name", "overview", "plan"]
+                    .iter()
+                    .filter_map(|k| params.get(*k).and_then(Value::as_str))
+                    .filter(|s| !s.trim().is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                Some(ExtensionAnswer { show: Some(plan), result: cancelled_outcome() })
+            }
+            // A question only the person could answer: the bridge cannot ask it mid-turn.
+            "cursor/ask_question" => Some(ExtensionAnswer { show: None, result: cancelled_outcome() }),
+            _ => None,
+        }
+    }
+
+    fn may_become_error_text(&self, start: &str) -> bool {
+        ERROR_OPENERS.iter().any(|o| o.starts_with(start) || start.starts_with(o))
+    }
+
+    /// Cursor streams some errors as answer text and ends with `end_turn` (docs/cursor-acp.md
+    /// §6, §11): held text that reads as a known failure, or starts like one.
+    fn answer_is_error(&self, held: &str) -> Option<BridgeError> {
+        let failure = classify(Some(0), "", Some(held));
+        let known = !matches!(failure.kind, ErrorKind::CliFailed | ErrorKind::Network)
+            || ERROR_OPENERS.iter().any(|o| held.trim_start().starts_with(o));
+        if !known {
+            return None;
+        }
+        let mut error: BridgeError = failure.into();
+        if error.kind == ErrorKind::CliFailed {
+            error.message = one_line(held.trim(), 300);
+        }
+        if held.contains("Upgrade your plan") {
+            error = BridgeError::new(ErrorKind::UsageLimit, "This model needs a higher Cursor plan.")
+                .hint("Pick another model, or upgrade your Cursor plan.");
+        }
+        Some(error)
+    }
+
+    fn is_transport_drop(&self, message: &str) -> bool {
+        let lower = message.to_ascii_lowercase();
+        TRANSPORT_DROPS.iter().any(|p| lower.contains(p))
     }
 
     /// Cursor ends a rejected tool `completed` with `rawOutput.rejected` (docs/cursor-acp.md): it
