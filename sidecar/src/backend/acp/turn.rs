@@ -93,18 +93,10 @@ impl<C: SessionConfig + 'static> Running<C> {
                             // What it wrote before it died may still be on its way through the
                             // pipe: take it until its output ends (bounded: a tool's process
                             // may hold the pipe open), so no text it sent is lost.
-                            let drained = tokio::time::sleep(EXIT_DRAIN);
-                            tokio::pin!(drained);
-                            loop {
-                                tokio::select! {
-                                    biased;
-                                    message = inbox.recv() => match message {
-                                        Some(message) => state.handle(self.agent(), message, sink).await,
-                                        None => break,
-                                    },
-                                    () = &mut drained => break,
-                                }
-                            }
+                            let deadline = tokio::time::Instant::now() + EXIT_DRAIN;
+                            let agent: &Agent<C> = self.agent();
+                            handle_until(agent, &mut inbox, &mut state, sink, || tokio::time::sleep_until(deadline))
+                                .await;
                             break (Err(RpcError::Closed), 0);
                         }
                     }
@@ -115,21 +107,8 @@ impl<C: SessionConfig + 'static> Running<C> {
             }
             // The answer overtakes the updates sent before it: handle those first (they are
             // this turn's last text).
-            loop {
-                tokio::select! {
-                    biased;
-                    message = inbox.recv() => match message {
-                        Some(message) => state.handle(self.agent(), message, sink).await,
-                        None => break,
-                    },
-                    () = self.agent().routed(mark) => {
-                        while let Ok(message) = inbox.try_recv() {
-                            state.handle(self.agent(), message, sink).await;
-                        }
-                        break;
-                    }
-                }
-            }
+            let agent: &Agent<C> = self.agent();
+            handle_until(agent, &mut inbox, &mut state, sink, || agent.routed(mark)).await;
             match answer {
                 Ok(result) => return state.finish(self.agent(), &result, sink).await,
                 Err(RpcError::Remote { code, message, .. })
@@ -162,6 +141,32 @@ impl<C: SessionConfig + 'static> Drop for Running<C> {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Handle the agent's messages until its output ends or `until()` (made anew for each message)
+/// is ready, then those queued already.
+async fn handle_until<C: SessionConfig, F: std::future::Future<Output = ()>>(
+    agent: &Agent<C>,
+    inbox: &mut tokio::sync::mpsc::Receiver<Incoming>,
+    state: &mut State,
+    sink: &mut EventSink,
+    mut until: impl FnMut() -> F,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            message = inbox.recv() => match message {
+                Some(message) => state.handle(agent, message, sink).await,
+                None => break,
+            },
+            () = until() => {
+                while let Ok(message) = inbox.try_recv() {
+                    state.handle(agent, message, sink).await;
+                }
+                break;
+            }
         }
     }
 }
