@@ -24,18 +24,21 @@
 use std::collections::HashSet;
 
 use cursor_bridge::backend::cursor::acp::quirks::MCP_LIMITS;
-use cursor_bridge::backend::mcp::offer::{Catalog, SERVER_NAME};
 use cursor_bridge::backend::mcp::methods::{self, Step};
+use cursor_bridge::backend::mcp::offer::{Catalog, SERVER_NAME};
 use cursor_bridge::backend::mcp::{names, schema, OfferedTool};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
 fuzz_target!(|data: &[u8]| {
-    let fixed = Catalog::new(vec![
-        tool("create_file", json!({"type": "object", "properties": {"path": {"type": "string"}}})),
-        tool("mcp.github/search issues", json!({})),
-        tool("run", json!({"type": "string"})),
-    ], MCP_LIMITS);
+    let fixed = Catalog::new(
+        vec![
+            tool("create_file", json!({"type": "object", "properties": {"path": {"type": "string"}}})),
+            tool("mcp.github/search issues", json!({})),
+            tool("run", json!({"type": "string"})),
+        ],
+        MCP_LIMITS,
+    );
     let fixed_names = ["create_file", "mcp.github/search issues", "run"];
     exchange(&fixed, &fixed_names, data);
 
