@@ -72,6 +72,11 @@ pub trait SessionConfig: Default + Send + Sync {
     fn from_opened(result: &Value) -> Self;
 }
 
+/// An agent whose sessions configure nothing the bridge sets per turn.
+impl SessionConfig for () {
+    fn from_opened(_result: &Value) -> Self {}
+}
+
 /// What the router shares with the agent's owner.
 struct Shared {
     /// Our session, once `session/new` or `session/load` answered.
