@@ -23,18 +23,22 @@
 
 use std::collections::HashSet;
 
-use cursor_bridge::backend::mcp::offer::{Catalog, MAX_LISTED, SERVER_NAME};
+use cursor_bridge::backend::cursor::acp::quirks::MCP_LIMITS;
 use cursor_bridge::backend::mcp::methods::{self, Step};
+use cursor_bridge::backend::mcp::offer::{Catalog, SERVER_NAME};
 use cursor_bridge::backend::mcp::{names, schema, OfferedTool};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
 fuzz_target!(|data: &[u8]| {
-    let fixed = Catalog::new(vec![
-        tool("create_file", json!({"type": "object", "properties": {"path": {"type": "string"}}})),
-        tool("mcp.github/search issues", json!({})),
-        tool("run", json!({"type": "string"})),
-    ]);
+    let fixed = Catalog::new(
+        vec![
+            tool("create_file", json!({"type": "object", "properties": {"path": {"type": "string"}}})),
+            tool("mcp.github/search issues", json!({})),
+            tool("run", json!({"type": "string"})),
+        ],
+        MCP_LIMITS,
+    );
     let fixed_names = ["create_file", "mcp.github/search issues", "run"];
     exchange(&fixed, &fixed_names, data);
 
@@ -47,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
             unique.push(*line);
         }
     }
-    let built = Catalog::new(lines.iter().map(|n| tool(n, json!({"type": "object"}))).collect());
+    let built = Catalog::new(lines.iter().map(|n| tool(n, json!({"type": "object"}))).collect(), MCP_LIMITS);
     check_catalog(&built, &unique);
     exchange(&built, &unique, data);
 
@@ -65,10 +69,10 @@ fn tool(name: &str, input_schema: Value) -> OfferedTool {
 
 fn check_catalog(catalog: &Catalog, clients: &[&str]) {
     let listed = catalog.listing()["tools"].as_array().expect("tools/list has tools").clone();
-    assert!(listed.len() <= MAX_LISTED, "{} tools listed", listed.len());
-    let budget = names::MAX_COMBINED - SERVER_NAME.len();
+    assert!(listed.len() <= MCP_LIMITS.listed, "{} tools listed", listed.len());
+    let budget = MCP_LIMITS.combined - SERVER_NAME.len();
     let mut seen = HashSet::new();
-    let dispatcher = clients.len() > MAX_LISTED;
+    let dispatcher = clients.len() > MCP_LIMITS.listed;
     for (i, entry) in listed.iter().enumerate() {
         let name = entry["name"].as_str().expect("a name");
         assert!(names::fits(name, budget), "listed name {name:?} does not fit");
@@ -84,7 +88,7 @@ fn check_catalog(catalog: &Catalog, clients: &[&str]) {
         let (resolved, _) = catalog.resolve(name, None).expect("a listed name resolves");
         assert_eq!(resolved, client, "listed {name:?} resolves to the wrong tool");
     }
-    assert_eq!(listed.len(), clients.len().min(MAX_LISTED));
+    assert_eq!(listed.len(), clients.len().min(MCP_LIMITS.listed));
 }
 
 /// Is `m` a request the handler must answer, and with which id? (Read from the raw JSON.)

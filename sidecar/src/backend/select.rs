@@ -1,13 +1,20 @@
 //! Which backend serves a front door: `initialize.options.backend` / `serve --backend` —
 //! `auto` (the default: ACP with print mode as the fallback, `cursor/auto.rs`), `acp` or
-//! `print`. The choice is made here, so the engine never names a backend; every choice so far
-//! drives the Cursor CLI (`cursor/`).
+//! `print`. The choice is made here, one arm per value of [`BackendChoice`], so the engine never
+//! names a backend; every choice so far drives the Cursor CLI (`cursor/`), and a second agent is
+//! a value and an arm (docs/architecture.md, "Adding a second ACP agent").
 
 use std::sync::Arc;
 
 use super::contract::Backend;
 pub use super::contract::{EnvPolicy, Settings};
+use super::cursor;
+use crate::vocab::BackendChoice;
 
 pub fn backend(settings: Settings) -> Arc<dyn Backend> {
-    super::cursor::backend(settings)
+    match settings.backend {
+        BackendChoice::Print => cursor::print_backend(&settings),
+        BackendChoice::Acp => cursor::acp_backend(&settings),
+        BackendChoice::Auto => cursor::auto_backend(&settings),
+    }
 }

@@ -1,11 +1,22 @@
 //! The Agent Client Protocol, as a client: what any ACP agent (Cursor's `agent acp`, Gemini CLI,
 //! Copilot CLI) speaks on its stdio. `connection.rs` is JSON-RPC 2.0, one message per line, in
-//! both directions; `updates.rs` turns `session/update` notifications into [`Event`]s. Lenient on
+//! both directions; `agent.rs` is one agent's process and session (start, handshake, routing
+//! what it sends to the running turn); `pool.rs` keeps agents warm (sessions by id, spares opened
+//! ahead, their expiry and limits); `turn.rs` is one prompt (permissions by policy, the
+//! agent's own requests, errors told from answers, `session/cancel` when dropped); `updates.rs` turns `session/update` notifications into [`Event`]s;
+//! `tools.rs` hosts the client's tools for one agent (the MCP host of `backend/mcp/`, calls
+//! handed to the running turn); `quirks.rs` is [`AgentQuirks`](quirks::AgentQuirks), what one
+//! agent reads its own way. Lenient on
 //! purpose: agents add fields and update kinds between builds (docs/cursor-acp.md §7, §10), so
-//! anything unknown is skipped, never fatal. A backend for one agent (its quirks, its process and
-//! session lifetimes) builds on these.
+//! anything unknown is skipped, never fatal. A backend for one agent (its quirks, its session
+//! lifetimes) builds on these.
 //!
 //! [`Event`]: crate::backend::Event
 
+pub mod agent;
 pub mod connection;
+pub mod pool;
+pub mod quirks;
+pub mod tools;
+pub mod turn;
 pub mod updates;

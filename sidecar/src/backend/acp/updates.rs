@@ -1,5 +1,6 @@
 //! `session/update` notifications as the events every front door knows: answer text, thinking
-//! (closed when the answer or a tool starts), tool activity with one-line summaries. Updates of
+//! (closed when the answer or a tool starts), tool activity with one-line summaries; whether a
+//! tool call that ended was refused is the agent's reading ([`AgentQuirks`]). Updates of
 //! kinds we do not use (plans, commands, mode and config changes, usage without token counts)
 //! and kinds added after this was written are skipped (docs/cursor-acp.md §7).
 
@@ -7,6 +8,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::quirks::AgentQuirks;
 use crate::backend::events::Event;
 use crate::util::text::one_line;
 
@@ -14,8 +16,8 @@ const SUMMARY_MAX_CHARS: usize = 120;
 
 /// One turn's updates, in order. Tool calls are merged by id, as the protocol says: an update
 /// carries only what changed.
-#[derive(Default)]
 pub struct Updates {
+    quirks: &'static dyn AgentQuirks,
     thinking_open: bool,
     tools: HashMap<String, Tool>,
     /// The end of the answer text so far (its last two bytes are enough for a paragraph break).
@@ -32,6 +34,16 @@ struct Tool {
 }
 
 impl Updates {
+    pub fn new(quirks: &'static dyn AgentQuirks) -> Self {
+        Updates {
+            quirks,
+            thinking_open: false,
+            tools: HashMap::new(),
+            text_tail: String::new(),
+            tool_since_text: false,
+        }
+    }
+
     /// The events of one `session/update`'s `update` object.
     pub fn events(&mut self, update: &Value) -> Vec<Event> {
         let mut out = Vec::new();
@@ -90,16 +102,12 @@ impl Updates {
                 match str_of("status") {
                     Some(status @ ("completed" | "failed")) if !tool.done => {
                         tool.done = true;
-                        // Cursor ends a rejected tool `completed` with `rawOutput.rejected`
-                        // (docs/cursor-acp.md): it did not run.
-                        let mut rejected = update.pointer("/rawOutput/rejected").is_some_and(|r| !r.is_null());
+                        let mut rejected = self.quirks.completed_but_rejected(update);
                         let ok = status == "completed" && !rejected;
                         let detail = (!ok).then(|| failure_detail(update)).flatten();
-                        // Tool status is not to be trusted for denials (docs/cursor-acp.md §11): a
-                        // built-in the permissions configuration refused may come back `failed`.
-                        // It did not run, so it is a rejection, not a tool that ran and failed.
-                        // Not for a shell: a command's own output may say anything.
-                        if status == "failed" && tool_name != "shell" && detail.as_deref().is_some_and(says_denied) {
+                        if status == "failed"
+                            && detail.as_deref().is_some_and(|d| self.quirks.failure_is_refusal(&tool_name, d))
+                        {
                             rejected = true;
                         }
                         out.push(Event::ToolCompleted {
@@ -153,55 +161,14 @@ fn failure_detail(update: &Value) -> Option<String> {
     })
 }
 
-/// A tool failure's text that says the tool was not allowed to run (permissions, a denial), not
-/// that it ran and failed.
-fn says_denied(detail: &str) -> bool {
-    let d = detail.to_ascii_lowercase();
-    // Only a denial that names Cursor's permissions set-up: a tool that ran and could not open
-    // a file ("EACCES: permission denied, open '.vscode/settings.json'") did run.
-    d.contains("permissions configuration")
-        || (d.contains("cli.json") && (d.contains("permission") || d.contains("not allowed")))
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
 
-    #[test]
-    fn a_built_in_that_failed_because_the_permissions_refused_it_counts_as_rejected() {
-        let completed = |text: &str| {
-            let events = run(&[
-                json!({"sessionUpdate": "tool_call", "toolCallId": "r", "title": "Read a.rs", "kind": "read"}),
-                json!({"sessionUpdate": "tool_call_update", "toolCallId": "r", "status": "failed",
-                       "content": [{"type": "content", "content": {"type": "text", "text": text}}]}),
-            ]);
-            events.into_iter().find_map(|e| match e {
-                Event::ToolCompleted { ok, rejected, .. } => Some((ok, rejected)),
-                _ => None,
-            })
-        };
-        assert_eq!(completed("Permission denied by your permissions configuration"), Some((false, true)));
-        assert_eq!(completed("ENOENT: no such file"), Some((false, false)), "a read that ran and failed");
-    }
-
-    #[test]
-    fn a_denial_by_the_permissions_set_up_is_told_from_a_command_that_failed() {
-        for (detail, denied) in [
-            ("Permission denied by your permissions configuration: Read(**)", true),
-            ("Shell(rm) is not allowed by permissions in .cursor/cli.json", true),
-            ("cat: /root/secret: Permission denied", false),
-            ("EACCES: permission denied, open '.vscode/settings.json'", false),
-            ("blocked by the permission policy", false),
-            ("error: failed to push some refs", false),
-        ] {
-            assert_eq!(says_denied(detail), denied, "{detail}");
-        }
-    }
-
     fn run(updates: &[Value]) -> Vec<Event> {
-        let mut u = Updates::default();
+        let mut u = Updates::new(&crate::backend::acp::quirks::PLAIN);
         let mut out: Vec<Event> = updates.iter().flat_map(|x| u.events(x)).collect();
         out.extend(u.finish());
         out

@@ -35,19 +35,28 @@ pub use known_builds::check as check_build;
 pub use words::WORDS;
 
 use crate::backend::contract::{Backend, Settings};
-use crate::vocab::BackendChoice;
 
-/// The Cursor backend a front door's settings ask for: `auto` (ACP with print mode as the
-/// fallback), `acp` or `print`, all driving one program.
-/// Each can probe the program (`doctor --probe`): print mode's question runs on a print backend
-/// of the same program (made for it when only ACP serves).
-pub fn backend(settings: Settings) -> Arc<dyn Backend> {
-    let cli = cli::CursorCli::new(&settings);
-    let print = print::CursorPrint::new(&settings, cli.clone());
-    let serving: Arc<dyn Backend> = match settings.backend {
-        BackendChoice::Print => print.clone(),
-        BackendChoice::Acp => acp::CursorAcp::new(&settings, cli.clone()),
-        BackendChoice::Auto => auto::Auto::new(print.clone(), acp::CursorAcp::new(&settings, cli.clone())),
-    };
-    probe::Probing::new(serving, print, cli)
+/// Print mode: a CLI process per turn. Each backend here can also probe the program
+/// (`doctor --probe`, `probe.rs`), print mode's question on a print backend of the same program.
+pub fn print_backend(settings: &Settings) -> Arc<dyn Backend> {
+    let cli = cli::CursorCli::new(settings);
+    let print = print::CursorPrint::new(settings, cli.clone());
+    probe::Probing::new(print.clone(), print, cli)
+}
+
+/// ACP mode: warm `agent acp` sessions (a print backend of the same program runs only the
+/// probe's print-mode question).
+pub fn acp_backend(settings: &Settings) -> Arc<dyn Backend> {
+    let cli = cli::CursorCli::new(settings);
+    let print = print::CursorPrint::new(settings, cli.clone());
+    probe::Probing::new(acp::CursorAcp::new(settings, cli.clone()), print, cli)
+}
+
+/// `auto`: ACP with print mode as the fallback, both driving one program (one [`cli::CursorCli`]:
+/// found once, one model list, one login check).
+pub fn auto_backend(settings: &Settings) -> Arc<dyn Backend> {
+    let cli = cli::CursorCli::new(settings);
+    let print = print::CursorPrint::new(settings, cli.clone());
+    let acp = acp::CursorAcp::new(settings, cli.clone());
+    probe::Probing::new(auto::Auto::new(print.clone(), acp), print, cli)
 }

@@ -4,6 +4,16 @@
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+/// How much of one MCP server an agent shows its model: its first `listed` tools, and a tool
+/// only when the server's name and the tool's together are at most `combined` characters. Each
+/// agent has its own (Cursor's, with their evidence: `cursor/acp/quirks.rs`); the host offers
+/// within them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpLimits {
+    pub listed: usize,
+    pub combined: usize,
+}
+
 /// A tool of the client's as the client described it. The host adapts name and schema to what
 /// MCP clients accept (`offer.rs`); everything it hands back names the tool by this `name`.
 #[derive(Debug, Clone, PartialEq)]

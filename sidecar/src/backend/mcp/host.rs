@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::calls::{McpCall, OfferedTool};
+use super::calls::{McpCall, McpLimits, OfferedTool};
 use super::offer::{Catalog, SERVER_NAME};
 use super::server::{self, random_hex, Shared};
 use crate::util::sync::AbortOnDrop;
@@ -32,8 +32,11 @@ pub struct McpHost {
 
 impl McpHost {
     /// Binds 127.0.0.1 on a free port and serves `tools` (in the caller's order: the first are
-    /// offered directly when there are more than 40). Needs a Tokio runtime.
-    pub async fn start(tools: Vec<OfferedTool>) -> std::io::Result<(McpHost, mpsc::Receiver<McpCall>)> {
+    /// offered directly when there are more than the agent lists, `limits`). Needs a Tokio runtime.
+    pub async fn start(
+        tools: Vec<OfferedTool>,
+        limits: McpLimits,
+    ) -> std::io::Result<(McpHost, mpsc::Receiver<McpCall>)> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let port = listener.local_addr()?.port();
         let path = format!("/mcp/{}", uuid_like(&random_hex(16)?));
@@ -45,7 +48,7 @@ impl McpHost {
         let (stop, stopped) = watch::channel(());
         let offered = tools.len();
         let shared = Arc::new(Shared::new(
-            Catalog::new(tools),
+            Catalog::new(tools, limits),
             Secret::new(path),
             token.clone(),
             calls,

@@ -148,7 +148,7 @@ mod tests {
             description: format!("Does {name}."),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         };
-        Catalog::new(vec![tool("create_file"), tool("read.file")])
+        Catalog::new(vec![tool("create_file"), tool("read.file")], crate::backend::mcp::TEST_LIMITS)
     }
 
     /// `want` is contained in `got`: every key of an object, every item of an array (same length).

@@ -5,8 +5,8 @@
 //!
 //! `host.rs` ([`McpHost`]: start, the `mcpServers` entry, stop on drop), `server.rs` (HTTP:
 //! path, token, sessions, parking), `methods.rs` (the MCP methods, pure), `jsonrpc.rs` (messages
-//! and batches), `offer.rs` (what is offered: the 40-tool cap with a dispatcher, the way back
-//! to the client's names), `names.rs` (names MCP clients accept), `schema.rs` (input schemas MCP
+//! and batches), `offer.rs` (what is offered: the agent's tool cap ([`McpLimits`]) with a dispatcher,
+//! the way back to the client's names), `names.rs` (names MCP clients accept), `schema.rs` (input schemas MCP
 //! accepts), `calls.rs` (the types that cross to the backend).
 
 mod calls;
@@ -20,5 +20,9 @@ mod server;
 #[cfg(test)]
 mod tests;
 
-pub use calls::{McpCall, McpReply, OfferedTool};
+pub use calls::{McpCall, McpLimits, McpReply, OfferedTool};
+
+/// The limits this folder's tests are written against (Cursor's, the first agent served).
+#[cfg(test)]
+pub const TEST_LIMITS: McpLimits = McpLimits { listed: 40, combined: 59 };
 pub use host::McpHost;

@@ -1,6 +1,6 @@
-//! Tool names MCP clients accept. Cursor hides a tool whose server name and tool name together
-//! are 60 characters or more, and `[A-Za-z0-9_-]` is what every model API takes in a function
-//! name. A name that already fits is kept exactly (the model then sees the client's own names,
+//! Tool names MCP clients accept: within the agent's budget for a server name and a tool name
+//! together ([`McpLimits::combined`](super::McpLimits)), and `[A-Za-z0-9_-]`, what every model API
+//! takes in a function name. A name that already fits is kept exactly (the model then sees the client's own names,
 //! which the client's prompts refer to); one that does not becomes a sanitised, cut prefix plus a
 //! hash of the whole name, so it stays recognisable and two long names with the same beginning
 //! stay apart. A shortened name cannot be turned back by itself: the catalogue keeps the table.
@@ -9,10 +9,6 @@ use std::collections::HashSet;
 
 use crate::util::text::fnv1a;
 
-/// The longest server name + tool name Cursor shows. Its warning reads "Combined server and tool
-/// name length (60) exceeds 60 characters" for exactly 60, and servers that fit it cap their tool
-/// names at 59 minus their server name's length (docs/client-tools.md, the MCP path).
-pub const MAX_COMBINED: usize = 59;
 /// `_` and 8 hex digits of the hash.
 const SUFFIX_LEN: usize = 9;
 /// The shortest budget that leaves a prefix of at least one character.
@@ -78,7 +74,7 @@ pub fn assign(names: &[&str], budget: usize, taken: &mut HashSet<String>) -> Vec
 mod tests {
     use super::*;
 
-    const BUDGET: usize = MAX_COMBINED - 2; // after "cb"
+    const BUDGET: usize = crate::backend::mcp::TEST_LIMITS.combined - 2; // after "cb"
 
     #[test]
     fn names_that_fit_are_kept_exactly() {
@@ -106,7 +102,10 @@ mod tests {
         for (name, start) in &cases {
             let got = &assign(&[name.as_str()], BUDGET, &mut HashSet::new())[0];
             assert!(fits(got, BUDGET), "{name:?} → {got:?} does not fit");
-            assert!(got.len() <= BUDGET && "cb".len() + got.len() <= MAX_COMBINED, "{got:?}");
+            assert!(
+                got.len() <= BUDGET && "cb".len() + got.len() <= crate::backend::mcp::TEST_LIMITS.combined,
+                "{got:?}"
+            );
             assert!(got.starts_with(start.as_str()), "{name:?} → {got:?} should start with {start:?}");
             let suffix = &got[got.len() - 8..];
             assert!(suffix.chars().all(|c| c.is_ascii_hexdigit()), "{got:?}");

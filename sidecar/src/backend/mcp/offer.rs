@@ -1,7 +1,8 @@
 //! The tool set the host offers, and the way back from what the agent calls to the client's tool.
 //!
-//! Cursor gives the model only the first 40 tools of a server, while Copilot's agent mode may send
-//! over 100. So beyond 40 the first 39 are offered (the caller ranked them) and a dispatcher,
+//! An agent gives the model only the first few tools of a server ([`McpLimits::listed`]: Cursor's
+//! 40), while Copilot's agent mode may send over 100. So beyond that many, one fewer are offered
+//! (the caller ranked them) and a dispatcher,
 //! `call_tool {name, arguments}`, whose description lists the rest by the client's names: every
 //! tool stays reachable, the important ones directly. Names and schemas are adapted by
 //! `names.rs` and `schema.rs`; this table is what turns them back.
@@ -10,13 +11,11 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
-use super::calls::OfferedTool;
+use super::calls::{McpLimits, OfferedTool};
 use super::names;
 use super::schema::{self, WRAP_KEY};
 use crate::util::text::one_line;
 
-/// Tools Cursor gives the model from one server.
-pub const MAX_LISTED: usize = 40;
 /// The dispatcher's name (unless a client tool has it: then a shortened form).
 pub const DISPATCHER: &str = "call_tool";
 /// The server name the agent knows us by; tool names are budgeted against it.
@@ -43,15 +42,15 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The catalogue of `tools` in the caller's order. A second tool of the same name is dropped
-    /// (the first is the one the caller ranked higher).
-    pub fn new(tools: Vec<OfferedTool>) -> Catalog {
+    /// The catalogue of `tools` in the caller's order, within the agent's `limits`. A second tool
+    /// of the same name is dropped (the first is the one the caller ranked higher).
+    pub fn new(tools: Vec<OfferedTool>, limits: McpLimits) -> Catalog {
         let mut seen = HashSet::new();
         let tools: Vec<OfferedTool> = tools.into_iter().filter(|t| seen.insert(t.name.clone())).collect();
-        let direct_count = if tools.len() > MAX_LISTED { MAX_LISTED - 1 } else { tools.len() };
+        let direct_count = if tools.len() > limits.listed { limits.listed - 1 } else { tools.len() };
         let (shown, rest) = tools.split_at(direct_count);
 
-        let budget = names::MAX_COMBINED - SERVER_NAME.len();
+        let budget = limits.combined - SERVER_NAME.len();
         let mut taken = HashSet::new();
         let shown_names: Vec<&str> = shown.iter().map(|t| t.name.as_str()).collect();
         let offered = names::assign(&shown_names, budget, &mut taken);
@@ -180,6 +179,7 @@ fn dispatcher_schema(rest: &[OfferedTool]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::mcp::TEST_LIMITS;
 
     fn tool(name: &str) -> OfferedTool {
         OfferedTool {
@@ -197,7 +197,7 @@ mod tests {
     fn up_to_forty_tools_are_offered_directly_in_order() {
         for count in [0, 1, 39, 40] {
             let tools: Vec<OfferedTool> = (0..count).map(|i| tool(&format!("tool_{i}"))).collect();
-            let catalog = Catalog::new(tools.clone());
+            let catalog = Catalog::new(tools.clone(), TEST_LIMITS);
             let expected: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
             assert_eq!(listed_names(&catalog), expected, "{count} tools");
             assert!(catalog.resolve(DISPATCHER, None).is_err(), "no dispatcher with {count} tools");
@@ -207,9 +207,9 @@ mod tests {
     #[test]
     fn beyond_forty_the_first_39_and_a_dispatcher_that_reaches_the_rest() {
         let tools: Vec<OfferedTool> = (0..128).map(|i| tool(&format!("tool_{i}"))).collect();
-        let catalog = Catalog::new(tools);
+        let catalog = Catalog::new(tools, TEST_LIMITS);
         let listed = listed_names(&catalog);
-        assert_eq!(listed.len(), MAX_LISTED);
+        assert_eq!(listed.len(), TEST_LIMITS.listed);
         assert_eq!(listed[..39], (0..39).map(|i| format!("tool_{i}")).collect::<Vec<_>>()[..]);
         assert_eq!(listed[39], DISPATCHER);
 
@@ -239,7 +239,7 @@ mod tests {
     fn a_client_tool_named_like_the_dispatcher_keeps_its_name() {
         let mut tools: Vec<OfferedTool> = vec![tool(DISPATCHER)];
         tools.extend((0..45).map(|i| tool(&format!("t{i}"))));
-        let catalog = Catalog::new(tools);
+        let catalog = Catalog::new(tools, TEST_LIMITS);
         let listed = listed_names(&catalog);
         assert_eq!(listed[0], DISPATCHER);
         let dispatcher = &listed[39];
@@ -260,14 +260,14 @@ mod tests {
             "",
             "create_file", // a duplicate: dropped
         ];
-        let catalog = Catalog::new(clients.iter().map(|n| tool(n)).collect());
+        let catalog = Catalog::new(clients.iter().map(|n| tool(n)).collect(), TEST_LIMITS);
         let listed = listed_names(&catalog);
         assert_eq!(listed.len(), clients.len() - 1);
         assert_eq!(listed[0], "create_file", "a name that fits stays the same");
         let unique: HashSet<&String> = listed.iter().collect();
         assert_eq!(unique.len(), listed.len(), "{listed:?}");
         for (offered, client) in listed.iter().zip(clients) {
-            assert!(names::fits(offered, names::MAX_COMBINED - SERVER_NAME.len()), "{offered:?}");
+            assert!(names::fits(offered, TEST_LIMITS.combined - SERVER_NAME.len()), "{offered:?}");
             let (tool, args) = catalog.resolve(offered, Some(&json!({"path": "p"}))).unwrap();
             assert_eq!((tool.as_str(), args), (client, json!({"path": "p"})));
         }
@@ -281,7 +281,7 @@ mod tests {
     fn arguments_are_checked_and_wrapped_schemas_unwrapped() {
         let wrapped =
             OfferedTool { name: "run".into(), description: String::new(), input_schema: json!({"type": "string"}) };
-        let catalog = Catalog::new(vec![tool("read"), wrapped]);
+        let catalog = Catalog::new(vec![tool("read"), wrapped], TEST_LIMITS);
         let listing = catalog.listing();
         assert!(listing["tools"][1].get("description").is_none(), "no empty description");
         assert_eq!(listing["tools"][1]["inputSchema"]["properties"][WRAP_KEY], json!({"type": "string"}));

@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::server::{MAX_BODY, NOBODY, NO_RESULT, STOPPED};
-use super::{McpCall, McpHost, McpReply, OfferedTool};
+use super::{McpCall, McpHost, McpReply, OfferedTool, TEST_LIMITS};
 
 /// Long enough for a loaded machine, short enough that a hang fails the test.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -152,7 +152,7 @@ fn text_of(reply: &HttpReply) -> (String, bool) {
 
 #[tokio::test]
 async fn a_session_lists_the_tools_and_parks_parallel_calls_independently() {
-    let (host, mut calls) = McpHost::start(tools()).await.unwrap();
+    let (host, mut calls) = McpHost::start(tools(), TEST_LIMITS).await.unwrap();
     assert_eq!(host.server_name(), "cb");
     let url = host.url();
     let id = url.rsplit('/').next().unwrap();
@@ -237,7 +237,7 @@ async fn more_than_forty_tools_come_with_a_dispatcher_that_calls_the_rest() {
             input_schema: json!({"type": "object"}),
         })
         .collect();
-    let (host, mut calls) = McpHost::start(many).await.unwrap();
+    let (host, mut calls) = McpHost::start(many, TEST_LIMITS).await.unwrap();
     let mut agent = Agent::of(&host);
     agent.open().await;
     let list = agent.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await.json();
@@ -261,7 +261,7 @@ async fn more_than_forty_tools_come_with_a_dispatcher_that_calls_the_rest() {
 
 #[tokio::test]
 async fn requests_without_the_secret_path_or_token_are_refused() {
-    let (host, _calls) = McpHost::start(tools()).await.unwrap();
+    let (host, _calls) = McpHost::start(tools(), TEST_LIMITS).await.unwrap();
     let agent = Agent::of(&host);
     let auth = agent.authorization.clone();
     let token = auth.strip_prefix("Bearer ").unwrap().to_string();
@@ -322,7 +322,7 @@ async fn requests_without_the_secret_path_or_token_are_refused() {
 
 #[tokio::test]
 async fn malformed_and_oversized_bodies_get_json_rpc_errors() {
-    let (host, _calls) = McpHost::start(tools()).await.unwrap();
+    let (host, _calls) = McpHost::start(tools(), TEST_LIMITS).await.unwrap();
     let mut agent = Agent::of(&host);
     agent.open().await;
     let cases: &[(&[u8], u16, i64)] = &[
@@ -355,7 +355,7 @@ async fn malformed_and_oversized_bodies_get_json_rpc_errors() {
 
 #[tokio::test]
 async fn a_dropped_reply_a_cancel_and_a_gone_backend_each_end_the_call() {
-    let (host, mut calls) = McpHost::start(tools()).await.unwrap();
+    let (host, mut calls) = McpHost::start(tools(), TEST_LIMITS).await.unwrap();
     let mut agent = Agent::of(&host);
     agent.open().await;
 
@@ -385,7 +385,7 @@ async fn a_dropped_reply_a_cancel_and_a_gone_backend_each_end_the_call() {
 
 #[tokio::test]
 async fn dropping_the_host_answers_parked_calls_and_closes_the_port() {
-    let (host, mut calls) = McpHost::start(tools()).await.unwrap();
+    let (host, mut calls) = McpHost::start(tools(), TEST_LIMITS).await.unwrap();
     let mut agent = Agent::of(&host);
     agent.open().await;
     let (a, b) = (agent.clone(), agent.clone());
@@ -413,7 +413,7 @@ async fn dropping_the_host_answers_parked_calls_and_closes_the_port() {
 
 #[tokio::test]
 async fn an_agent_that_hangs_up_leaves_no_one_waiting() {
-    let (host, mut calls) = McpHost::start(tools()).await.unwrap();
+    let (host, mut calls) = McpHost::start(tools(), TEST_LIMITS).await.unwrap();
     let agent = Agent::of(&host);
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "create_file", "arguments": {}}})

@@ -1,39 +1,39 @@
-//! The Cursor CLI's Agent Client Protocol mode (`agent acp`) as a warm backend: one long-lived
-//! process and session per conversation (`agent.rs` says why not one process for all), kept
-//! across turns so a follow-up pays neither a process start nor `session/new`, plus sessions
-//! opened ahead of need so a new conversation's first message does not wait either. The generic
-//! protocol client is `backend/acp/`; what is Cursor's is here: the launch and the handshake's
-//! auth policy (`agent`), model ids (`model_options`), a prompt with Cursor's error texts, permission
-//! and `cursor/*` requests and cancel (`turn`). Where the CLI is, its environment, its model list
-//! and its login are the program's, shared with print mode (`backend/cursor/cli.rs`).
+//! The Cursor CLI's Agent Client Protocol mode (`agent acp`) as a warm backend, built on the
+//! generic ACP client (`backend/acp/`: the agent's process and session, a prompt, the pool of
+//! warm sessions and spares, the client's tools hosted). What is Cursor's is here: its launch and
+//! `cursor/list_available_models` (`agent`), its reading of the protocol and its words
+//! (`quirks`, the generic client's [`AgentQuirks`](crate::backend::acp::quirks::AgentQuirks)),
+//! model ids and the mode/model set-up before a prompt (`model_options`, `turn`), and, in this
+//! file, the backend: which session a turn runs in, the model picked from the catalogue, the
+//! retry and the notes kept per CLI build (ACP does not start with it, its sessions do not take
+//! the client's tools, the catalogue it advertised). Where the CLI is, its environment, its
+//! model list and its login are the program's, shared with print mode (`backend/cursor/cli.rs`).
 //! docs/cursor-acp.md has the facts these rely on.
 
 pub mod agent;
 mod build_note;
 pub mod model_options;
 mod probe;
-pub mod tools;
+pub mod quirks;
 pub mod turn;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::Mutex as AsyncMutex;
-use tokio::time::Instant;
-
-/// How a failed start that the project's configuration caused begins (`auto.rs` tells it apart).
-pub use agent::PROJECT_CONFIG_REJECTED;
-use agent::{Agent, Launch, StartFailure};
+use agent::{Agent, StartFailure};
 use build_note::BuildNote;
 /// `doctor --probe`'s ACP questions (`probe.rs`).
 pub use probe::questions as probe_questions;
-use turn::Slot;
+/// How a failed start that the project's configuration caused begins (`auto.rs` tells it apart).
+pub use quirks::PROJECT_CONFIG_REJECTED;
 
 use super::cli::{memory_allows_spares, CursorCli};
 use super::discovery::CliCommand;
+use crate::backend::acp::pool::{retire, Fresh, Pool};
+use crate::backend::acp::tools::{ToolHost, LISTED_WITHIN};
 use crate::backend::contract::{
     Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
 };
@@ -46,10 +46,6 @@ use crate::vocab::{ErrorKind, ModelInfo};
 
 /// How often idle sessions are looked at.
 const SWEEP: Duration = Duration::from_secs(5);
-/// A turn for a session whose previous turn is still being cancelled waits this long for it.
-const BUSY_WAIT: Duration = Duration::from_secs(4);
-/// At shutdown, how long agents get to exit on end of input before they are killed.
-const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 /// After ACP failed to start with a CLI build, `auto` uses print mode for it this long.
 pub const REPROBE_AFTER: Duration = Duration::from_secs(30 * 60);
 
@@ -65,43 +61,12 @@ pub fn session_of(chat: &str) -> Option<&str> {
     chat.strip_prefix(CHAT_PREFIX).filter(|s| !s.is_empty())
 }
 
-type SlotCell = Arc<AsyncMutex<Option<Agent>>>;
-
-/// A session opened ahead of need, for a new conversation in `workspace`: a plain one, or one
-/// whose agent hosts the tools the last new conversation there was given (Copilot's Agent mode
-/// sends the same tools with every request, and a session that must attach them first costs a
-/// `session/new` with `mcpServers` and our server's listing on the new conversation's first word).
-struct Spare {
-    workspace: PathBuf,
-    agent: Agent,
-}
-
-impl Spare {
-    /// Its agent hosts exactly `tools` (`None`: no tools).
-    fn hosts(&self, tools: Option<&[crate::vocab::ToolDefinition]>) -> bool {
-        match (tools, &self.agent.tools) {
-            (None, None) => true,
-            (Some(tools), Some(host)) => host.offers(tools),
-            _ => false,
-        }
-    }
-}
-
 pub struct CursorAcp {
     me: Weak<CursorAcp>,
     /// The program (shared with the print backend of the same front door).
     cli: Arc<CursorCli>,
-    /// Warm sessions by ACP session id.
-    warm: Mutex<HashMap<String, SlotCell>>,
-    spares: Mutex<Vec<Spare>>,
-    /// (Workspaces, whether with tools) a spare is being opened for.
-    opening: Mutex<Vec<(PathBuf, bool)>>,
-    /// The tasks opening them: stopped at shutdown, so no agent starts after it.
-    openers: Mutex<Vec<tokio::task::AbortHandle>>,
-    spare_limit: usize,
-    warm_limit: usize,
-    warm_idle: Duration,
-    spare_idle: Duration,
+    /// Warm sessions and spares.
+    pool: Arc<Pool<model_options::ModelConfig>>,
     /// Display names of the CLI's models (for matching ACP's options by name).
     names: Mutex<HashMap<String, String>>,
     /// A CLI build ACP did not start with, since when, and why.
@@ -111,7 +76,6 @@ pub struct CursorAcp {
     no_session_mcp: BuildNote<()>,
     /// The model catalogue the last session of a CLI build advertised.
     catalogue: BuildNote<model_options::ModelConfig>,
-    closed: AtomicBool,
 }
 
 impl CursorAcp {
@@ -119,19 +83,11 @@ impl CursorAcp {
         let backend = Arc::new_cyclic(|me| CursorAcp {
             me: me.clone(),
             cli,
-            warm: Mutex::default(),
-            spares: Mutex::default(),
-            opening: Mutex::default(),
-            openers: Mutex::default(),
-            spare_limit: settings.spares,
-            warm_limit: settings.warm_sessions.max(1),
-            warm_idle: settings.warm_idle.max(Duration::from_secs(1)),
-            spare_idle: settings.spare_idle.max(Duration::from_secs(1)),
+            pool: Pool::new(settings),
             names: Mutex::default(),
             broken: BuildNote::new(),
             no_session_mcp: BuildNote::new(),
             catalogue: BuildNote::new(),
-            closed: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&backend);
         tokio::spawn(async move {
@@ -139,7 +95,7 @@ impl CursorAcp {
             loop {
                 tick.tick().await;
                 match weak.upgrade() {
-                    Some(backend) => backend.sweep(),
+                    Some(backend) => backend.pool.sweep(!memory_allows_spares()),
                     None => break,
                 }
             }
@@ -187,10 +143,9 @@ impl CursorAcp {
         load: Option<&str>,
     ) -> Result<Option<Agent>, TurnFailure> {
         let env = self.cli.env();
-        let launch = Launch { cli, env: &env, workspace, api_key: self.cli.has_key() };
         let mut retried = false;
         loop {
-            let failure = match Agent::start(&launch).await {
+            let failure = match agent::start(cli, &env, workspace, self.cli.has_key()).await {
                 Ok(mut agent) => match self.open_session(cli, &mut agent, tools, load).await {
                     Ok(true) => {
                         // ACP works with this build after all (a conversation in an ACP session
@@ -234,7 +189,7 @@ impl CursorAcp {
             // No answer to `authenticate` is no evidence of a missing login; the CLI's own
             // `status` is: signed out → "log in", else the timeout as it is.
             if failure.auth_unanswered && self.cli.health().await.logged_in == Some(false) {
-                return Err(agent::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
+                return Err(quirks::not_signed_in("authenticate did not answer; `agent status`: not logged in").into());
             }
             let broken = failure.broken;
             let mut failed: TurnFailure = failure.error.into();
@@ -265,7 +220,7 @@ impl CursorAcp {
         }
         let Some(host) = agent.tools.as_ref() else { return Ok(true) };
         // A build the probe saw list them late is waited for as long as it took (bounded).
-        let wait = self.cli.learnt(cli).map_or(tools::LISTED_WITHIN, |l| l.tools_wait(tools::LISTED_WITHIN));
+        let wait = self.cli.learnt(cli).map_or(LISTED_WITHIN, |l| l.tools_wait(LISTED_WITHIN));
         if host.listed_within(wait).await {
             return Ok(true);
         }
@@ -311,103 +266,27 @@ impl CursorAcp {
         Ok(self.open_agent(cli, workspace, None, None).await?.expect("a new session is never missing"))
     }
 
-    /// A spare session for a new conversation in `workspace` that hosts exactly `tools` (or,
-    /// with `None`, no tools).
-    fn take_spare(&self, workspace: &Path, tools: Option<&[crate::vocab::ToolDefinition]>) -> Option<Agent> {
-        let mut spares = lock(&self.spares);
-        for dead in spares.extract_if(.., |s| !s.agent.alive()) {
-            retire(dead.agent);
-        }
-        let i = spares.iter().position(|s| s.workspace == workspace && s.hosts(tools))?;
-        Some(spares.remove(i).agent)
-    }
-
     /// Open a session for the next new conversation in `workspace`, in the background, hosting
-    /// `tools` if given. `spares` limits each kind (with tools, without) on its own.
+    /// `tools` if given: while ACP starts with this CLI build and memory allows it.
     fn refill(&self, workspace: PathBuf, tools: Option<Vec<crate::vocab::ToolDefinition>>) {
-        if self.spare_limit == 0 || self.closed.load(Ordering::SeqCst) || self.usable().is_err() {
-            return;
-        }
-        if !memory_allows_spares() {
+        if self.usable().is_err() || !memory_allows_spares() {
             return;
         }
         let Some(cli) = self.cli.found() else { return };
-        {
-            let mut spares = lock(&self.spares);
-            let mut opening = lock(&self.opening);
-            if opening.iter().any(|(w, _)| *w == workspace) {
-                return;
-            }
-            if spares.iter().any(|s| s.workspace == workspace && s.hosts(tools.as_deref())) {
-                return;
-            }
-            // One spare per workspace: one for other tools than these will not be taken.
-            for stale in spares.extract_if(.., |s| s.workspace == workspace) {
-                retire(stale.agent);
-            }
-            // The limit is per kind: a person switching between Ask and Agent chats keeps both.
-            let same_kind = spares.iter().filter(|s| s.agent.tools.is_some() == tools.is_some()).count();
-            let opening_same = opening.iter().filter(|(_, t)| *t == tools.is_some()).count();
-            if same_kind + opening_same >= self.spare_limit {
-                return;
-            }
-            opening.push((workspace.clone(), tools.is_some()));
-        }
         let Some(this) = self.me.upgrade() else { return };
-        let opener = tokio::spawn(async move {
-            let opened = match &tools {
+        self.pool.refill(workspace, tools, move |workspace, tools| async move {
+            match &tools {
                 None => this.open(&cli, &workspace).await,
                 Some(tools) => this.open_hosting(&cli, &workspace, tools).await,
-            };
-            let mut opening = lock(&this.opening);
-            if let Some(i) = opening.iter().position(|(w, _)| *w == workspace) {
-                opening.remove(i);
-            }
-            drop(opening);
-            match opened {
-                Ok(agent) => {
-                    // Looked at under the spares' lock, which `shutdown` takes after it closes:
-                    // a spare pushed after its drain would outlive it (seen under load: an agent
-                    // alive after `shutdown` answered). Closed, the agent is dropped: killed.
-                    let mut spares = lock(&this.spares);
-                    if !this.closed.load(Ordering::SeqCst) {
-                        tracing::debug!(pid = agent.pid(), "ACP session opened ahead");
-                        spares.push(Spare { workspace, agent });
-                    }
-                }
-                Err(f) => tracing::debug!(error = %f.error.message, "could not open an ACP session ahead"),
             }
         });
-        let mut openers = lock(&self.openers);
-        openers.retain(|o| !o.is_finished());
-        openers.push(opener.abort_handle());
-    }
-
-    /// The warm session `session` in `workspace`, locked for a turn; empty when it is not warm
-    /// (never was, died, expired), to be loaded into.
-    async fn lock_session(&self, session: &str, workspace: &Path) -> Result<Slot, TurnFailure> {
-        let cell = lock(&self.warm).entry(session.to_owned()).or_default().clone();
-        let Ok(mut slot) = tokio::time::timeout(BUSY_WAIT, cell.lock_owned()).await else {
-            let error =
-                BridgeError::new(ErrorKind::CliFailed, "The previous turn of this conversation is still stopping")
-                    .hint("Try again in a moment.");
-            return Err(error.into());
-        };
-        if let Some(agent) = slot.as_mut() {
-            if !agent.alive() || agent.workspace != workspace {
-                if let Some(agent) = slot.take() {
-                    retire(agent);
-                }
-            }
-        }
-        Ok(slot)
     }
 
     async fn turn(&self, t: TurnSpec, sink: &mut EventSink) -> Result<TurnEnd, TurnFailure> {
         let cli = self.cli.find().await?;
         let mut one_shot = false;
         // A new session is kept warm only once its first turn succeeded (below).
-        let mut fresh: Option<Fresh> = None;
+        let mut fresh: Option<Fresh<model_options::ModelConfig>> = None;
         // Starting an agent and opening a session have their own bounds (agent.rs): that is not
         // the model being silent.
         let opening = sink.opening();
@@ -418,7 +297,7 @@ impl CursorAcp {
                     // A print-mode chat: ACP cannot continue it; the engine replays it here.
                     return Err(TurnFailure::chat_lost("This conversation's chat belongs to print mode"));
                 };
-                let mut slot = self.lock_session(session, &t.workspace).await?;
+                let mut slot = self.pool.lock_session(session, &t.workspace).await?;
                 // Client-tools mode needs the session's agent to host exactly these tools: else
                 // the session is loaded into an agent that does.
                 if let (Some(tools), Some(agent)) = (hosted, slot.as_ref()) {
@@ -436,7 +315,7 @@ impl CursorAcp {
                             *slot = Some(agent);
                         }
                         None => {
-                            lock(&self.warm).remove(session);
+                            self.pool.forget(session);
                             return Err(TurnFailure::chat_lost("Cursor could not load this conversation's session"));
                         }
                     }
@@ -444,7 +323,7 @@ impl CursorAcp {
                 slot
             }
             Chat::New => {
-                let agent = match self.take_spare(&t.workspace, hosted) {
+                let agent = match self.pool.take_spare(&t.workspace, hosted) {
                     Some(agent) => agent,
                     None => match hosted {
                         Some(tools) => self.open_hosting(&cli, &t.workspace, tools).await?,
@@ -452,16 +331,16 @@ impl CursorAcp {
                     },
                 };
                 self.refill(t.workspace.clone(), hosted.map(<[_]>::to_vec));
-                let cell: SlotCell = Arc::new(AsyncMutex::new(Some(agent)));
-                fresh = Some(Fresh(Some(cell.clone())));
-                cell.lock_owned().await
+                let (new, slot) = Fresh::new(agent).await;
+                fresh = Some(new);
+                slot
             }
             Chat::OneShot => {
                 // Nobody resumes it, and it must not share a session with anyone: its own
                 // process, stopped after the answer.
                 one_shot = true;
                 let agent = self.open(&cli, &t.workspace).await?;
-                Arc::new(AsyncMutex::new(Some(agent))).lock_owned().await
+                Arc::new(tokio::sync::Mutex::new(Some(agent))).lock_owned().await
             }
         };
         let agent = slot.as_mut().expect("a live agent");
@@ -492,7 +371,7 @@ impl CursorAcp {
             host.begin_turn();
             host.serve(t.hosted_tools.as_ref().map(|h| h.calls.clone()));
         }
-        let called = agent.tools.as_ref().map(tools::ToolHost::called);
+        let called = agent.tools.as_ref().map(ToolHost::called);
         let (mut slot, mut outcome) = turn::run(slot, &t, choice.as_ref(), sink).await;
         // A call of the client's tools is output (the client may have run it), even if no update
         // of the agent's said so: neither a second ACP attempt nor print mode may run the prompt
@@ -515,16 +394,16 @@ impl CursorAcp {
             }
             Some(mut slot) => {
                 if !slot.as_mut().is_some_and(Agent::alive) {
-                    lock(&self.warm).remove(&session);
+                    self.pool.forget(&session);
                 } else if let Some(fresh) = fresh.take().filter(|_| outcome.is_ok()) {
-                    lock(&self.warm).insert(session.clone(), fresh.keep());
+                    self.pool.keep(&session, fresh);
                 }
             }
             None => {
-                lock(&self.warm).remove(&session);
+                self.pool.forget(&session);
             }
         }
-        self.trim();
+        self.pool.trim();
         outcome
     }
 
@@ -539,7 +418,7 @@ impl CursorAcp {
         if let Some(known) = self.catalogue.get(cli) {
             return agent.config.or_catalogue(&known);
         }
-        match agent.list_models().await {
+        match agent::list_models(agent).await {
             Some(listed) if !listed.options.is_empty() => {
                 self.catalogue.note(cli, listed.clone());
                 agent.config.or_catalogue(&listed)
@@ -548,101 +427,10 @@ impl CursorAcp {
         }
     }
 
-    /// Past the limit, the least recently used idle sessions are stopped.
-    fn trim(&self) {
-        let mut warm = lock(&self.warm);
-        while warm.len() > self.warm_limit {
-            let oldest = warm
-                .iter()
-                .filter_map(|(id, cell)| {
-                    let slot = cell.try_lock().ok()?;
-                    Some((id.clone(), slot.as_ref().map(|a| a.used)))
-                })
-                .min_by_key(|(_, used)| *used);
-            let Some((id, _)) = oldest else { break };
-            let Some(cell) = warm.remove(&id) else { break };
-            match cell.clone().try_lock_owned() {
-                Ok(mut slot) => {
-                    if let Some(agent) = slot.take() {
-                        retire(agent);
-                    }
-                }
-                // A turn took it since it was picked: it stays.
-                Err(_) => {
-                    warm.insert(id, cell);
-                    break;
-                }
-            }
-        }
-    }
-
-    /// Idle sessions past their time, dead ones, and all idle ones when memory is tight.
-    fn sweep(&self) {
-        let tight = !memory_allows_spares();
-        let (warm_idle, spare_idle) = (self.warm_idle, self.spare_idle);
-        lock(&self.warm).retain(|_, cell| match cell.try_lock() {
-            Ok(mut slot) => {
-                let keep = slot.as_mut().is_some_and(|a| !tight && a.used.elapsed() < warm_idle && a.alive());
-                if !keep {
-                    if let Some(agent) = slot.take() {
-                        retire(agent);
-                    }
-                }
-                keep
-            }
-            Err(_) => true, // a turn runs on it
-        });
-        let stale: Vec<Spare> = lock(&self.spares)
-            .extract_if(.., |s| tight || s.agent.used.elapsed() >= spare_idle || !s.agent.alive())
-            .collect();
-        for spare in stale {
-            retire(spare.agent);
-        }
-    }
-
     /// Warm ACP processes, for `status` and tests.
     pub fn warm_count(&self) -> usize {
-        lock(&self.warm).len() + lock(&self.spares).len()
+        self.pool.warm_count()
     }
-}
-
-/// A new session until its first turn succeeds. Dropped before that — the turn failed, or was
-/// cancelled and its future dropped — its agent is retired once the turn lets go of it (after a
-/// cancel's grace): the engine never learnt the session's id, so nobody can resume it, and kept
-/// warm it would only push real conversations out of `warmSessions`.
-struct Fresh(Option<SlotCell>);
-
-impl Fresh {
-    /// The first turn succeeded: the session is the conversation's.
-    fn keep(mut self) -> SlotCell {
-        self.0.take().expect("taken only here")
-    }
-}
-
-impl Drop for Fresh {
-    fn drop(&mut self) {
-        let (Some(cell), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) else { return };
-        runtime.spawn(async move {
-            let mut slot = cell.lock_owned().await;
-            if let Some(agent) = slot.take() {
-                retire(agent);
-            }
-        });
-    }
-}
-
-/// Stop an agent no turn needs — evicted (idle, past `warmSessions`, dead, another workspace),
-/// replaced or finished: end of input, so it can save its session store as at shutdown, a
-/// moment to exit, then its tree is killed (dropping the agent), whether it exited or not.
-fn retire(mut agent: Agent) {
-    agent.close_input();
-    tokio::spawn(async move {
-        let deadline = Instant::now() + SHUTDOWN_GRACE * 2;
-        while agent.alive() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        drop(agent);
-    });
 }
 
 /// Why a new agent's session did not open: a start failure (which may say ACP does not work with
@@ -719,27 +507,7 @@ impl Backend for CursorAcp {
 
     /// Print mode's question runs on a print backend of the same program, made for the probe.
     fn shutdown(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        // An agent still starting is stopped with its task (dropping it kills its tree).
-        for opener in lock(&self.openers).drain(..) {
-            opener.abort();
-        }
-        let mut agents: Vec<Agent> = lock(&self.spares).drain(..).map(|s| s.agent).collect();
-        for (_, cell) in lock(&self.warm).drain() {
-            if let Ok(mut slot) = cell.try_lock() {
-                agents.extend(slot.take());
-            }
-        }
-        // End of input first, so each agent can finish writing its session store; whatever is
-        // still running after a short grace is killed with its tree (dropping the agent).
-        for agent in &agents {
-            agent.close_input();
-        }
-        let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
-        while agents.iter_mut().any(Agent::alive) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        drop(agents);
+        self.pool.shutdown();
         // The sidecar is stopping: the sweep that follows ends every orphan.
         process::stopping();
         process::sweep_orphans();

@@ -11,9 +11,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::agent::{cancelled_outcome, Agent, Launch};
-use super::tools::{is_ours, LISTED_WITHIN};
+use super::agent::{self as cursor_agent, cancelled_outcome, Agent};
+use super::quirks::CURSOR;
 use crate::backend::acp::connection::Incoming;
+use crate::backend::acp::quirks::AgentQuirks;
+use crate::backend::acp::tools::LISTED_WITHIN;
 use crate::backend::contract::{ClientCall, ToolReply};
 use crate::backend::cursor::isolation::OUR_SERVER;
 use crate::backend::cursor::probe_notes::{Learnt, SessionTools, LONGEST_TOOLS_WAIT};
@@ -55,10 +57,8 @@ struct Seen {
 }
 
 pub async fn questions(a: &mut Asking<'_>, learnt: &mut Learnt) {
-    let env = a.cli.env();
-    let launch = Launch { cli: a.command, env: &env, workspace: a.scratch, api_key: a.cli.has_key() };
     let started = Instant::now();
-    let mut agent = match Agent::start(&launch).await {
+    let mut agent = match start(a).await {
         Ok(agent) => agent,
         Err(failure) => {
             let why = failure.error.message.clone();
@@ -155,7 +155,7 @@ pub async fn questions(a: &mut Asking<'_>, learnt: &mut Learnt) {
     // The agent saves its session store when its input ends (docs/cursor-acp.md §8.2): it gets
     // to exit on its own before another process is asked to load the session.
     finish(agent).await;
-    session_load(a, &launch, &session).await;
+    session_load(a, &session).await;
 }
 
 /// Did the session list the tools given to it, and how soon after `session/new` answered?
@@ -304,8 +304,8 @@ async fn tool_permission(a: &mut Asking<'_>, agent: &mut Agent) {
     a.found("toolPermission", outcome, observed, bridge, measured);
 }
 
-async fn session_load(a: &mut Asking<'_>, launch: &Launch<'_>, session: &str) {
-    let mut agent = match Agent::start(launch).await {
+async fn session_load(a: &mut Asking<'_>, session: &str) {
+    let mut agent = match start(a).await {
         Ok(agent) => agent,
         Err(f) => {
             a.found(
@@ -361,6 +361,17 @@ async fn session_load(a: &mut Asking<'_>, launch: &Launch<'_>, session: &str) {
         Err(f) => a.found("sessionLoad", Failed, format!("`session/load` failed: {}", f.error.message), "The conversation would continue in a new session with its history.", json!({"loadMs": ms})),
     }
     finish(agent).await;
+}
+
+/// `agent acp` in the scratch folder, started as the backend starts it.
+async fn start(a: &Asking<'_>) -> Result<Agent, cursor_agent::StartFailure> {
+    cursor_agent::start(a.command, &a.cli.env(), a.scratch, a.cli.has_key()).await
+}
+
+/// Whether the bridge takes `call` (a `tool_call` update, a permission request's `toolCall`) for
+/// one of its own server's.
+fn is_ours(call: &Value) -> bool {
+    CURSOR.is_our_tool_call(call)
 }
 
 /// End of input, then a bounded wait for the agent to exit by itself (killed after it).

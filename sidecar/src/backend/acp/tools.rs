@@ -2,6 +2,8 @@
 //! MCP host, attached to the agent's session with `mcpServers`, and a forwarder that hands each
 //! of the agent's `tools/call`s to the turn running at the time (the engine parks it until the
 //! client has run the tool). Lives as long as the agent, so a warm session keeps its tools.
+//! Which of the agent's tool calls are our server's is the agent's reading
+//! ([`AgentQuirks::is_our_tool_call`](super::quirks::AgentQuirks::is_our_tool_call)).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::mcp::{McpCall, McpHost, McpReply, OfferedTool};
+use crate::backend::mcp::{McpCall, McpHost, McpLimits, McpReply, OfferedTool};
 use crate::backend::{ClientCall, ToolReply};
 use crate::util::sync::{lock, AbortOnDrop};
 use crate::vocab::ToolDefinition;
@@ -34,7 +36,8 @@ pub struct ToolHost {
 }
 
 impl ToolHost {
-    pub async fn start(tools: &[ToolDefinition]) -> std::io::Result<ToolHost> {
+    /// Serve `tools` within the agent's `limits`.
+    pub async fn start(tools: &[ToolDefinition], limits: McpLimits) -> std::io::Result<ToolHost> {
         let offered = tools
             .iter()
             .map(|t| OfferedTool {
@@ -43,7 +46,7 @@ impl ToolHost {
                 input_schema: t.input_schema.clone(),
             })
             .collect();
-        let (host, calls) = McpHost::start(offered).await?;
+        let (host, calls) = McpHost::start(offered, limits).await?;
         let current: Current = Arc::default();
         let called = Arc::new(AtomicBool::new(false));
         let forward = tokio::spawn(forward(calls, current.clone(), called.clone()));
@@ -112,39 +115,5 @@ async fn forward(mut calls: mpsc::Receiver<McpCall>, current: Current, called: A
             };
             let _ = back.send(answer);
         });
-    }
-}
-
-/// Is this ACP tool call (a `tool_call` update, or a permission request's `toolCall`) one of our
-/// server's? Cursor titles them `<server>: <tool>` and `<server>-<tool>: <tool>` and names the
-/// server in `rawInput.providerIdentifier` (docs/client-tools.md).
-pub fn is_ours(call: &Value) -> bool {
-    let server = crate::backend::cursor::isolation::OUR_SERVER;
-    if call.pointer("/rawInput/providerIdentifier").and_then(Value::as_str) == Some(server) {
-        return true;
-    }
-    let title = call.get("title").and_then(Value::as_str).unwrap_or("").trim_matches('`');
-    title.strip_prefix(server).is_some_and(|rest| rest.starts_with(": ") || rest.starts_with('-'))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn our_calls_are_told_from_others() {
-        let cases = [
-            (json!({"title": "cb: create_file", "kind": "other"}), true),
-            (json!({"title": "cb-create_file: create_file", "kind": "other"}), true),
-            (json!({"title": "MCP: tool", "rawInput": {"providerIdentifier": "cb", "toolName": "x"}}), true),
-            (json!({"title": "MCP: tool", "kind": "other"}), false),
-            (json!({"title": "cbx: tool"}), false),
-            (json!({"title": "github-search: search", "rawInput": {"providerIdentifier": "github"}}), false),
-            (json!({"title": "`npm test`", "kind": "execute"}), false),
-        ];
-        for (call, ours) in cases {
-            assert_eq!(is_ours(&call), ours, "{call}");
-        }
     }
 }
