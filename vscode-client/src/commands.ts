@@ -79,6 +79,7 @@ export function registerCommands(d: CommandDeps): vscode.Disposable[] {
       try {
         return await showCheckSetup({
           doctor: () => sidecar.request(Request.doctor, undefined),
+          probe: (spend) => sidecar.request(Request.probe, { spend }),
           log,
           run: (c, ...args) => vscode.commands.executeCommand(c, ...args),
           onDoctor: d.onDoctor,

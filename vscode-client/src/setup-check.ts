@@ -5,7 +5,8 @@
 // whose fix links run a fix only after the person agrees (a modal), and which can be copied.
 
 import * as vscode from 'vscode';
-import type { Check, CheckStatus, DoctorResult } from './protocol';
+import { PROBE_CHOICES, PROBE_CONSENT, probeChoice, renderProbe } from './probe-report';
+import type { Check, CheckStatus, DoctorResult, ProbeResult } from './protocol';
 
 /** One line of the report; `fix` says what to do, `action` is a fix the extension can apply. */
 export interface SetupItem {
@@ -248,19 +249,24 @@ const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
 /** The webview page: the rendered Markdown, the fix links posting their id, Copy and Run Again. */
-export function reportHtml(bodyHtml: string, nonce: string): string {
+export function reportHtml(
+  bodyHtml: string,
+  nonce: string,
+  probe: { can: boolean; done: boolean } = { can: false, done: false },
+): string {
   return `<!DOCTYPE html><html><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}';">
 <style>body{font-family:var(--vscode-font-family);font-size:var(--vscode-font-size);color:var(--vscode-foreground);padding:0 24px 24px;max-width:60em;line-height:1.5}
 a{color:var(--vscode-textLink-foreground)} code{font-family:var(--vscode-editor-font-family)}
 a[href^="#fix-"]{display:inline-block;padding:2px 10px;border-radius:2px;background:var(--vscode-button-background);color:var(--vscode-button-foreground);text-decoration:none}
 .bar{margin:16px 0}.bar button{margin-right:8px;padding:4px 12px;background:var(--vscode-button-secondaryBackground);color:var(--vscode-button-secondaryForeground);border:none;cursor:pointer}</style>
-</head><body><div class="bar"><button id="again">Run Again</button><button id="copy">Copy as Markdown</button></div>
+</head><body><div class="bar"><button id="again">Run Again</button><button id="copy">Copy as Markdown</button>${probe.can ? '<button id="probe">Probe the Cursor CLI…</button>' : ''}${probe.done ? '<button id="copyProbe">Copy Probe Report (JSON)</button>' : ''}</div>
 <div id="report">${bodyHtml}</div>
 <script nonce="${nonce}">const vscode=acquireVsCodeApi();
 document.addEventListener('click',(e)=>{const a=e.target.closest('a');if(!a)return;const h=a.getAttribute('href')||'';if(h.startsWith('#fix-')){e.preventDefault();vscode.postMessage({fix:h.slice(5)});}});
 document.getElementById('again').onclick=()=>vscode.postMessage({again:true});
-document.getElementById('copy').onclick=()=>vscode.postMessage({copy:true});</script></body></html>`;
+document.getElementById('copy').onclick=()=>vscode.postMessage({copy:true});
+for(const id of ['probe','copyProbe']){const b=document.getElementById(id);if(b)b.onclick=()=>vscode.postMessage({[id]:true});}</script></body></html>`;
 }
 
 /** Markdown to HTML: VS Code's own renderer (the built-in Markdown extension), else preformatted text. */
@@ -382,6 +388,8 @@ export interface CheckSetupDeps {
   run(command: string, ...args: unknown[]): Thenable<unknown>;
   /** What the sidecar's checks found, for the walkthrough's context keys. */
   onDoctor?(report: DoctorResult): void;
+  /** The sidecar's `probe` of the Cursor CLI (`spend`: the person agreed to its prompts). */
+  probe?(spend: boolean): Promise<ProbeResult>;
   // ------------------------------------------------------------------------------------------
   // the platform-mismatch report of vscode-client/src/platform.ts (the
   // Windows/macOS work) plugs in here: its items are shown as a "Platform" section of the report.
@@ -419,6 +427,31 @@ export async function collectSections(d: CheckSetupDeps): Promise<SetupSection[]
 }
 
 let panel: vscode.WebviewPanel | undefined;
+/** The last probe's report, shown under the checks until the page is closed. */
+let lastProbe: ProbeResult | undefined;
+
+/** Asks before the probe runs (and before it spends requests), then runs it with progress. */
+async function runProbe(d: CheckSetupDeps): Promise<ProbeResult | undefined> {
+  if (!d.probe) return undefined;
+  const label = await vscode.window.showWarningMessage(
+    'Cursor Bridge: probe the Cursor CLI?',
+    { modal: true, detail: PROBE_CONSENT },
+    PROBE_CHOICES.spend,
+    PROBE_CHOICES.free,
+  );
+  const choice = probeChoice(label);
+  if (!choice) return undefined;
+  const probe = d.probe;
+  const result = await vscode.window.withProgress(
+    {
+      location: vscode.ProgressLocation.Notification,
+      title: 'Cursor Bridge: probing the Cursor CLI (up to two minutes)…',
+    },
+    () => probe(choice === 'spend'),
+  );
+  d.log.info(`probe: ${result.findings.map((f) => `${f.id}=${f.outcome}`).join(' ')} (spent ${result.spent})`);
+  return result;
+}
 
 /** Cursor Bridge: Check Setup — the report in a webview beside the editor. */
 export async function showCheckSetup(d: CheckSetupDeps): Promise<string> {
@@ -426,7 +459,7 @@ export async function showCheckSetup(d: CheckSetupDeps): Promise<string> {
     { location: vscode.ProgressLocation.Notification, title: 'Cursor Bridge: checking the set-up…' },
     () => collectSections(d),
   );
-  const markdown = renderReport(sections);
+  const markdown = renderReport(sections) + (lastProbe ? renderProbe(lastProbe) : '');
   const html = await markdownToHtml(markdown);
   const nonce = Math.random().toString(36).slice(2) + Date.now().toString(36);
   if (!panel) {
@@ -436,12 +469,34 @@ export async function showCheckSetup(d: CheckSetupDeps): Promise<string> {
       vscode.ViewColumn.Active,
       { enableScripts: true },
     );
-    panel.onDidDispose(() => (panel = undefined));
+    panel.onDidDispose(() => {
+      panel = undefined;
+      lastProbe = undefined;
+    });
   }
   const current = panel;
-  current.webview.html = reportHtml(html, nonce);
-  const sub = current.webview.onDidReceiveMessage(async (m: { fix?: string; again?: boolean; copy?: boolean }) => {
-    if (m.copy) {
+  current.webview.html = reportHtml(html, nonce, { can: !!d.probe, done: !!lastProbe });
+  type Message = { fix?: string; again?: boolean; copy?: boolean; probe?: boolean; copyProbe?: boolean };
+  const sub = current.webview.onDidReceiveMessage(async (m: Message) => {
+    if (m.probe) {
+      try {
+        const result = await runProbe(d);
+        if (!result) return;
+        lastProbe = result;
+        sub.dispose();
+        await showCheckSetup(d);
+      } catch (e) {
+        d.log.warn(`probe failed: ${e instanceof Error ? e.message : String(e)}`);
+        void vscode.window.showErrorMessage(
+          `Cursor Bridge: the probe failed: ${e instanceof Error ? e.message : String(e)}`,
+        );
+      }
+    } else if (m.copyProbe && lastProbe) {
+      await vscode.env.clipboard.writeText(JSON.stringify(lastProbe, null, 2));
+      void vscode.window.showInformationMessage(
+        'Cursor Bridge: the probe report was copied as JSON (nothing private is in it).',
+      );
+    } else if (m.copy) {
       await vscode.env.clipboard.writeText(markdown);
       void vscode.window.showInformationMessage('Cursor Bridge: the report was copied as Markdown.');
     } else if (m.again) {
