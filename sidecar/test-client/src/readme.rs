@@ -45,8 +45,7 @@ pub fn shell_env(snippet: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for line in joined.lines() {
         let mut rest = line.trim_start().strip_prefix("export ").unwrap_or(line.trim_start());
-        loop {
-            let Some(eq) = rest.find('=') else { break };
+        while let Some(eq) = rest.find('=') {
             let name = &rest[..eq];
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') {
                 break;
