@@ -90,6 +90,8 @@ pub enum Outcome {
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub answer: Option<String>,
+    /// The answer to a prompt that asks again for a structured (JSON) answer (`jsonRepairAnswer`).
+    pub json_repair_answer: Option<String>,
     pub segments: Option<Vec<String>>,
     pub tools: Vec<ToolSpec>,
     pub thinking: Option<String>,
@@ -138,6 +140,7 @@ impl Default for Scenario {
     fn default() -> Self {
         Scenario {
             answer: None,
+            json_repair_answer: None,
             segments: None,
             tools: Vec::new(),
             thinking: None,
@@ -233,6 +236,24 @@ pub fn extract_directives(prompt: &str) -> Result<(String, Vec<Json>), String> {
     }
     clean.push_str(rest);
     Ok((clean, found))
+}
+
+/// How the sidecar asks again for a structured answer that did not fit (its
+/// `http/structured` repair prompt): the double's model answers such a prompt with
+/// `jsonRepairAnswer`, when the chat has one.
+pub const JSON_REPAIR_START: &str = "Your answer did not match the required JSON format";
+
+impl Scenario {
+    /// The scenario as it answers this (directive-free) prompt.
+    pub fn for_prompt(mut self, prompt: &str) -> Scenario {
+        if let Some(answer) = self.json_repair_answer.clone() {
+            if prompt.lines().any(|l| l.trim_start().starts_with(JSON_REPAIR_START)) {
+                self.answer = Some(answer);
+                self.segments = None;
+            }
+        }
+        self
+    }
 }
 
 /// Merges the sources (earlier first) and converts them into a [`Scenario`].
@@ -365,6 +386,7 @@ fn from_json(v: &Json) -> Result<Scenario, String> {
             }
             "failTimes" => s.fail_times = Some(count(k, value)?),
             "dropAfterCalls" => s.drop_after_calls = boolean(k, value)?,
+            "jsonRepairAnswer" => s.json_repair_answer = Some(string(k, value)?),
             "toolScript" => s.tools_model.script = Some(tool_script::parse_script(value)?),
             "malformedToolCallsOnce" => s.tools_model.malformed_once = boolean(k, value)?,
             "toolCallsWithTrailingText" => s.tools_model.trailing_text = tool_script::parse_trailing(value)?,
@@ -458,5 +480,13 @@ mod tests {
         assert!(build(&[Json::parse(r#"{"hang":"later"}"#).unwrap()]).is_err());
         assert!(extract_directives("[[double:{oops}]]").is_err());
         assert!(extract_directives("[[double:{}").is_err());
+    }
+
+    #[test]
+    fn a_json_repair_prompt_gets_the_repair_answer() {
+        let sc = || build(&[Json::parse(r#"{"answer":"nope","jsonRepairAnswer":"{}"}"#).unwrap()]).unwrap();
+        let repair = format!("{JSON_REPAIR_START}: the answer is not JSON. Answer again.");
+        assert_eq!(sc().for_prompt(&repair).answer.as_deref(), Some("{}"));
+        assert_eq!(sc().for_prompt("Make a thing").answer.as_deref(), Some("nope"));
     }
 }

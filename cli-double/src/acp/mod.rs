@@ -1268,5 +1268,6 @@ pub fn prompt_scenario(
     let mut sources: Vec<Json> = server.env_scenario.iter().cloned().collect();
     sources.extend(stored.cloned());
     sources.extend(directives.iter().cloned());
-    Ok((clean, scenario::build(&sources)?, directives))
+    let sc = scenario::build(&sources)?.for_prompt(&clean);
+    Ok((clean, sc, directives))
 }

@@ -17,6 +17,7 @@ mod messages;
 mod openai;
 mod responses;
 mod routes;
+mod structured;
 mod workspaces;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::errors::ApiError;
+use super::structured::Format;
 use crate::engine::tools::ToolSet;
 use crate::vocab::{ChatMessage, Mode, ModelInfo, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage};
 
@@ -32,6 +33,9 @@ pub struct ChatCompletionRequest {
     pub parallel_tool_calls: Option<bool>,
     #[serde(default)]
     pub n: Option<u32>,
+    /// `text`, `json_object` or `json_schema` (`http/structured`).
+    #[serde(default)]
+    pub response_format: Option<Value>,
     /// Not OpenAI's: `agent`, `ask` or `plan` for this request (else the server's `--mode`).
     #[serde(default)]
     pub mode: Option<Mode>,
@@ -74,11 +78,13 @@ pub struct Checked {
     pub mode: Option<Mode>,
     /// The client's tools: the model calls these, the CLI's own tools are off.
     pub tools: Option<ToolSet>,
+    pub format: Option<Format>,
 }
 
 impl ChatCompletionRequest {
     pub fn check(self) -> Result<Checked, ApiError> {
         let tools = tool_set(&self)?;
+        let format = Format::from_response_format(self.response_format.as_ref())?;
         let model = self.model.map(|m| m.trim().to_string()).filter(|m| !m.is_empty());
         let Some(model) = model else {
             return Err(ApiError::bad_request("You must provide a model parameter.").param("model"));
@@ -117,6 +123,7 @@ impl ChatCompletionRequest {
             include_usage: self.stream_options.is_some_and(|o| o.include_usage),
             mode: self.mode,
             tools,
+            format,
         })
     }
 }

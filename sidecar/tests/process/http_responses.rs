@@ -116,8 +116,8 @@ fn responses_refuse_what_they_cannot_honour_before_starting_a_turn() {
         (json!({"model": "auto", "input": "x", "background": true}), "background"),
         (json!({"model": "auto", "input": "x", "tools": [{"type": "file_search"}]}), "tools[0].type"),
         (
-            json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema", "name": "x", "schema": {}}}}),
-            "text.format.type",
+            json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema", "name": "x", "schema": "{}"}}}),
+            "text.format.schema",
         ),
         (
             json!({"model": "auto", "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}]}),

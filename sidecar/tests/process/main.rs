@@ -23,6 +23,7 @@ mod fault_matrix;
 mod http_messages;
 mod http_openai;
 mod http_responses;
+mod http_structured;
 mod isolation;
 mod orphans;
 mod protocol_abuse;

@@ -84,7 +84,13 @@ async fn respond(
         tracing::debug!(asked = %checked.model, %model, "a Claude model id runs the --model model");
     }
     let input_tokens = input_estimate(&checked.messages);
-    let ask = core::TurnAsk { model, messages: checked.messages, mode: checked.mode, tools: checked.tools };
+    let ask = core::TurnAsk {
+        model,
+        messages: checked.messages,
+        mode: checked.mode,
+        tools: checked.tools,
+        format: checked.format,
+    };
     let params = core::turn_request(&state, &request_id, owner, ask).await?;
     let meta = Meta { id: core::new_id("msg_"), model: checked.model, input_tokens };
     if checked.stream {

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::engine::tools::ToolSet;
 use crate::http::errors::ApiError;
+use crate::http::structured::Format;
 use crate::vocab::{ChatMessage, Mode, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult};
 
 #[derive(Debug, Deserialize)]
@@ -29,6 +30,12 @@ pub struct MessagesRequest {
     /// Required by Anthropic's API (and sent by every client); ignored: the CLI has no such knob.
     #[serde(default)]
     pub max_tokens: Option<Value>,
+    /// Structured outputs: `output_config.format` (`http/structured`)…
+    #[serde(default)]
+    pub output_config: Option<Value>,
+    /// … or the beta's `output_format`.
+    #[serde(default)]
+    pub output_format: Option<Value>,
     /// Not Anthropic's: `agent`, `ask` or `plan` for this request (else the server's `--mode`).
     #[serde(default)]
     pub mode: Option<Mode>,
@@ -41,6 +48,7 @@ pub struct Checked {
     pub tools: Option<ToolSet>,
     pub stream: bool,
     pub mode: Option<Mode>,
+    pub format: Option<Format>,
 }
 
 impl MessagesRequest {
@@ -83,7 +91,8 @@ impl MessagesRequest {
                 ApiError::bad_request("messages: at least one user message with text is required.").param("messages")
             );
         }
-        Ok(Checked { model, messages, tools, stream: self.stream.unwrap_or(false), mode: self.mode })
+        let format = Format::from_output_config(self.output_config.as_ref(), self.output_format.as_ref())?;
+        Ok(Checked { model, messages, tools, stream: self.stream.unwrap_or(false), mode: self.mode, format })
     }
 }
 

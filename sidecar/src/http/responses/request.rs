@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::engine::tools::ToolSet;
 use crate::http::errors::ApiError;
+use crate::http::structured::Format;
 use crate::vocab::{ChatMessage, Mode, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult};
 
 #[derive(Debug, Deserialize)]
@@ -64,6 +65,8 @@ pub struct Checked {
     /// The `input` items, after what `previous_response_id` names (added by the route).
     pub input: Vec<ChatMessage>,
     pub tools: Option<ToolSet>,
+    /// `text.format` (`http/structured`).
+    pub format: Option<Format>,
     /// Names of the tools of type `custom`: their calls go back as `custom_tool_call`.
     pub custom: BTreeSet<String>,
     /// The namespace of each tool declared inside a `namespace` tool (Codex groups some so).
@@ -85,6 +88,8 @@ pub struct Echo {
     pub tool_choice: Value,
     pub parallel_tool_calls: bool,
     pub effort: Option<String>,
+    /// `text` as asked (`{format: {type: "text"}}` when not).
+    pub text: Value,
 }
 
 /// The one-string schema a custom tool is offered with (as VS Code's Copilot harness does).
@@ -115,7 +120,7 @@ impl ResponsesRequest {
                 ApiError::bad_request("Stored prompts (`prompt`) are not supported: send `input`.").param("prompt")
             );
         }
-        check_text_format(self.text.as_ref())?;
+        let format = Format::from_text_format(self.text.as_ref())?;
         let instructions = match &self.instructions {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()).filter(|s| !s.trim().is_empty()),
@@ -144,12 +149,18 @@ impl ResponsesRequest {
             tool_choice: self.tool_choice.clone().unwrap_or_else(|| json!("auto")),
             parallel_tool_calls: self.parallel_tool_calls.unwrap_or(true),
             effort: self.reasoning.as_ref().and_then(|r| r.effort.clone()),
+            text: self
+                .text
+                .clone()
+                .filter(|t| t.get("format").is_some())
+                .unwrap_or_else(|| json!({"format": {"type": "text"}})),
         };
         Ok(Checked {
             model,
             instructions,
             input,
             tools,
+            format,
             custom,
             namespaces,
             previous_response_id: self.previous_response_id.filter(|id| !id.trim().is_empty()),
@@ -159,19 +170,6 @@ impl ResponsesRequest {
             mode: self.mode,
             echo,
         })
-    }
-}
-
-/// `text.format`: plain text only, for now; a schema we would not enforce is refused, not ignored
-/// (the client would parse whatever came back).
-fn check_text_format(text: Option<&Value>) -> Result<(), ApiError> {
-    let kind = text.and_then(|t| t.get("format")).and_then(|f| f.get("type")).and_then(Value::as_str);
-    match kind {
-        None | Some("text") => Ok(()),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "`text.format` of type `{other}` is not supported yet: cursor-bridge answers in plain text."
-        ))
-        .param("text.format.type")),
     }
 }
 
@@ -520,7 +518,8 @@ mod tests {
             (json!({"model": "auto", "input": "x", "tools": [{"type": "file_search"}]}), "tools[0].type"),
             (json!({"model": "auto", "input": "x", "tools": [{"type": "function"}]}), "tools[0].name"),
             (json!({"model": "auto", "input": "x", "background": true}), "background"),
-            (json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema"}}}), "text.format.type"),
+            (json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema"}}}), "text.format.schema"),
+            (json!({"model": "auto", "input": "x", "text": {"format": {"type": "xml"}}}), "text.format.type"),
             (
                 json!({"model": "auto", "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "data:"}]}]}),
                 "input[0].content[0].type",
