@@ -24,6 +24,7 @@ mod http_messages;
 mod http_openai;
 mod http_responses;
 mod http_structured;
+mod http_tool_choice;
 mod isolation;
 mod orphans;
 mod protocol_abuse;
