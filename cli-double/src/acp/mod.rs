@@ -881,7 +881,11 @@ fn initialize(server: &Server, params: &Json) -> Result<Json, RpcError> {
                 ),
                 (
                     "promptCapabilities",
-                    obj([("audio", false.into()), ("embeddedContext", false.into()), ("image", true.into())]),
+                    obj([
+                        ("audio", false.into()),
+                        ("embeddedContext", false.into()),
+                        ("image", server.knobs.prompt_image.into()),
+                    ]),
                 ),
                 ("sessionCapabilities", caps),
             ]),

@@ -105,6 +105,8 @@ pub struct TurnAsk {
     pub tools: Option<ToolSet>,
     /// A structured answer's format (`structured.rs`).
     pub format: Option<Format>,
+    /// The new user message's images.
+    pub images: Vec<crate::vocab::Image>,
 }
 
 /// A checked ask: the engine's request, and the format its answer is held to.
@@ -139,6 +141,7 @@ pub async fn turn_request(
         tools: ask.tools,
         owner: Some(owner),
         answer_format,
+        images: ask.images,
     };
     Ok(Prepared { params, format: ask.format })
 }
@@ -364,6 +367,8 @@ pub async fn collect(state: &Arc<HttpState>, turn: Prepared) -> Result<(Collecte
     tracing::info!(turn = %params.turn_id, "the answer does not fit the requested format; asking again");
     let mut again = params;
     again.turn_id.push_str("-format");
+    // The chat has the images already.
+    again.images.clear();
     again.messages.push(ChatMessage::new(Role::Assistant, std::mem::take(&mut got.text)));
     again.messages.push(ChatMessage::new(Role::User, structured::repair_prompt(&why)));
     let (mut second, repaired) = collect_once(state, again).await?;

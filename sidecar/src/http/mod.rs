@@ -13,6 +13,7 @@
 mod auth;
 mod core;
 mod errors;
+mod images;
 mod messages;
 mod openai;
 mod responses;

@@ -111,9 +111,9 @@ async fn chat(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: ChatCompletionRequest = core::parse_body(body)?;
-    let Checked { model, messages, stream, include_usage, mode, tools, format } = request.check()?;
+    let Checked { model, messages, stream, include_usage, mode, tools, format, images } = request.check()?;
     let input = core::input_estimate(&messages);
-    let ask = core::TurnAsk { model: model.clone(), messages, mode, tools, format };
+    let ask = core::TurnAsk { model: model.clone(), messages, mode, tools, format, images };
     let params = core::turn_request(&state, &request_id, owner, ask).await?;
     let meta = Meta {
         id: format!("chatcmpl-{:016x}", crate::util::ids::random_u64()),

@@ -121,7 +121,7 @@ fn responses_refuse_what_they_cannot_honour_before_starting_a_turn() {
         ),
         (
             json!({"model": "auto", "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}]}),
-            "input[0].content[0].type",
+            "input[0].content[0].image_url",
         ),
     ];
     for (body, param) in cases {

@@ -93,6 +93,7 @@ pub fn request(messages: Vec<ChatMessage>) -> TurnRequest {
         tools: None,
         owner: None,
         answer_format: None,
+        images: Vec::new(),
     }
 }
 

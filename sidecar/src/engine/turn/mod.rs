@@ -64,6 +64,9 @@ pub struct TurnRequest {
     /// of every run of this turn: never part of what identifies the conversation (the client's
     /// next request resumes the chat without it).
     pub answer_format: Option<String>,
+    /// Images of the new user message (HTTP), for an agent that takes them with the prompt
+    /// (`TurnSpec::images`); a chat that saw them keeps them, a replay carries text only.
+    pub images: Vec<crate::vocab::Image>,
 }
 
 /// How a finished turn went.

@@ -128,6 +128,7 @@ impl<'a> Turn<'a> {
             unattended: plan.unattended,
             idle: self.engine.config.idle(),
             hosted_tools,
+            images: self.req.images.clone(),
         }
     }
 
@@ -212,7 +213,9 @@ impl<'a> Turn<'a> {
             tracing::info!(turn = %self.req.turn_id, "the model's tool calls need a repair; asking again");
             let repair = Plan { chat: Chat::Resume(chat_id), prompt: problem, session: None, ..self.plan.clone() };
             self.hold_text(set);
-            let spec = self.spec(&repair, None);
+            let mut spec = self.spec(&repair, None);
+            // The chat has the images already.
+            spec.images.clear();
             *end = self.attempt(spec).await?;
         }
     }

@@ -90,6 +90,7 @@ async fn respond(
         mode: checked.mode,
         tools: checked.tools,
         format: checked.format,
+        images: checked.images,
     };
     let params = core::turn_request(&state, &request_id, owner, ask).await?;
     let meta = Meta { id: core::new_id("msg_"), model: checked.model, input_tokens };

@@ -88,7 +88,14 @@ async fn respond(
         }
     }
     let input_tokens = core::input_estimate(&messages);
-    let ask = core::TurnAsk { model, messages, mode: checked.mode, tools: checked.tools, format: checked.format };
+    let ask = core::TurnAsk {
+        model,
+        messages,
+        mode: checked.mode,
+        tools: checked.tools,
+        format: checked.format,
+        images: checked.images,
+    };
     let params = core::turn_request(&state, &request_id, owner.clone(), ask).await?;
     let meta = Meta {
         id: core::new_id("resp_"),

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use crate::engine::tools::ToolSet;
 use crate::http::errors::ApiError;
 use crate::http::structured::Format;
+use crate::vocab::Image;
 use crate::vocab::{ChatMessage, Mode, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult};
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +68,8 @@ pub struct Checked {
     pub tools: Option<ToolSet>,
     /// `text.format` (`http/structured`).
     pub format: Option<Format>,
+    /// The last user message's `input_image`s (data URLs).
+    pub images: Vec<Image>,
     /// Names of the tools of type `custom`: their calls go back as `custom_tool_call`.
     pub custom: BTreeSet<String>,
     /// The namespace of each tool declared inside a `namespace` tool (Codex groups some so).
@@ -126,7 +129,8 @@ impl ResponsesRequest {
             Some(Value::String(s)) => Some(s.clone()).filter(|s| !s.trim().is_empty()),
             // A list of message items (the SDKs allow it): their text, in order.
             Some(items @ Value::Array(_)) => {
-                let texts: Vec<String> = input_messages(items, "instructions")?.into_iter().map(|m| m.text).collect();
+                let texts: Vec<String> =
+                    input_messages(items, "instructions", None)?.into_iter().map(|m| m.text).collect();
                 Some(texts.join("\n"))
             }
             Some(_) => return Err(ApiError::bad_request("`instructions` must be a string.").param("instructions")),
@@ -134,7 +138,8 @@ impl ResponsesRequest {
         let Some(input) = &self.input else {
             return Err(ApiError::bad_request("Missing required parameter: 'input'.").param("input"));
         };
-        let input = input_messages(input, "input")?;
+        let mut images = Vec::new();
+        let input = input_messages(input, "input", Some(&mut images))?;
         let Declared { tools, custom, namespaces } = tool_set(&self)?;
         if tools.is_none() && input.iter().any(|m| !m.tool_results.is_empty() || !m.tool_calls.is_empty()) {
             return Err(ApiError::bad_request(
@@ -161,6 +166,7 @@ impl ResponsesRequest {
             input,
             tools,
             format,
+            images,
             custom,
             namespaces,
             previous_response_id: self.previous_response_id.filter(|id| !id.trim().is_empty()),
@@ -176,7 +182,12 @@ impl ResponsesRequest {
 /// `input` (a string, or a list of items) as the engine's messages. A `function_call` (or
 /// `custom_tool_call`) joins the assistant message before it; consecutive outputs are one user
 /// message of results. Reasoning items passed back are dropped: the Cursor session has them.
-pub fn input_messages(input: &Value, param: &str) -> Result<Vec<ChatMessage>, ApiError> {
+/// `images`: where the last user message's images go (else image parts are refused).
+pub fn input_messages(
+    input: &Value,
+    param: &str,
+    mut images: Option<&mut Vec<Image>>,
+) -> Result<Vec<ChatMessage>, ApiError> {
     let items = match input {
         Value::String(s) => return Ok(vec![ChatMessage::new(Role::User, s.clone())]),
         Value::Array(items) => items,
@@ -189,7 +200,15 @@ pub fn input_messages(input: &Value, param: &str) -> Result<Vec<ChatMessage>, Ap
         // An "easy" message has a role and no type.
         let kind = kind.unwrap_or(if item.get("role").is_some() { "message" } else { "" });
         match kind {
-            "message" => out.push(message(item, &at)?),
+            "message" => {
+                let mut its = Vec::new();
+                let m = message(item, &at, images.is_some().then_some(&mut its))?;
+                if let (Some(list), Role::User) = (images.as_deref_mut(), m.role) {
+                    // The new request's images reach the agent; earlier ones its chat has seen.
+                    *list = its;
+                }
+                out.push(m);
+            }
             "function_call" | "custom_tool_call" => {
                 let call = call(item, kind, &at)?;
                 match out.last_mut() {
@@ -235,7 +254,7 @@ pub fn input_messages(input: &Value, param: &str) -> Result<Vec<ChatMessage>, Ap
     Ok(out)
 }
 
-fn message(item: &Value, at: &str) -> Result<ChatMessage, ApiError> {
+fn message(item: &Value, at: &str, images: Option<&mut Vec<Image>>) -> Result<ChatMessage, ApiError> {
     let role = match item.get("role").and_then(Value::as_str) {
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
@@ -248,13 +267,19 @@ fn message(item: &Value, at: &str) -> Result<ChatMessage, ApiError> {
             .param(format!("{at}.role")))
         }
     };
-    let text = content_text(item.get("content"), &format!("{at}.content"))?;
+    let images = images.filter(|_| role == Role::User);
+    let text = content_parts(item.get("content"), &format!("{at}.content"), images)?;
     Ok(ChatMessage::new(role, text))
 }
 
 /// A message's text: the string, or its text parts (`input_text`, `output_text`, `text`) joined
 /// by newlines. Images and files are refused rather than silently dropped.
 pub fn content_text(content: Option<&Value>, at: &str) -> Result<String, ApiError> {
+    content_parts(content, at, None)
+}
+
+/// A message's text, and (`images`: a user message) its `input_image` parts with data URLs.
+fn content_parts(content: Option<&Value>, at: &str, mut images: Option<&mut Vec<Image>>) -> Result<String, ApiError> {
     let parts = match content {
         None | Some(Value::Null) => return Ok(String::new()),
         Some(Value::String(s)) => return Ok(s.clone()),
@@ -267,6 +292,19 @@ pub fn content_text(content: Option<&Value>, at: &str) -> Result<String, ApiErro
         match (kind, part.get("text").and_then(Value::as_str)) {
             (Some("input_text" | "output_text" | "text" | "summary_text"), Some(text)) => texts.push(text),
             (Some("refusal"), _) => texts.extend(part.get("refusal").and_then(Value::as_str)),
+            (Some("input_image"), _) if images.is_some() => {
+                let here = format!("{at}[{j}].image_url");
+                let Some(url) = part.get("image_url").and_then(Value::as_str) else {
+                    return Err(ApiError::bad_request(
+                        "An `input_image` needs an `image_url` (a data URL); `file_id` is not supported.",
+                    )
+                    .param(here));
+                };
+                let image = crate::http::images::from_url(url, &here)?;
+                if let Some(list) = images.as_deref_mut() {
+                    list.push(image);
+                }
+            }
             (Some(other @ ("input_text" | "output_text" | "text")), None) => {
                 return Err(ApiError::bad_request(format!("An `{other}` part needs a string `text`."))
                     .param(format!("{at}[{j}]")))
@@ -521,8 +559,8 @@ mod tests {
             (json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema"}}}), "text.format.schema"),
             (json!({"model": "auto", "input": "x", "text": {"format": {"type": "xml"}}}), "text.format.type"),
             (
-                json!({"model": "auto", "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "data:"}]}]}),
-                "input[0].content[0].type",
+                json!({"model": "auto", "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}]}),
+                "input[0].content[0].image_url",
             ),
             (json!({"model": "auto", "input": [{"type": "web_search_call"}]}), "input[0].type"),
             (

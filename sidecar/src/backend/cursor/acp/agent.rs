@@ -106,6 +106,8 @@ pub struct Agent {
     pub session_id: String,
     pub config: ModelConfig,
     pub load_session: bool,
+    /// `initialize` advertised `promptCapabilities.image`: prompts may carry image blocks.
+    pub prompt_images: bool,
     pub workspace: PathBuf,
     /// Last used (taken by a turn or created), for idle expiry and eviction.
     pub used: Instant,
@@ -154,6 +156,7 @@ impl Agent {
             session_id: String::new(),
             config: ModelConfig::default(),
             load_session: false,
+            prompt_images: false,
             workspace: launch.workspace.to_path_buf(),
             used: Instant::now(),
             tools: None,
@@ -204,6 +207,8 @@ impl Agent {
             ));
         }
         self.load_session = init.pointer("/agentCapabilities/loadSession").and_then(Value::as_bool).unwrap_or(false);
+        self.prompt_images =
+            init.pointer("/agentCapabilities/promptCapabilities/image").and_then(Value::as_bool).unwrap_or(false);
         if launch.api_key {
             return Ok(());
         }

@@ -76,6 +76,14 @@ impl Running {
         model: Option<&Choice>,
         sink: &mut EventSink,
     ) -> Result<TurnEnd, TurnFailure> {
+        if !spec.images.is_empty() && !self.agent().prompt_images {
+            return Err(BridgeError::invalid_params(
+                "this Cursor CLI's ACP mode does not take images (its `initialize` does not advertise \
+                 `promptCapabilities.image`)",
+            )
+            .hint("Send text only, or update the Cursor CLI.")
+            .into());
+        }
         self.configure(spec.mode, model).await?;
         let mut inbox = self.agent().begin_turn();
         let session = self.agent().session_id.clone();
@@ -84,7 +92,7 @@ impl Running {
         let mut attempt = 0;
         loop {
             let conn = self.agent().conn.clone();
-            let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": spec.prompt}]});
+            let params = json!({"sessionId": session, "prompt": prompt_blocks(spec)});
             self.prompt = Some(tokio::spawn(async move { conn.request_marked("session/prompt", params).await }));
             // The agent's output can outlive the agent (a tool's process holding its stdout):
             // its exit is watched as well.
@@ -531,4 +539,11 @@ fn usage_of(v: &Value) -> Option<crate::vocab::Usage> {
         cache_write_tokens: written,
         reasoning_tokens: n(&["thoughtTokens", "thought_tokens"]),
     })
+}
+
+/// The prompt's content blocks: its text, then its images (ACP `image {data, mimeType}`).
+fn prompt_blocks(spec: &TurnSpec) -> Vec<Value> {
+    let mut blocks = vec![json!({"type": "text", "text": spec.prompt})];
+    blocks.extend(spec.images.iter().map(|i| json!({"type": "image", "data": i.data, "mimeType": i.mime_type})));
+    blocks
 }
