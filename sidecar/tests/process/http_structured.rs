@@ -92,6 +92,14 @@ fn chat_completions_hold_the_answer_to_the_schema() {
     assert!(message.contains("`/city` must be of type string"), "{message}");
     assert!(eventually(TIMEOUT, || turns_with(&dir, "still wrong").len() == 2));
 
+    // Unscripted, the double's model obeys the format, as a real model mostly does.
+    let body = json!({"model": "auto", "messages": [{"role": "user", "content": "the weather, unscripted"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "weather", "schema": weather_schema()}}});
+    let (status, _, text) = ask(body.to_string());
+    assert_eq!(status, 200, "{text}");
+    let answer: Value = serde_json::from_str(&content(&text)).unwrap();
+    assert!(answer["city"].is_string() && answer["celsius"].is_i64(), "{answer}");
+
     // `json_object`: any object; an array is asked for again.
     let body = json!({"model": "auto", "response_format": {"type": "json_object"}, "messages": [{"role": "user",
         "content": directed("an object", json!({"answer": "[1, 2]", "jsonRepairAnswer": "{\"n\": 2}"}))}]});
