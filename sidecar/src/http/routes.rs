@@ -71,7 +71,9 @@ pub async fn health(State(state): State<Arc<HttpState>>) -> Response {
     response
 }
 
-pub async fn not_found(method: Method, uri: Uri) -> Response {
+/// The body is read (and dropped) first: a connection whose request body was left unread is
+/// closed after the answer, and a client that pools connections fails its next request on it.
+pub async fn not_found(method: Method, uri: Uri, _body: Result<Bytes, BytesRejection>) -> Response {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "invalid_request_error",
@@ -84,7 +86,7 @@ pub async fn not_found(method: Method, uri: Uri) -> Response {
     .into_response()
 }
 
-pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+pub async fn method_not_allowed(method: Method, uri: Uri, _body: Result<Bytes, BytesRejection>) -> Response {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "invalid_request_error",

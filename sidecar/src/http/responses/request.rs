@@ -95,6 +95,18 @@ pub struct Echo {
     pub text: Value,
 }
 
+/// A tool as the response repeats it: a function tool with every field the Responses schema
+/// requires of it (`description`, `parameters`, `strict`: null when the request left them out).
+fn echoed_tool(tool: &Value) -> Value {
+    let mut tool = tool.clone();
+    if let Some(fields) = tool.as_object_mut().filter(|t| t.get("type").and_then(Value::as_str) == Some("function")) {
+        for key in ["description", "parameters", "strict"] {
+            fields.entry(key).or_insert(Value::Null);
+        }
+    }
+    tool
+}
+
 /// The one-string schema a custom tool is offered with (as VS Code's Copilot harness does).
 fn custom_schema() -> Value {
     json!({"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]})
@@ -150,7 +162,7 @@ impl ResponsesRequest {
         }
         let echo = Echo {
             instructions: instructions.clone(),
-            tools: self.tools.clone().unwrap_or_default(),
+            tools: self.tools.iter().flatten().map(echoed_tool).collect(),
             tool_choice: self.tool_choice.clone().unwrap_or_else(|| json!("auto")),
             parallel_tool_calls: self.parallel_tool_calls.unwrap_or(true),
             effort: self.reasoning.as_ref().and_then(|r| r.effort.clone()),
@@ -529,6 +541,22 @@ mod tests {
         assert_eq!(set.tools[1].input_schema, custom_schema());
         assert!(set.tools[1].description.contains("lark grammar:\nstart:"), "{}", set.tools[1].description);
         assert!(c.custom.contains("apply_patch") && !c.custom.contains("exec_command"));
+    }
+
+    #[test]
+    fn echoed_function_tools_carry_every_field_the_schema_requires() {
+        let c = check(json!({"model": "auto", "input": "x", "tools": [{"type": "function", "name": "f"},
+            {"type": "function", "name": "g", "strict": true, "description": "G"}, {"type": "custom", "name": "p"}]}))
+        .unwrap();
+        assert_eq!(
+            c.echo.tools[0],
+            json!({"type": "function", "name": "f", "description": null, "parameters": null, "strict": null})
+        );
+        assert_eq!(
+            (c.echo.tools[1]["strict"].as_bool(), c.echo.tools[1]["description"].as_str()),
+            (Some(true), Some("G"))
+        );
+        assert!(c.echo.tools[2].get("strict").is_none(), "other tools as sent");
     }
 
     #[test]
