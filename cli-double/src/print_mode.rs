@@ -114,7 +114,8 @@ pub fn run(parsed: &Parsed, argv: Vec<String>, started: Instant) -> i32 {
         let mut sources: Vec<Json> = env.into_iter().collect();
         sources.extend(tool_state.stored.clone());
         sources.extend(directives);
-        Ok((prompt, scenario::build(&sources)?))
+        let sc = scenario::build(&sources)?.for_prompt(&prompt);
+        Ok((prompt, sc))
     });
 
     let mut record =

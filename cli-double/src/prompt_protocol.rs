@@ -10,6 +10,20 @@ pub const BLOCK_CLOSE: &str = "</client_tools>";
 pub const TOOLS_LINE: &str = "Tools (JSON):";
 pub const REPAIR_START: &str = "Your [TOOL_CALLS] block was invalid";
 pub const MARKER: &str = "[TOOL_CALLS:";
+/// How the sidecar says a call is required: in the `<client_tools>` block, or (tools the agent
+/// hosts over MCP) before the prompt: `You must call a tool in this reply.` /
+/// ``You must call `name` in this reply.``
+pub const MUST_CALL: &str = "You must call ";
+const MUST_CALL_END: &str = " in this reply.";
+
+/// What a prompt demands of the model's tool use.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MustCall {
+    /// Any of the tools it can see.
+    Any,
+    /// This one.
+    Named(String),
+}
 
 /// A tool result the prompt carried.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +45,10 @@ pub struct Parsed {
     pub rounds: u64,
     /// A line starts with the repair prompt.
     pub repair: bool,
+    /// The prompt says a call is required (`You must call … in this reply.`).
+    pub must_call: Option<MustCall>,
+    /// The `Tools (JSON):` array's tools with their `parameters`, in order.
+    pub offered_schemas: Vec<(String, Json)>,
 }
 
 pub fn parse(prompt: &str) -> Parsed {
@@ -44,7 +62,14 @@ pub fn parse(prompt: &str) -> Parsed {
                 Ok(Json::Arr(tools)) => {
                     p.offered = Some(
                         tools.iter().filter_map(|t| t.get("name").and_then(Json::as_str)).map(str::to_owned).collect(),
-                    )
+                    );
+                    p.offered_schemas = tools
+                        .iter()
+                        .filter_map(|t| {
+                            let name = t.get("name")?.as_str()?.to_owned();
+                            Some((name, t.get("parameters").cloned().unwrap_or(Json::Obj(Vec::new()))))
+                        })
+                        .collect();
                 }
                 Ok(_) => p.offered_error = Some("the tool list is not a JSON array".to_owned()),
                 Err(e) => p.offered_error = Some(format!("the tool list is not valid JSON: {e}")),
@@ -62,6 +87,12 @@ pub fn parse(prompt: &str) -> Parsed {
         let line = lines[i].trim_end_matches('\r');
         if line.trim_start().starts_with(REPAIR_START) {
             p.repair = true;
+        }
+        if let Some(what) = line.trim().strip_prefix(MUST_CALL).and_then(|r| r.strip_suffix(MUST_CALL_END)) {
+            p.must_call = Some(match what.strip_prefix('`').and_then(|w| w.strip_suffix('`')) {
+                Some(name) => MustCall::Named(name.to_owned()),
+                None => MustCall::Any,
+            });
         }
         if let Some((call_id, name, is_error)) = header(line) {
             let mut body = Vec::new();
@@ -206,6 +237,13 @@ mod tests {
         assert_eq!(t.rounds, 2);
         assert!(parse("Your [TOOL_CALLS] block was invalid: bad JSON. Send it again, corrected.").repair);
         assert!(parse("<client_tools>\nTools (JSON): [oops\n</client_tools>").offered_error.is_some());
+        assert_eq!(parse(PROMPT).offered_schemas[0].0, "create_file");
+        assert_eq!(parse("You must call a tool in this reply.\n\nhi").must_call, Some(MustCall::Any));
+        assert_eq!(
+            parse("x\nYou must call `read_file` in this reply.\n").must_call,
+            Some(MustCall::Named("read_file".into()))
+        );
+        assert_eq!(parse("You must call one of the tools now.").must_call, None);
     }
 
     #[test]

@@ -90,6 +90,8 @@ pub enum Outcome {
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub answer: Option<String>,
+    /// The answer to a prompt that asks again for a structured (JSON) answer (`jsonRepairAnswer`).
+    pub json_repair_answer: Option<String>,
     pub segments: Option<Vec<String>>,
     pub tools: Vec<ToolSpec>,
     pub thinking: Option<String>,
@@ -138,6 +140,7 @@ impl Default for Scenario {
     fn default() -> Self {
         Scenario {
             answer: None,
+            json_repair_answer: None,
             segments: None,
             tools: Vec::new(),
             thinking: None,
@@ -234,6 +237,50 @@ pub fn extract_directives(prompt: &str) -> Result<(String, Vec<Json>), String> {
     clean.push_str(rest);
     Ok((clean, found))
 }
+
+/// How the sidecar asks again for a structured answer that did not fit (its
+/// `http/structured` repair prompt): the double's model answers such a prompt with
+/// `jsonRepairAnswer`, when the chat has one.
+pub const JSON_REPAIR_START: &str = "Your answer did not match the required JSON format";
+
+impl Scenario {
+    /// The scenario as it answers this (directive-free) prompt. Unscripted, a prompt that asks
+    /// for a structured answer (the sidecar's `<response_format>` block) gets JSON, as a real
+    /// model mostly obeys: a value made up from the block's `Schema:` (`tool_model::example`), or
+    /// for any JSON object `{"answer": "<the default echo>"}`.
+    pub fn for_prompt(mut self, prompt: &str) -> Scenario {
+        if self.answer.is_none() && self.segments.is_none() {
+            self.answer = formatted_answer(prompt);
+        }
+        if let Some(answer) = self.json_repair_answer.clone() {
+            if prompt.lines().any(|l| l.trim_start().starts_with(JSON_REPAIR_START)) {
+                self.answer = Some(answer);
+                self.segments = None;
+            }
+        }
+        self
+    }
+}
+
+/// What an unscripted model answers a prompt with a `<response_format>` block, if it has one.
+fn formatted_answer(prompt: &str) -> Option<String> {
+    let start = prompt.find(FORMAT_OPEN)?;
+    let block = &prompt[start..];
+    let block = &block[..block.find(FORMAT_CLOSE).unwrap_or(block.len())];
+    let schema = block.lines().find_map(|l| l.strip_prefix(FORMAT_SCHEMA)).and_then(|s| Json::parse(s.trim()).ok());
+    Some(match schema {
+        Some(schema) => crate::tool_model::example(&schema).to_compact(),
+        None => {
+            let before = &prompt[..start];
+            crate::json::obj([("answer", crate::print_mode::default_answer(before).into())]).to_compact()
+        }
+    })
+}
+
+/// The sidecar's words for a structured answer (`sidecar/src/http/structured/`).
+const FORMAT_OPEN: &str = "<response_format>";
+const FORMAT_CLOSE: &str = "</response_format>";
+const FORMAT_SCHEMA: &str = "Schema: ";
 
 /// Merges the sources (earlier first) and converts them into a [`Scenario`].
 pub fn build(sources: &[Json]) -> Result<Scenario, String> {
@@ -365,6 +412,7 @@ fn from_json(v: &Json) -> Result<Scenario, String> {
             }
             "failTimes" => s.fail_times = Some(count(k, value)?),
             "dropAfterCalls" => s.drop_after_calls = boolean(k, value)?,
+            "jsonRepairAnswer" => s.json_repair_answer = Some(string(k, value)?),
             "toolScript" => s.tools_model.script = Some(tool_script::parse_script(value)?),
             "malformedToolCallsOnce" => s.tools_model.malformed_once = boolean(k, value)?,
             "toolCallsWithTrailingText" => s.tools_model.trailing_text = tool_script::parse_trailing(value)?,
@@ -458,5 +506,23 @@ mod tests {
         assert!(build(&[Json::parse(r#"{"hang":"later"}"#).unwrap()]).is_err());
         assert!(extract_directives("[[double:{oops}]]").is_err());
         assert!(extract_directives("[[double:{}").is_err());
+    }
+
+    #[test]
+    fn a_json_repair_prompt_gets_the_repair_answer() {
+        let sc = || build(&[Json::parse(r#"{"answer":"nope","jsonRepairAnswer":"{}"}"#).unwrap()]).unwrap();
+        let repair = format!("{JSON_REPAIR_START}: the answer is not JSON. Answer again.");
+        assert_eq!(sc().for_prompt(&repair).answer.as_deref(), Some("{}"));
+        assert_eq!(sc().for_prompt("Make a thing").answer.as_deref(), Some("nope"));
+    }
+
+    #[test]
+    fn an_unscripted_prompt_that_asks_for_json_gets_json() {
+        let plain = || build(&[]).unwrap();
+        let schema = "x\n\n<response_format>\nAnswer with JSON.\nSchema: {\"type\":\"object\",\"required\":[\"n\"],\"properties\":{\"n\":{\"type\":\"integer\"}}}\n</response_format>";
+        assert_eq!(plain().for_prompt(schema).answer.as_deref(), Some(r#"{"n":1}"#));
+        let object = "hello\n\n<response_format>\nAnswer with one JSON object.\n</response_format>";
+        assert_eq!(plain().for_prompt(object).answer.as_deref(), Some(r#"{"answer":"Echo: hello"}"#));
+        assert_eq!(plain().for_prompt("hello").answer, None);
     }
 }

@@ -5,7 +5,7 @@
 //! and performs MCP calls.
 
 use crate::json::{obj, Json};
-use crate::prompt_protocol::{self as pp, Parsed, Received};
+use crate::prompt_protocol::{self as pp, MustCall, Parsed, Received};
 use crate::tool_script::{Builtin, Call, Step, ToolKnobs};
 use crate::tool_state::{result_entry, ChatTools, List};
 
@@ -33,11 +33,88 @@ pub trait Host {
     ) -> Result<McpRound, Self::Stop>;
     fn record(&mut self, list: List, entry: Json);
     fn chunk_chars(&self) -> usize;
+    /// The tools of connected MCP servers the model can see, with their input schemas.
+    fn visible_tools(&self) -> Vec<(String, Json)> {
+        Vec::new()
+    }
 }
 
-/// Whether the model acts as the tool model for this prompt (else the ordinary scripted answer).
+/// Whether the model acts as the tool model for this prompt (else the ordinary scripted answer):
+/// a script, results, a repair, or a prompt that says a call is required.
 pub fn active(knobs: &ToolKnobs, parsed: &Parsed) -> bool {
-    knobs.script.is_some() || !parsed.results.is_empty() || parsed.repair
+    knobs.script.is_some() || !parsed.results.is_empty() || parsed.repair || parsed.must_call.is_some()
+}
+
+/// Without a script, a prompt that requires a call gets one, as a real model mostly obeys: the
+/// named tool (or, when the name is not among them, the first it sees: a named choice offers
+/// only that tool), else the first tool an MCP server lists or the `<client_tools>` block
+/// offers, with arguments made up from its schema. The result's prompt gets the usual summary.
+fn obeyed<H: Host>(host: &H, state: &ChatTools, parsed: &Parsed) -> Option<Vec<Step>> {
+    let must = parsed.must_call.as_ref().filter(|_| parsed.results.is_empty())?;
+    let mut seen = host.visible_tools();
+    seen.extend(parsed.offered_schemas.iter().cloned());
+    let chosen = match must {
+        MustCall::Named(name) => seen.iter().find(|(n, _)| n == name).or(seen.first()),
+        MustCall::Any => seen.first(),
+    }?;
+    let call = Call { name: chosen.0.clone(), arguments: example(&chosen.1), server: None };
+    let mut script = vec![Step::default(); state.rounds as usize];
+    script.push(Step { say: None, calls: vec![call], builtin: None });
+    Some(script)
+}
+
+/// A value that fits `schema` as far as the double reads it: `const`, `enum`'s first, `default`,
+/// else by `type` (an object gets its required properties, or all of them when none is required).
+pub fn example(schema: &Json) -> Json {
+    if let Some(v) = schema.get("const").or(schema.get("default")) {
+        return v.clone();
+    }
+    if let Some(Json::Arr(options)) = schema.get("enum") {
+        if let Some(first) = options.first() {
+            return first.clone();
+        }
+    }
+    if let Some(Json::Arr(options)) = schema.get("anyOf").or(schema.get("oneOf")) {
+        if let Some(first) = options.first() {
+            return example(first);
+        }
+    }
+    let kind = match schema.get("type") {
+        Some(Json::Str(t)) => t.as_str(),
+        Some(Json::Arr(types)) => types.iter().filter_map(Json::as_str).find(|t| *t != "null").unwrap_or("null"),
+        _ if schema.get("properties").is_some() => "object",
+        _ => "string",
+    };
+    match kind {
+        "object" => {
+            let props = schema.get("properties").and_then(Json::as_object).unwrap_or(&[]);
+            let required: Vec<&str> = match schema.get("required") {
+                Some(Json::Arr(names)) => names.iter().filter_map(Json::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let fields = props
+                .iter()
+                .filter(|(k, _)| required.is_empty() || required.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), example(v)))
+                .collect();
+            Json::Obj(fields)
+        }
+        "array" => {
+            let min = match schema.get("minItems") {
+                Some(Json::Num(n)) => n.as_u64().unwrap_or(0),
+                _ => 0,
+            };
+            let item = schema.get("items").map(example).unwrap_or(Json::Str("example".into()));
+            Json::Arr((0..min).map(|_| item.clone()).collect())
+        }
+        "integer" | "number" => match schema.get("minimum") {
+            Some(Json::Num(n)) => Json::Num(n.clone()),
+            _ => Json::Num(1.into()),
+        },
+        "boolean" => Json::Bool(true),
+        "null" => Json::Null,
+        _ => Json::Str("example".into()),
+    }
 }
 
 /// Takes in what the prompt carried: offered tools, results, rounds.
@@ -69,7 +146,8 @@ fn call_entry(step: usize, path: &str, call: &Call, outcome: &str) -> Json {
 
 /// Plays the prompt (after [`absorb`]).
 pub fn play<H: Host>(host: &mut H, knobs: &ToolKnobs, state: &mut ChatTools, parsed: &Parsed) -> Result<(), H::Stop> {
-    let script: &[Step] = knobs.script.as_deref().unwrap_or(&[]);
+    let obeying = if knobs.script.is_none() { obeyed(host, state, parsed) } else { None };
+    let script: &[Step] = knobs.script.as_deref().or(obeying.as_deref()).unwrap_or(&[]);
     let n = host.chunk_chars();
     let offered = state.offered.clone().unwrap_or_default();
     let offered_calls = |step: &Step| -> Vec<Call> {
@@ -244,5 +322,27 @@ mod tests {
         assert_eq!(good, "[TOOL_CALLS: [{\"name\": \"create_file\", \"arguments\": {}}]]");
         // Once only: the same step after another user prompt gets a good block.
         assert_eq!(turn(&k, &mut st, "again"), good);
+    }
+
+    #[test]
+    fn a_required_call_is_made_without_a_script() {
+        let offer = "<client_tools>\nTools (JSON): [{\"name\":\"get_time\",\"parameters\":{}},{\"name\":\"get_weather\",\
+            \"parameters\":{\"type\":\"object\",\"required\":[\"city\",\"days\"],\"properties\":{\"city\":{\"type\":\"string\"},\
+            \"days\":{\"type\":\"integer\",\"minimum\":2},\"unit\":{\"enum\":[\"c\",\"f\"]}}}}]\n";
+        let k = ToolKnobs::default();
+        let named = format!("{offer}You must call `get_weather` in this reply.\n</client_tools>\nweather?");
+        let mut st = ChatTools::default();
+        assert_eq!(
+            turn(&k, &mut st, &named),
+            "[TOOL_CALLS: [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"example\", \"days\": 2}}]]"
+        );
+        assert_eq!(
+            turn(&k, &mut st, "TOOL_RESULT (call_id=c, name=get_weather):\nsun\nEND_TOOL_RESULT"),
+            "Done. Results: get_weather: sun"
+        );
+        let any = format!("{offer}You must call a tool in this reply.\n</client_tools>\ntime?");
+        assert!(turn(&k, &mut ChatTools::default(), &any).contains("\"name\": \"get_time\""));
+        // Without the demand, no call: the ordinary answer.
+        assert!(!active(&k, &pp::parse(&format!("{offer}</client_tools>\nhi"))));
     }
 }

@@ -10,8 +10,10 @@ use crate::json::{obj, Json};
 
 /// Scenario fields that belong to the chat once its first prompt set them (they are stored with
 /// the chat and apply to every later prompt, `--resume` runs and ACP prompts alike).
-pub const CHAT_FIELDS: [&str; 7] = [
+pub const CHAT_FIELDS: [&str; 8] = [
     "toolScript",
+    // Not a tool field, but the chat's too: what a later repair prompt is answered.
+    "jsonRepairAnswer",
     "malformedToolCallsOnce",
     "toolCallsWithTrailingText",
     "builtinBypass",

@@ -121,6 +121,8 @@ pub struct Knobs {
     pub string_request_ids: bool,
     /// `initialize`'s `mcpCapabilities` (`http`, `sse`).
     pub mcp_caps: (bool, bool),
+    /// `initialize`'s `promptCapabilities.image` (Cursor advertises it; another agent may not).
+    pub prompt_image: bool,
     pub session_mcp: SessionMcp,
     /// Connect the session's servers at its first prompt instead of when it is created.
     pub mcp_connect_at_prompt: bool,
@@ -195,6 +197,7 @@ impl Knobs {
         }
         Ok(Knobs {
             mcp_caps: (mcp_caps.iter().any(|c| c == "http"), mcp_caps.iter().any(|c| c == "sse")),
+            prompt_image: pick("CURSOR_DOUBLE_ACP_PROMPT_IMAGE", true, &[("on", true), ("off", false)])?,
             session_mcp: pick(
                 "CURSOR_DOUBLE_ACP_SESSION_MCP",
                 SessionMcp::Honoured,

@@ -881,7 +881,11 @@ fn initialize(server: &Server, params: &Json) -> Result<Json, RpcError> {
                 ),
                 (
                     "promptCapabilities",
-                    obj([("audio", false.into()), ("embeddedContext", false.into()), ("image", true.into())]),
+                    obj([
+                        ("audio", false.into()),
+                        ("embeddedContext", false.into()),
+                        ("image", server.knobs.prompt_image.into()),
+                    ]),
                 ),
                 ("sessionCapabilities", caps),
             ]),
@@ -1268,5 +1272,6 @@ pub fn prompt_scenario(
     let mut sources: Vec<Json> = server.env_scenario.iter().cloned().collect();
     sources.extend(stored.cloned());
     sources.extend(directives.iter().cloned());
-    Ok((clean, scenario::build(&sources)?, directives))
+    let sc = scenario::build(&sources)?.for_prompt(&clean);
+    Ok((clean, sc, directives))
 }

@@ -32,6 +32,8 @@ pub struct Turn {
     pub mode: String,
     pub model: String,
     pub stop_reason: String,
+    /// The prompt's `image` blocks, `{mimeType, data}` as sent.
+    pub images: Vec<Json>,
 }
 
 #[derive(Clone, Debug)]
@@ -67,6 +69,7 @@ impl Stored {
                         ("mode", t.mode.as_str().into()),
                         ("model", t.model.as_str().into()),
                         ("stopReason", t.stop_reason.as_str().into()),
+                        ("images", arr(t.images.iter().cloned())),
                     ])
                 })),
             ),
@@ -96,6 +99,10 @@ impl Stored {
                         mode: t.get("mode").and_then(Json::as_str).unwrap_or("").to_owned(),
                         model: t.get("model").and_then(Json::as_str).unwrap_or("").to_owned(),
                         stop_reason: t.get("stopReason").and_then(Json::as_str).unwrap_or("").to_owned(),
+                        images: match t.get("images") {
+                            Some(Json::Arr(items)) => items.clone(),
+                            _ => Vec::new(),
+                        },
                     })
                 })
                 .collect(),

@@ -93,6 +93,10 @@ impl Host for Turn {
         self.link.find(call).map(|(c, _)| c.name.clone())
     }
 
+    fn visible_tools(&self) -> Vec<(String, Json)> {
+        self.link.visible_tools()
+    }
+
     fn call_mcp(&mut self, step: usize, calls: &[(String, Call)], state: &mut ChatTools) -> Result<McpRound, Stop> {
         let mut outcomes: Vec<(Call, Done)> = Vec::new();
         if self.sc.tools_model.parallel_mcp_calls {

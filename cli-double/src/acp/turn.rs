@@ -48,10 +48,18 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         return Err(RpcError::zod("prompt", "array"));
     };
     let mut texts = Vec::new();
+    let mut images = Vec::new();
     for b in blocks {
         match b.get("type").and_then(Json::as_str) {
             Some("text") => texts.push(b.get("text").and_then(Json::as_str).unwrap_or("").to_owned()),
-            Some("image") | Some("resource_link") => {}
+            Some("image") if !server.knobs.prompt_image => {
+                return Err(RpcError::invalid_params("image content is not supported (see promptCapabilities)"))
+            }
+            Some("image") => images.push(obj([
+                ("mimeType", b.get("mimeType").cloned().unwrap_or(Json::Null)),
+                ("data", b.get("data").cloned().unwrap_or(Json::Null)),
+            ])),
+            Some("resource_link") => {}
             Some(other @ ("audio" | "resource")) => {
                 return Err(RpcError::invalid_params(&format!(
                     "{other} content is not supported (see promptCapabilities)"
@@ -106,6 +114,7 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         ctl,
         sc,
         raw,
+        images,
         prompt,
         directive_startup,
         cwd,
@@ -133,6 +142,8 @@ pub(super) struct Turn {
     pub(super) sc: Scenario,
     /// The prompt text as received (directives in), kept for replays.
     raw: String,
+    /// The prompt's image blocks, kept with the turn in the store.
+    images: Vec<Json>,
     /// Without directives: the default answer is computed from it.
     prompt: String,
     directive_startup: Option<u64>,
@@ -223,6 +234,7 @@ impl Turn {
                             mode: self.mode.clone(),
                             model: self.model.clone(),
                             stop_reason: answer.get("stopReason").and_then(Json::as_str).unwrap_or("").to_owned(),
+                            images: std::mem::take(&mut self.images),
                         });
                     }
                     Some(s.stored())

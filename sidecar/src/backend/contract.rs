@@ -44,6 +44,10 @@ pub struct TurnSpec {
     /// Client-tools mode on a backend that [`Backend::hosts_tools`]: the client's tools, to offer
     /// the agent as its own (an MCP server of ours), and where their calls go.
     pub hosted_tools: Option<HostedTools>,
+    /// Images to send with the prompt. Only an agent that takes them (ACP's
+    /// `promptCapabilities.image`) gets them; any other backend fails the turn with
+    /// `invalidParams`, naming why, before the agent is asked anything.
+    pub images: Vec<crate::vocab::Image>,
 }
 
 /// The client's tools, hosted by the backend for one turn (docs/client-tools.md, "The MCP path").

@@ -291,8 +291,12 @@ impl Scripted {
     }
 }
 
-/// The prompt after the tools' description client-tools mode puts first.
+/// The prompt after the tools' description client-tools mode puts first (or, hosted tools with
+/// a required call, the sentence that says so).
 fn past_tools_block(prompt: &str) -> &str {
+    if prompt.starts_with("You must call ") {
+        return prompt.split_once("\n\n").map_or(prompt, |(_, rest)| rest);
+    }
     match prompt.strip_prefix("<client_tools>").and_then(|r| r.split_once("</client_tools>")) {
         Some((_, rest)) => rest.trim_start(),
         None => prompt,

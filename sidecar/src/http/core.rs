@@ -20,12 +20,13 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use super::errors::ApiError;
+use super::structured::{self, Format};
 use super::{HttpState, MAX_BODY};
 use crate::engine::tools::ToolSet;
 use crate::engine::{Event as TurnEvent, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
 use crate::util::sync::AbortOnDrop;
-use crate::vocab::{ChatMessage, Mode, ModelInfo, ToolCall, Usage};
+use crate::vocab::{ChatMessage, Mode, ModelInfo, Role, ToolCall, Usage};
 
 /// Deltas buffered between the engine and the HTTP writer; a slow client slows the turn.
 const DELTA_BUFFER: usize = 256;
@@ -102,6 +103,17 @@ pub struct TurnAsk {
     pub messages: Vec<ChatMessage>,
     pub mode: Option<Mode>,
     pub tools: Option<ToolSet>,
+    /// A structured answer's format (`structured.rs`).
+    pub format: Option<Format>,
+    /// The new user message's images.
+    pub images: Vec<crate::vocab::Image>,
+}
+
+/// A checked ask: the engine's request, and the format its answer is held to.
+#[derive(Debug)]
+pub struct Prepared {
+    pub params: TurnRequest,
+    pub format: Option<Format>,
 }
 
 /// The engine's request for a checked ask: the model checked against the list, the mode against
@@ -111,10 +123,11 @@ pub async fn turn_request(
     request_id: &str,
     owner: String,
     ask: TurnAsk,
-) -> Result<TurnRequest, ApiError> {
+) -> Result<Prepared, ApiError> {
     check_model(state, &ask.model).await?;
     let mode = allowed_mode(ask.mode, state.default_mode)?;
-    Ok(TurnRequest {
+    let answer_format = ask.format.as_ref().map(Format::instruction);
+    let params = TurnRequest {
         turn_id: format!("http-{request_id}"),
         model: ask.model,
         mode,
@@ -127,7 +140,10 @@ pub async fn turn_request(
         messages: ask.messages,
         tools: ask.tools,
         owner: Some(owner),
-    })
+        answer_format,
+        images: ask.images,
+    };
+    Ok(Prepared { params, format: ask.format })
 }
 
 /// The server's `--mode` is a ceiling: a request may ask for less (agent > plan > ask), never more.
@@ -330,8 +346,66 @@ pub struct Collected {
 }
 
 /// `stream: false`: run the turn here (a client that hangs up drops this future, and with it the
-/// CLI), collecting its deltas alongside.
-pub async fn collect(state: &Arc<HttpState>, params: TurnRequest) -> Result<(Collected, TurnOutcome), ApiError> {
+/// CLI), collecting its deltas alongside. With a format, the answer is checked: one that does
+/// not fit is asked for again in the same chat (the conversation with the answer and what was
+/// wrong with it: the engine resumes the chat and sends only that), and a second miss fails.
+pub async fn collect(state: &Arc<HttpState>, turn: Prepared) -> Result<(Collected, TurnOutcome), ApiError> {
+    let Prepared { params, format } = turn;
+    let Some(format) = format else { return collect_once(state, params).await };
+    let (mut got, outcome) = collect_once(state, params.clone()).await?;
+    if outcome.tool_calls {
+        // Calls of the client's tools are the answer this time; the format holds for the text.
+        return Ok((got, outcome));
+    }
+    let why = match format.check(&got.text) {
+        Ok(json) => {
+            got.text = json;
+            return Ok((got, outcome));
+        }
+        Err(why) => why,
+    };
+    tracing::info!(turn = %params.turn_id, "the answer does not fit the requested format; asking again");
+    let mut again = params;
+    again.turn_id.push_str("-format");
+    // The chat has the images already.
+    again.images.clear();
+    again.messages.push(ChatMessage::new(Role::Assistant, std::mem::take(&mut got.text)));
+    again.messages.push(ChatMessage::new(Role::User, structured::repair_prompt(&why)));
+    let (mut second, repaired) = collect_once(state, again).await?;
+    second.thinking =
+        [got.thinking, second.thinking].into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n\n");
+    let usage = match (outcome.usage, repaired.usage) {
+        (Some(a), Some(b)) => Some(add_usage(a, b)),
+        _ => None,
+    };
+    let outcome = TurnOutcome { usage, ..repaired };
+    if outcome.tool_calls {
+        return Ok((second, outcome));
+    }
+    match format.check(&second.text) {
+        Ok(json) => {
+            second.text = json;
+            Ok((second, outcome))
+        }
+        Err(why) => Err(structured::invalid(&why)),
+    }
+}
+
+/// Both runs' counts, when the answer was asked for twice.
+fn add_usage(a: Usage, b: Usage) -> Usage {
+    Usage {
+        input_tokens: a.input_tokens + b.input_tokens,
+        output_tokens: a.output_tokens + b.output_tokens,
+        cache_read_tokens: a.cache_read_tokens + b.cache_read_tokens,
+        cache_write_tokens: a.cache_write_tokens + b.cache_write_tokens,
+        reasoning_tokens: match (a.reasoning_tokens, b.reasoning_tokens) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+        },
+    }
+}
+
+async fn collect_once(state: &Arc<HttpState>, params: TurnRequest) -> Result<(Collected, TurnOutcome), ApiError> {
     let mut hangup = Hangup::new();
     let demanded = demanded(&params);
     let (tx, mut rx) = mpsc::channel(DELTA_BUFFER);
@@ -368,7 +442,16 @@ pub trait Encoder: Send + 'static {
 /// is held back until the turn has produced something (or ended), so failures that happen before
 /// any output (unknown model, rate limit, CLI logged out, …) still get their proper HTTP status
 /// (the dialect's error body); a failure after that is the encoder's to write as an event.
-pub async fn stream<E: Encoder>(state: &Arc<HttpState>, params: TurnRequest, encoder: E) -> Result<Response, ApiError> {
+///
+/// With a format, nothing is streamed before the answer is checked (and repaired): the whole
+/// answer is collected, then written as the dialect's events at once; an answer that still
+/// does not fit is an error status, not a stream.
+pub async fn stream<E: Encoder>(state: &Arc<HttpState>, turn: Prepared, encoder: E) -> Result<Response, ApiError> {
+    if turn.format.is_some() {
+        let (got, outcome) = collect(state, turn).await?;
+        return Ok(replay(encoder, got, outcome));
+    }
+    let params = turn.params;
     let mut hangup = Hangup::new();
     let demanded = demanded(&params);
     let (tx, mut rx) = mpsc::channel(DELTA_BUFFER);
@@ -414,6 +497,26 @@ pub async fn stream<E: Encoder>(state: &Arc<HttpState>, params: TurnRequest, enc
     let mut response = Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
     session_headers(&mut response, session.as_ref());
     Ok(response)
+}
+
+/// A collected turn written as one stream's events, all at once.
+fn replay<E: Encoder>(mut encoder: E, got: Collected, outcome: TurnOutcome) -> Response {
+    let mut events = encoder.start();
+    if !got.thinking.is_empty() {
+        events.extend(encoder.event(TurnEvent::Thinking(got.thinking)));
+        events.extend(encoder.event(TurnEvent::ThinkingDone));
+    }
+    if !got.text.is_empty() {
+        events.extend(encoder.event(TurnEvent::Text(got.text)));
+    }
+    for ToolCall { call_id, name, input } in got.calls {
+        events.extend(encoder.event(TurnEvent::ToolCall { call_id, name, input }));
+    }
+    events.extend(encoder.end(Ok(outcome)));
+    let stream = futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>));
+    let mut response = Sse::new(stream).into_response();
+    session_headers(&mut response, got.session.as_ref());
+    response
 }
 
 async fn join_turn(turn: &mut JoinHandle<Result<TurnOutcome, BridgeError>>) -> Result<TurnOutcome, ApiError> {

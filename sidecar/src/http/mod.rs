@@ -13,10 +13,12 @@
 mod auth;
 mod core;
 mod errors;
+mod images;
 mod messages;
 mod openai;
 mod responses;
 mod routes;
+mod structured;
 mod workspaces;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

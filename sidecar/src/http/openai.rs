@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::errors::ApiError;
+use super::structured::Format;
 use crate::engine::tools::ToolSet;
+use crate::vocab::Image;
 use crate::vocab::{ChatMessage, Mode, ModelInfo, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage};
 
 #[derive(Debug, Deserialize)]
@@ -32,6 +34,9 @@ pub struct ChatCompletionRequest {
     pub parallel_tool_calls: Option<bool>,
     #[serde(default)]
     pub n: Option<u32>,
+    /// `text`, `json_object` or `json_schema` (`http/structured`).
+    #[serde(default)]
+    pub response_format: Option<Value>,
     /// Not OpenAI's: `agent`, `ask` or `plan` for this request (else the server's `--mode`).
     #[serde(default)]
     pub mode: Option<Mode>,
@@ -74,11 +79,15 @@ pub struct Checked {
     pub mode: Option<Mode>,
     /// The client's tools: the model calls these, the CLI's own tools are off.
     pub tools: Option<ToolSet>,
+    pub format: Option<Format>,
+    /// The last user message's images (`image_url` parts with data URLs).
+    pub images: Vec<Image>,
 }
 
 impl ChatCompletionRequest {
     pub fn check(self) -> Result<Checked, ApiError> {
         let tools = tool_set(&self)?;
+        let format = Format::from_response_format(self.response_format.as_ref())?;
         let model = self.model.map(|m| m.trim().to_string()).filter(|m| !m.is_empty());
         let Some(model) = model else {
             return Err(ApiError::bad_request("You must provide a model parameter.").param("model"));
@@ -90,8 +99,13 @@ impl ChatCompletionRequest {
             return Err(ApiError::bad_request("Only `n: 1` is supported.").param("n"));
         }
         let mut chat: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+        let mut images = Vec::new();
         for (i, m) in messages.iter().enumerate() {
-            let message = m.to_chat(i)?;
+            let (message, its_images) = m.to_chat(i)?;
+            if message.role == Role::User && message.tool_results.is_empty() {
+                // The new request's images reach the agent; earlier ones its chat has seen.
+                images = its_images;
+            }
             // Consecutive `tool` messages answer one reply's calls: one message of results.
             match chat.last_mut() {
                 Some(last) if !message.tool_results.is_empty() && !last.tool_results.is_empty() => {
@@ -117,6 +131,8 @@ impl ChatCompletionRequest {
             include_usage: self.stream_options.is_some_and(|o| o.include_usage),
             mode: self.mode,
             tools,
+            format,
+            images,
         })
     }
 }
@@ -199,12 +215,12 @@ fn tool_set(request: &ChatCompletionRequest) -> Result<Option<ToolSet>, ApiError
 }
 
 impl RequestMessage {
-    fn to_chat(&self, i: usize) -> Result<ChatMessage, ApiError> {
+    fn to_chat(&self, i: usize) -> Result<(ChatMessage, Vec<Image>), ApiError> {
         let role = match self.role.as_str() {
             "system" | "developer" => Role::System,
             "user" => Role::User,
             "assistant" => Role::Assistant,
-            "tool" | "function" => return self.tool_result(i),
+            "tool" | "function" => return Ok((self.tool_result(i)?, Vec::new())),
             other => {
                 return Err(ApiError::bad_request(format!(
                     "Unknown role `{other}`: expected system, developer, user, assistant or tool."
@@ -212,7 +228,8 @@ impl RequestMessage {
                 .param(format!("messages[{i}].role")))
             }
         };
-        let text = content_text(self.content.as_ref(), i)?;
+        let mut images = Vec::new();
+        let text = content_parts(self.content.as_ref(), i, (role == Role::User).then_some(&mut images))?;
         let mut message = ChatMessage::new(role, text.clone().unwrap_or_default());
         if role == Role::Assistant {
             message.tool_calls = self.calls(i)?;
@@ -221,7 +238,7 @@ impl RequestMessage {
             return Err(ApiError::bad_request(format!("A `{}` message needs `content`.", self.role))
                 .param(format!("messages[{i}].content")));
         }
-        Ok(message)
+        Ok((message, images))
     }
 
     /// An assistant message's `tool_calls` (or `function_call`).
@@ -263,9 +280,19 @@ impl RequestMessage {
     }
 }
 
-/// A message's text: the string, or its text parts joined by newlines. Images, audio and files
-/// are refused rather than silently dropped: the answer would ignore what the user sent.
+/// A message's text: the string, or its text parts joined by newlines.
 fn content_text(content: Option<&Value>, i: usize) -> Result<Option<String>, ApiError> {
+    content_parts(content, i, None)
+}
+
+/// A message's text, and (`images`: a user message) its `image_url` parts. Audio, files, and
+/// images where none may go are refused rather than silently dropped: the answer would ignore
+/// what the user sent.
+fn content_parts(
+    content: Option<&Value>,
+    i: usize,
+    mut images: Option<&mut Vec<Image>>,
+) -> Result<Option<String>, ApiError> {
     let parts = match content {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(s)) => return Ok(Some(s.clone())),
@@ -283,6 +310,16 @@ fn content_text(content: Option<&Value>, i: usize) -> Result<Option<String>, Api
             (Some("text"), Some(text)) => texts.push(text),
             (Some("text"), None) => {
                 return Err(ApiError::bad_request("A `text` content part needs a string `text`.").param(param))
+            }
+            (Some("image_url"), _) if images.is_some() => {
+                let url = part.get("image_url").and_then(|u| u.get("url").or(Some(u))).and_then(Value::as_str);
+                let Some(url) = url else {
+                    return Err(ApiError::bad_request("An `image_url` part needs `image_url.url`.").param(param));
+                };
+                let image = super::images::from_url(url, &format!("{param}.image_url"))?;
+                if let Some(list) = images.as_deref_mut() {
+                    list.push(image);
+                }
             }
             (Some(other), _) => {
                 return Err(ApiError::bad_request(format!(
@@ -518,9 +555,20 @@ mod tests {
         assert_eq!(e.param.as_deref(), Some("messages"));
         let e = check(json!({"model": "auto", "messages": [{"role": "system", "content": "s"}]})).unwrap_err();
         assert!(e.message.contains("user message"), "{}", e.message);
-        let image = json!({"type": "image_url", "image_url": {"url": "data:"}});
-        let e = check(json!({"model": "auto", "messages": [{"role": "user", "content": [image]}]})).unwrap_err();
-        assert!(e.message.contains("image_url"), "{}", e.message);
+        // Images: a data URL in a user message; a web URL, or an image elsewhere, is refused.
+        let image = |url: &str| json!({"type": "image_url", "image_url": {"url": url}});
+        let ok = check(json!({"model": "auto", "messages": [{"role": "user", "content": [image("data:image/png;base64,AA==")]},
+            {"role": "assistant", "content": "a cat"},
+            {"role": "user", "content": [{"type": "text", "text": "and this?"}, image("data:image/gif;base64,R0lG")]}]}))
+        .unwrap();
+        let kinds: Vec<&str> = ok.images.iter().map(|i| i.mime_type.as_str()).collect();
+        assert_eq!(kinds, ["image/gif"], "only the new message's images");
+        let e =
+            check(json!({"model": "auto", "messages": [{"role": "user", "content": [image("https://x/cat.png")]}]}))
+                .unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("messages[0].content[0].image_url"));
+        let e = check(json!({"model": "auto", "messages": [{"role": "system", "content": [image("data:image/png;base64,AA==")]}]}))
+            .unwrap_err();
         assert_eq!(e.param.as_deref(), Some("messages[0].content[0].type"));
         let e = check(json!({"model": "auto", "messages": [{"role": "tool", "content": "42"}]})).unwrap_err();
         assert_eq!(e.status.as_u16(), 400);

@@ -23,7 +23,7 @@ use super::openai::{
     CompletionUsage, Delta, ModelList, ToolCallOut,
 };
 use super::{json_body, HttpState, RequestId};
-use crate::engine::{Event as TurnEvent, TurnOutcome, TurnRequest};
+use crate::engine::{Event as TurnEvent, TurnOutcome};
 
 const HEALTH_CACHE: Duration = Duration::from_secs(10);
 
@@ -71,7 +71,9 @@ pub async fn health(State(state): State<Arc<HttpState>>) -> Response {
     response
 }
 
-pub async fn not_found(method: Method, uri: Uri) -> Response {
+/// The body is read (and dropped) first: a connection whose request body was left unread is
+/// closed after the answer, and a client that pools connections fails its next request on it.
+pub async fn not_found(method: Method, uri: Uri, _body: Result<Bytes, BytesRejection>) -> Response {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "invalid_request_error",
@@ -84,7 +86,7 @@ pub async fn not_found(method: Method, uri: Uri) -> Response {
     .into_response()
 }
 
-pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+pub async fn method_not_allowed(method: Method, uri: Uri, _body: Result<Bytes, BytesRejection>) -> Response {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "invalid_request_error",
@@ -111,9 +113,9 @@ async fn chat(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: ChatCompletionRequest = core::parse_body(body)?;
-    let Checked { model, messages, stream, include_usage, mode, tools } = request.check()?;
+    let Checked { model, messages, stream, include_usage, mode, tools, format, images } = request.check()?;
     let input = core::input_estimate(&messages);
-    let ask = core::TurnAsk { model: model.clone(), messages, mode, tools };
+    let ask = core::TurnAsk { model: model.clone(), messages, mode, tools, format, images };
     let params = core::turn_request(&state, &request_id, owner, ask).await?;
     let meta = Meta {
         id: format!("chatcmpl-{:016x}", crate::util::ids::random_u64()),
@@ -136,7 +138,7 @@ struct Meta {
     input: u64,
 }
 
-async fn complete(state: &Arc<HttpState>, params: TurnRequest, meta: Meta) -> Result<Response, ApiError> {
+async fn complete(state: &Arc<HttpState>, params: core::Prepared, meta: Meta) -> Result<Response, ApiError> {
     let (got, result) = core::collect(state, params).await?;
     let counted = core::counted(result.usage, meta.input, core::output_estimate(&got.text, &got.thinking, &got.calls));
     let calls: Vec<ToolCallOut> =

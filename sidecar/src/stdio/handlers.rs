@@ -205,6 +205,8 @@ async fn chat_send(conn: &Connection, turns: &Turns, p: Params<'static>) -> RpcR
         }),
         // One client per stdio connection: every call is its own.
         owner: None,
+        answer_format: None,
+        images: Vec::new(),
     };
     let (outcome, ()) = tokio::join!(engine.turn(request, tx), deltas::forward(&turn_id, rx, &conn.outbox));
     let TurnOutcome { session_id, resumed, usage, duration_ms, tool_calls, .. } = outcome?;

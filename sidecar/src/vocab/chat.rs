@@ -45,6 +45,15 @@ pub struct ChatMessage {
     pub tool_results: Vec<ToolResult>,
 }
 
+/// An image the user's new message carries (HTTP image parts, inline data only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, …
+    pub mime_type: String,
+    /// Base64, as the client sent it.
+    pub data: String,
+}
+
 impl ChatMessage {
     pub fn new(role: Role, text: impl Into<String>) -> Self {
         ChatMessage { role, text: text.into(), tool_calls: Vec::new(), tool_results: Vec::new() }

@@ -12,7 +12,7 @@ mod secret;
 mod tools;
 
 pub use backend_choice::BackendChoice;
-pub use chat::{ChatMessage, Mode, Role, Usage};
+pub use chat::{ChatMessage, Image, Mode, Role, Usage};
 pub use failure::ErrorKind;
 pub use models::{ModelBase, ModelCapabilities, ModelInfo, ModelVariant};
 pub use secret::Secret;

@@ -132,9 +132,10 @@ def check_count_tokens():
 def check_errors():
     e = expect(anthropic.NotFoundError, lambda: client.messages.create(model="no-such-model", max_tokens=5, messages=[{"role": "user", "content": "hi"}]))
     assert e.body["type"] == "error" and e.body["error"]["type"] == "not_found_error", e.body
-    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
-    e = expect(anthropic.BadRequestError, lambda: client.messages.create(model=MODEL, max_tokens=5, messages=[{"role": "user", "content": [image]}]))
-    assert e.body["error"]["type"] == "invalid_request_error" and "image" in e.body["error"]["message"], e.body
+    # An image by URL: nothing is fetched (inline images: tests/process/http_images.rs).
+    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}
+    e = expect(anthropic.BadRequestError, lambda: client.messages.create(model=MODEL, max_tokens=5, messages=[{"role": "user", "content": [image, {"type": "text", "text": "what is it?"}]}]))
+    assert e.body["error"]["type"] == "invalid_request_error" and "data URL" in e.body["error"]["message"], e.body
     bad = anthropic.Anthropic(base_url=BASE_URL, api_key="wrong", max_retries=0)
     e = expect(anthropic.AuthenticationError, lambda: bad.messages.create(model=MODEL, max_tokens=5, messages=[{"role": "user", "content": "hi"}]))
     assert e.body["error"]["type"] == "authentication_error", e.body

@@ -437,3 +437,44 @@ fn serve_hands_the_cli_only_what_it_needs_and_what_the_operator_passes() {
         assert!(!names.iter().any(|n| n.starts_with("CURSOR_BRIDGE_")), "{names:?}");
     }
 }
+
+/// A request to an unknown URL has its body read before the 404: a connection whose body was
+/// left unread is closed after the answer, and a client that pools connections (llm-comply's,
+/// after probing `/v1/responses/compact`) then fails its next request on it.
+#[test]
+fn a_refused_request_leaves_its_connection_usable() {
+    let dir = TestDir::new();
+    let server = Server::start(&dir, &[]);
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    // A server that stops reading the body must fail the test, not hang it.
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let body = format!("{{\"model\": \"auto\", \"input\": \"{}\"}}", "x".repeat(300_000));
+    for (method, path, body) in [("POST", "/v1/responses/compact", body.as_str()), ("GET", "/v1/models", "")] {
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            server.addr,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).unwrap();
+        let mut status = String::new();
+        let read = reader.read_line(&mut status).unwrap_or(0);
+        assert!(read > 0, "{method} {path}: the server closed the connection");
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            assert!(reader.read_line(&mut line).unwrap() > 0, "{path}: the answer ends early");
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut answer = vec![0; length];
+        reader.read_exact(&mut answer).unwrap();
+        let want = if path == "/v1/models" { " 200 " } else { " 404 " };
+        assert!(status.contains(want), "{path}: {status} {}", String::from_utf8_lossy(&answer));
+    }
+}

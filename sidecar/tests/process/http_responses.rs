@@ -116,12 +116,12 @@ fn responses_refuse_what_they_cannot_honour_before_starting_a_turn() {
         (json!({"model": "auto", "input": "x", "background": true}), "background"),
         (json!({"model": "auto", "input": "x", "tools": [{"type": "file_search"}]}), "tools[0].type"),
         (
-            json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema", "name": "x", "schema": {}}}}),
-            "text.format.type",
+            json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema", "name": "x", "schema": "{}"}}}),
+            "text.format.schema",
         ),
         (
             json!({"model": "auto", "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}]}),
-            "input[0].content[0].type",
+            "input[0].content[0].image_url",
         ),
     ];
     for (body, param) in cases {

@@ -95,6 +95,8 @@ pub struct Conn {
     next_id: AtomicU64,
     /// The listed tools, in the server's order.
     pub tools: Vec<String>,
+    /// Each listed tool's `inputSchema` (what a call the model makes up must fit).
+    pub schemas: Vec<(String, Json)>,
     /// The discovery probes made before connecting: `{path, status}`.
     pub probes: Vec<Json>,
     /// Every request made, for the record.
@@ -211,6 +213,7 @@ impl Conn {
             protocol: Mutex::new(None),
             next_id: AtomicU64::new(0),
             tools: Vec::new(),
+            schemas: Vec::new(),
             probes: probes.clone(),
             log: Mutex::new(Vec::new()),
         };
@@ -233,6 +236,7 @@ impl Conn {
         *conn.protocol.lock().unwrap_or_else(|e| e.into_inner()) = Some(version);
         conn.notify("notifications/initialized", obj([]), Some(timeout));
         let mut tools = Vec::new();
+        let mut schemas = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
             let params = match &cursor {
@@ -243,6 +247,12 @@ impl Conn {
                 Ok(r) => {
                     if let Some(Json::Arr(items)) = r.get("tools") {
                         tools.extend(items.iter().filter_map(|t| t.get("name")?.as_str().map(str::to_owned)));
+                        schemas.extend(items.iter().filter_map(|t| {
+                            Some((
+                                t.get("name")?.as_str()?.to_owned(),
+                                t.get("inputSchema").cloned().unwrap_or(obj([])),
+                            ))
+                        }));
                     }
                     match r.get("nextCursor").and_then(Json::as_str) {
                         Some(c) if !c.is_empty() && cursor.as_deref() != Some(c) => cursor = Some(c.to_owned()),
@@ -255,7 +265,7 @@ impl Conn {
         for method in ["resources/list", "prompts/list"] {
             let _ = conn.rpc(conn.next_id(), method, obj([]), Some(timeout), None);
         }
-        (Ok(Conn { tools, ..conn }), probes)
+        (Ok(Conn { tools, schemas, ..conn }), probes)
     }
 }
 

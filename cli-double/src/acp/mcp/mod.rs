@@ -134,6 +134,16 @@ impl Link {
         }
     }
 
+    /// The tools the model can see, with their input schemas, in the servers' order.
+    pub fn visible_tools(&self) -> Vec<(String, Json)> {
+        let i = lock(&self.inner);
+        let schema = |server: &str, tool: &str| {
+            let conn = i.conns.iter().find(|c| c.name == server)?;
+            conn.schemas.iter().find(|(n, _)| n == tool).map(|(_, s)| s.clone())
+        };
+        i.visible.iter().map(|(s, t)| (t.clone(), schema(s, t).unwrap_or(Json::Obj(Vec::new())))).collect()
+    }
+
     /// The server and the listed tool a call means, if the model can see it.
     pub fn find(&self, call: &Call) -> Option<(Arc<Conn>, String)> {
         let i = lock(&self.inner);

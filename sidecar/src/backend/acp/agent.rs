@@ -101,6 +101,8 @@ pub struct Agent<C: SessionConfig> {
     pub session_id: String,
     pub config: C,
     pub load_session: bool,
+    /// `initialize` advertised `promptCapabilities.image`: prompts may carry image blocks.
+    pub prompt_images: bool,
     pub workspace: PathBuf,
     /// Last used (taken by a turn or created), for idle expiry and eviction.
     pub used: Instant,
@@ -145,6 +147,7 @@ impl<C: SessionConfig> Agent<C> {
             session_id: String::new(),
             config: C::default(),
             load_session: false,
+            prompt_images: false,
             workspace: launch.workspace.to_path_buf(),
             used: Instant::now(),
             tools: None,
@@ -176,6 +179,8 @@ impl<C: SessionConfig> Agent<C> {
             return Err(StartFailure::broken(quirks.start_error(StartError::ProtocolVersion(&init))));
         }
         self.load_session = init.pointer("/agentCapabilities/loadSession").and_then(Value::as_bool).unwrap_or(false);
+        self.prompt_images =
+            init.pointer("/agentCapabilities/promptCapabilities/image").and_then(Value::as_bool).unwrap_or(false);
         if launch.api_key {
             return Ok(());
         }

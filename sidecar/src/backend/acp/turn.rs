@@ -69,7 +69,7 @@ impl<C: SessionConfig + 'static> Running<C> {
         let mut attempt = 0;
         loop {
             let conn = self.agent().conn.clone();
-            let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": spec.prompt}]});
+            let params = json!({"sessionId": session, "prompt": prompt_blocks(spec)});
             self.prompt = Some(tokio::spawn(async move { conn.request_marked("session/prompt", params).await }));
             // The agent's output can outlive the agent (a tool's process holding its stdout):
             // its exit is watched as well.
@@ -426,4 +426,12 @@ fn usage_of(v: &Value) -> Option<crate::vocab::Usage> {
         cache_write_tokens: written,
         reasoning_tokens: n(&["thoughtTokens", "thought_tokens"]),
     })
+}
+
+/// The prompt's content blocks: its text, then its images (ACP `image {data, mimeType}`; the
+/// backend checked the agent takes them).
+fn prompt_blocks(spec: &TurnSpec) -> Vec<Value> {
+    let mut blocks = vec![json!({"type": "text", "text": spec.prompt})];
+    blocks.extend(spec.images.iter().map(|i| json!({"type": "image", "data": i.data, "mimeType": i.mime_type})));
+    blocks
 }

@@ -92,6 +92,8 @@ pub fn request(messages: Vec<ChatMessage>) -> TurnRequest {
         messages,
         tools: None,
         owner: None,
+        answer_format: None,
+        images: Vec::new(),
     }
 }
 

@@ -354,7 +354,8 @@ async fn a_turn_that_fails_after_the_client_ran_its_tools_is_not_run_again() {
 }
 
 /// On the MCP path the tool choice is what the agent's server lists: a named tool alone, or all
-/// of them when a call is required (the prompt protocol says it in words instead).
+/// of them when a call is required; and a required call is said before the prompt, in the prompt
+/// protocol's words (the tools themselves are not described there).
 #[tokio::test(start_paused = true)]
 async fn a_hosted_session_lists_only_what_the_tool_choice_allows() {
     let other = ToolDefinition {
@@ -362,10 +363,14 @@ async fn a_hosted_session_lists_only_what_the_tool_choice_allows() {
         description: "The time".into(),
         input_schema: json!({"type": "object"}),
     };
-    for (choice, listed) in [
-        (ToolChoice::Named("create_file".into()), vec!["create_file"]),
-        (ToolChoice::Required, vec!["create_file", "get_time"]),
-        (ToolChoice::Auto, vec!["create_file", "get_time"]),
+    for (choice, listed, said) in [
+        (
+            ToolChoice::Named("create_file".into()),
+            vec!["create_file"],
+            Some("You must call `create_file` in this reply."),
+        ),
+        (ToolChoice::Required, vec!["create_file", "get_time"], Some("You must call a tool in this reply.")),
+        (ToolChoice::Auto, vec!["create_file", "get_time"], None),
     ] {
         let h = hosting();
         let req = in_conversation("c1", vec![user(HOSTED)]);
@@ -376,7 +381,11 @@ async fn a_hosted_session_lists_only_what_the_tool_choice_allows() {
         let hosted = t.hosted_tools.as_ref().expect("the backend was given the tools");
         let names: Vec<&str> = hosted.tools.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, listed, "{choice:?}");
-        assert!(!t.prompt.contains("You must call"), "{choice:?}: hosted tools are not described in the prompt");
+        assert!(!t.prompt.contains("<client_tools>"), "{choice:?}: hosted tools are not described in the prompt");
+        match said {
+            Some(line) => assert!(t.prompt.starts_with(&format!("{line}\n\n")), "{choice:?}: {}", t.prompt),
+            None => assert!(!t.prompt.contains("You must call"), "{choice:?}: {}", t.prompt),
+        }
     }
 }
 

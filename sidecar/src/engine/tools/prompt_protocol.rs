@@ -31,10 +31,11 @@ pub fn tools_block(set: &ToolSet) -> String {
     } else {
         block.push_str("Call one tool at a time. Its result comes back in the next message.\n");
     }
-    match &set.choice {
-        crate::vocab::ToolChoice::Required => block.push_str("You must call a tool in this reply.\n"),
-        crate::vocab::ToolChoice::Named(name) => block.push_str(&format!("You must call `{name}` in this reply.\n")),
-        _ => block.push_str("When you need no tool, answer normally.\n"),
+    if set.must_call() {
+        block.push_str(&must_call_line(set));
+        block.push('\n');
+    } else {
+        block.push_str("When you need no tool, answer normally.\n");
     }
     block.push_str("</client_tools>");
     block
@@ -69,6 +70,15 @@ pub fn repair_prompt(why: &str) -> String {
         "Your [TOOL_CALLS] block was invalid: {why}. Send it again, corrected, in the exact form \
          [TOOL_CALLS: [{{\"name\": \"<tool>\", \"arguments\": {{…}}}}]] and nothing after it."
     )
+}
+
+/// What a `required` (or named) tool choice tells the model, in the tools block or (hosted tools,
+/// which the prompt does not describe) before the prompt. The CLI double reads these words.
+pub fn must_call_line(set: &ToolSet) -> String {
+    match &set.choice {
+        crate::vocab::ToolChoice::Named(name) => format!("You must call `{name}` in this reply."),
+        _ => "You must call a tool in this reply.".into(),
+    }
 }
 
 /// Asks for the call a `required` (or named) tool choice demands, after a reply without one.

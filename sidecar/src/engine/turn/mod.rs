@@ -60,6 +60,13 @@ pub struct TurnRequest {
     /// Who is asking (the HTTP client's key, hashed; `None`: the stdio client): results of tool
     /// calls continue only a turn this owner was given.
     pub owner: Option<String>,
+    /// What the answer must look like (a structured answer's JSON format), said after the prompt
+    /// of every run of this turn: never part of what identifies the conversation (the client's
+    /// next request resumes the chat without it).
+    pub answer_format: Option<String>,
+    /// Images of the new user message (HTTP), for an agent that takes them with the prompt
+    /// (`TurnSpec::images`); a chat that saw them keeps them, a replay carries text only.
+    pub images: Vec<crate::vocab::Image>,
 }
 
 /// How a finished turn went.

@@ -106,17 +106,29 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// What the backend runs for `plan`.
+    /// What the backend runs for `plan`. Hosted tools are the agent's own, so nothing in the
+    /// prompt says a call is required: a `required` (or named) choice is said before the prompt,
+    /// as the prompt protocol says it. The answer's format, if any, goes after it.
     fn spec(&self, plan: &Plan, hosted_tools: Option<HostedTools>) -> TurnSpec {
+        let mut prompt = match (self.tools, &hosted_tools) {
+            (ClientTools::Hosted(set), Some(_)) if set.must_call() => {
+                format!("{}\n\n{}", prompt_protocol::must_call_line(set), plan.prompt)
+            }
+            _ => plan.prompt.clone(),
+        };
+        if let Some(format) = &self.req.answer_format {
+            prompt = format!("{prompt}\n\n{format}");
+        }
         TurnSpec {
             model: plan.model.clone(),
             mode: plan.mode,
             workspace: self.workspace.clone(),
             chat: plan.chat.clone(),
-            prompt: plan.prompt.clone(),
+            prompt,
             unattended: plan.unattended,
             idle: self.engine.config.idle(),
             hosted_tools,
+            images: self.req.images.clone(),
         }
     }
 
@@ -201,7 +213,9 @@ impl<'a> Turn<'a> {
             tracing::info!(turn = %self.req.turn_id, "the model's tool calls need a repair; asking again");
             let repair = Plan { chat: Chat::Resume(chat_id), prompt: problem, session: None, ..self.plan.clone() };
             self.hold_text(set);
-            let spec = self.spec(&repair, None);
+            let mut spec = self.spec(&repair, None);
+            // The chat has the images already.
+            spec.images.clear();
             *end = self.attempt(spec).await?;
         }
     }

@@ -84,7 +84,14 @@ async fn respond(
         tracing::debug!(asked = %checked.model, %model, "a Claude model id runs the --model model");
     }
     let input_tokens = input_estimate(&checked.messages);
-    let ask = core::TurnAsk { model, messages: checked.messages, mode: checked.mode, tools: checked.tools };
+    let ask = core::TurnAsk {
+        model,
+        messages: checked.messages,
+        mode: checked.mode,
+        tools: checked.tools,
+        format: checked.format,
+        images: checked.images,
+    };
     let params = core::turn_request(&state, &request_id, owner, ask).await?;
     let meta = Meta { id: core::new_id("msg_"), model: checked.model, input_tokens };
     if checked.stream {
@@ -137,8 +144,10 @@ pub(crate) struct Meta {
     pub input_tokens: u64,
 }
 
+/// A call of the client's tool; `caller` is required by Anthropic's schema (the model called it
+/// directly, not code it ran).
 pub(crate) fn tool_use(call: &ToolCall) -> Value {
-    json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": call.input})
+    json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": call.input, "caller": {"type": "direct"}})
 }
 
 pub(crate) use core::estimate_tokens as estimate;
@@ -191,6 +200,12 @@ mod tests {
         assert_eq!(cursor_model(&models, "claude-haiku-4-5-20251001", "auto"), "auto");
         assert_eq!(cursor_model(&models, "claude-opus-4-8", "auto"), "claude-opus-4-8");
         assert_eq!(cursor_model(&models, "no-such-model", "auto"), "no-such-model", "refused later, with a 404");
+    }
+
+    #[test]
+    fn a_tool_use_block_says_the_model_called_directly() {
+        let call = ToolCall { call_id: "call_1".into(), name: "Write".into(), input: json!({}) };
+        assert_eq!(tool_use(&call)["caller"], json!({"type": "direct"}));
     }
 
     #[test]

@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 
 use crate::engine::tools::ToolSet;
 use crate::http::errors::ApiError;
+use crate::http::structured::Format;
+use crate::vocab::Image;
 use crate::vocab::{ChatMessage, Mode, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult};
 
 #[derive(Debug, Deserialize)]
@@ -29,6 +31,12 @@ pub struct MessagesRequest {
     /// Required by Anthropic's API (and sent by every client); ignored: the CLI has no such knob.
     #[serde(default)]
     pub max_tokens: Option<Value>,
+    /// Structured outputs: `output_config.format` (`http/structured`)…
+    #[serde(default)]
+    pub output_config: Option<Value>,
+    /// … or the beta's `output_format`.
+    #[serde(default)]
+    pub output_format: Option<Value>,
     /// Not Anthropic's: `agent`, `ask` or `plan` for this request (else the server's `--mode`).
     #[serde(default)]
     pub mode: Option<Mode>,
@@ -41,6 +49,9 @@ pub struct Checked {
     pub tools: Option<ToolSet>,
     pub stream: bool,
     pub mode: Option<Mode>,
+    pub format: Option<Format>,
+    /// The last user message's `image` blocks (base64).
+    pub images: Vec<Image>,
 }
 
 impl MessagesRequest {
@@ -67,8 +78,15 @@ impl MessagesRequest {
                 messages.push(ChatMessage::new(Role::System, text));
             }
         }
+        let mut images = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            messages.extend(message(item, i)?);
+            let mut its = Vec::new();
+            let some = message(item, i, &mut its)?;
+            if some.iter().any(|m| m.role == Role::User && m.tool_results.is_empty()) {
+                // The new request's images reach the agent; earlier ones its chat has seen.
+                images = its;
+            }
+            messages.extend(some);
         }
         let tools = tool_set(&self)?;
         if tools.is_none() && messages.iter().any(|m| !m.tool_results.is_empty() || !m.tool_calls.is_empty()) {
@@ -83,7 +101,8 @@ impl MessagesRequest {
                 ApiError::bad_request("messages: at least one user message with text is required.").param("messages")
             );
         }
-        Ok(Checked { model, messages, tools, stream: self.stream.unwrap_or(false), mode: self.mode })
+        let format = Format::from_output_config(self.output_config.as_ref(), self.output_format.as_ref())?;
+        Ok(Checked { model, messages, tools, stream: self.stream.unwrap_or(false), mode: self.mode, format, images })
     }
 }
 
@@ -119,7 +138,7 @@ fn unsupported_block(kind: Option<&str>, at: &str) -> ApiError {
 
 /// One message as the engine's messages: a user message's `tool_result` blocks are one message
 /// of results (followed by its text, if any), an assistant's `tool_use` blocks its calls.
-fn message(item: &Value, i: usize) -> Result<Vec<ChatMessage>, ApiError> {
+fn message(item: &Value, i: usize, images: &mut Vec<Image>) -> Result<Vec<ChatMessage>, ApiError> {
     let at = format!("messages[{i}]");
     let role = match item.get("role").and_then(Value::as_str) {
         Some("user") => Role::User,
@@ -152,6 +171,7 @@ fn message(item: &Value, i: usize) -> Result<Vec<ChatMessage>, ApiError> {
                 None => return Err(ApiError::bad_request(format!("{at}.text: Field required")).param(at)),
             },
             Some("thinking" | "redacted_thinking") if role == Role::Assistant => {}
+            Some("image") if role == Role::User => images.push(image(block, &at)?),
             Some("tool_use") if role == Role::Assistant => {
                 let (Some(id), Some(name)) =
                     (block.get("id").and_then(Value::as_str), block.get("name").and_then(Value::as_str))
@@ -187,6 +207,28 @@ fn message(item: &Value, i: usize) -> Result<Vec<ChatMessage>, ApiError> {
     let mut m = ChatMessage::new(role, text);
     m.tool_calls = calls;
     Ok(vec![m])
+}
+
+/// An `image` block: base64 data (`source.type: "base64"`); a URL source is refused (nothing is
+/// fetched), as is a `file` source.
+fn image(block: &Value, at: &str) -> Result<Image, ApiError> {
+    let source = block.get("source").unwrap_or(&Value::Null);
+    let here = format!("{at}.source");
+    match source.get("type").and_then(Value::as_str) {
+        Some("base64") => {
+            let mime = source.get("media_type").and_then(Value::as_str).unwrap_or_default();
+            let data = source.get("data").and_then(Value::as_str).unwrap_or_default();
+            crate::http::images::from_base64(mime, data, &here)
+        }
+        Some("url") => {
+            crate::http::images::from_url(source.get("url").and_then(Value::as_str).unwrap_or_default(), &here)
+        }
+        other => Err(ApiError::bad_request(format!(
+            "{here}.type: `{}` is not supported: send the image as `base64`.",
+            other.unwrap_or("(none)")
+        ))
+        .param(format!("{here}.type"))),
+    }
 }
 
 /// `tools` with `tool_choice` (`disable_parallel_tool_use` included), checked.
@@ -300,7 +342,7 @@ mod tests {
         let cases = [
             (json!({"messages": user}), "model"),
             (json!({"model": "m"}), "messages"),
-            (json!({"model": "m", "messages": image}), "messages[0].content[0].type"),
+            (json!({"model": "m", "messages": image}), "messages[0].content[0].source"),
             (
                 json!({"model": "m", "messages": user, "tools": [{"type": "web_search_20250305", "name": "web_search"}]}),
                 "tools[0].type",

@@ -88,7 +88,14 @@ async fn respond(
         }
     }
     let input_tokens = core::input_estimate(&messages);
-    let ask = core::TurnAsk { model, messages, mode: checked.mode, tools: checked.tools };
+    let ask = core::TurnAsk {
+        model,
+        messages,
+        mode: checked.mode,
+        tools: checked.tools,
+        format: checked.format,
+        images: checked.images,
+    };
     let params = core::turn_request(&state, &request_id, owner.clone(), ask).await?;
     let meta = Meta {
         id: core::new_id("resp_"),
@@ -241,7 +248,7 @@ pub(crate) fn response_object(
         "reasoning": {"effort": meta.echo.effort, "summary": null},
         "store": meta.store,
         "temperature": 1.0,
-        "text": {"format": {"type": "text"}},
+        "text": meta.echo.text,
         "tool_choice": meta.echo.tool_choice,
         "tools": meta.echo.tools,
         "top_p": 1.0,

@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 
 use crate::engine::tools::ToolSet;
 use crate::http::errors::ApiError;
+use crate::http::structured::Format;
+use crate::vocab::Image;
 use crate::vocab::{ChatMessage, Mode, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult};
 
 #[derive(Debug, Deserialize)]
@@ -64,6 +66,10 @@ pub struct Checked {
     /// The `input` items, after what `previous_response_id` names (added by the route).
     pub input: Vec<ChatMessage>,
     pub tools: Option<ToolSet>,
+    /// `text.format` (`http/structured`).
+    pub format: Option<Format>,
+    /// The last user message's `input_image`s (data URLs).
+    pub images: Vec<Image>,
     /// Names of the tools of type `custom`: their calls go back as `custom_tool_call`.
     pub custom: BTreeSet<String>,
     /// The namespace of each tool declared inside a `namespace` tool (Codex groups some so).
@@ -85,6 +91,20 @@ pub struct Echo {
     pub tool_choice: Value,
     pub parallel_tool_calls: bool,
     pub effort: Option<String>,
+    /// `text` as asked (`{format: {type: "text"}}` when not).
+    pub text: Value,
+}
+
+/// A tool as the response repeats it: a function tool with every field the Responses schema
+/// requires of it (`description`, `parameters`, `strict`: null when the request left them out).
+fn echoed_tool(tool: &Value) -> Value {
+    let mut tool = tool.clone();
+    if let Some(fields) = tool.as_object_mut().filter(|t| t.get("type").and_then(Value::as_str) == Some("function")) {
+        for key in ["description", "parameters", "strict"] {
+            fields.entry(key).or_insert(Value::Null);
+        }
+    }
+    tool
 }
 
 /// The one-string schema a custom tool is offered with (as VS Code's Copilot harness does).
@@ -115,13 +135,14 @@ impl ResponsesRequest {
                 ApiError::bad_request("Stored prompts (`prompt`) are not supported: send `input`.").param("prompt")
             );
         }
-        check_text_format(self.text.as_ref())?;
+        let format = Format::from_text_format(self.text.as_ref())?;
         let instructions = match &self.instructions {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()).filter(|s| !s.trim().is_empty()),
             // A list of message items (the SDKs allow it): their text, in order.
             Some(items @ Value::Array(_)) => {
-                let texts: Vec<String> = input_messages(items, "instructions")?.into_iter().map(|m| m.text).collect();
+                let texts: Vec<String> =
+                    input_messages(items, "instructions", None)?.into_iter().map(|m| m.text).collect();
                 Some(texts.join("\n"))
             }
             Some(_) => return Err(ApiError::bad_request("`instructions` must be a string.").param("instructions")),
@@ -129,7 +150,8 @@ impl ResponsesRequest {
         let Some(input) = &self.input else {
             return Err(ApiError::bad_request("Missing required parameter: 'input'.").param("input"));
         };
-        let input = input_messages(input, "input")?;
+        let mut images = Vec::new();
+        let input = input_messages(input, "input", Some(&mut images))?;
         let Declared { tools, custom, namespaces } = tool_set(&self)?;
         if tools.is_none() && input.iter().any(|m| !m.tool_results.is_empty() || !m.tool_calls.is_empty()) {
             return Err(ApiError::bad_request(
@@ -140,16 +162,23 @@ impl ResponsesRequest {
         }
         let echo = Echo {
             instructions: instructions.clone(),
-            tools: self.tools.clone().unwrap_or_default(),
+            tools: self.tools.iter().flatten().map(echoed_tool).collect(),
             tool_choice: self.tool_choice.clone().unwrap_or_else(|| json!("auto")),
             parallel_tool_calls: self.parallel_tool_calls.unwrap_or(true),
             effort: self.reasoning.as_ref().and_then(|r| r.effort.clone()),
+            text: self
+                .text
+                .clone()
+                .filter(|t| t.get("format").is_some())
+                .unwrap_or_else(|| json!({"format": {"type": "text"}})),
         };
         Ok(Checked {
             model,
             instructions,
             input,
             tools,
+            format,
+            images,
             custom,
             namespaces,
             previous_response_id: self.previous_response_id.filter(|id| !id.trim().is_empty()),
@@ -162,23 +191,15 @@ impl ResponsesRequest {
     }
 }
 
-/// `text.format`: plain text only, for now; a schema we would not enforce is refused, not ignored
-/// (the client would parse whatever came back).
-fn check_text_format(text: Option<&Value>) -> Result<(), ApiError> {
-    let kind = text.and_then(|t| t.get("format")).and_then(|f| f.get("type")).and_then(Value::as_str);
-    match kind {
-        None | Some("text") => Ok(()),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "`text.format` of type `{other}` is not supported yet: cursor-bridge answers in plain text."
-        ))
-        .param("text.format.type")),
-    }
-}
-
 /// `input` (a string, or a list of items) as the engine's messages. A `function_call` (or
 /// `custom_tool_call`) joins the assistant message before it; consecutive outputs are one user
 /// message of results. Reasoning items passed back are dropped: the Cursor session has them.
-pub fn input_messages(input: &Value, param: &str) -> Result<Vec<ChatMessage>, ApiError> {
+/// `images`: where the last user message's images go (else image parts are refused).
+pub fn input_messages(
+    input: &Value,
+    param: &str,
+    mut images: Option<&mut Vec<Image>>,
+) -> Result<Vec<ChatMessage>, ApiError> {
     let items = match input {
         Value::String(s) => return Ok(vec![ChatMessage::new(Role::User, s.clone())]),
         Value::Array(items) => items,
@@ -191,7 +212,15 @@ pub fn input_messages(input: &Value, param: &str) -> Result<Vec<ChatMessage>, Ap
         // An "easy" message has a role and no type.
         let kind = kind.unwrap_or(if item.get("role").is_some() { "message" } else { "" });
         match kind {
-            "message" => out.push(message(item, &at)?),
+            "message" => {
+                let mut its = Vec::new();
+                let m = message(item, &at, images.is_some().then_some(&mut its))?;
+                if let (Some(list), Role::User) = (images.as_deref_mut(), m.role) {
+                    // The new request's images reach the agent; earlier ones its chat has seen.
+                    *list = its;
+                }
+                out.push(m);
+            }
             "function_call" | "custom_tool_call" => {
                 let call = call(item, kind, &at)?;
                 match out.last_mut() {
@@ -237,7 +266,7 @@ pub fn input_messages(input: &Value, param: &str) -> Result<Vec<ChatMessage>, Ap
     Ok(out)
 }
 
-fn message(item: &Value, at: &str) -> Result<ChatMessage, ApiError> {
+fn message(item: &Value, at: &str, images: Option<&mut Vec<Image>>) -> Result<ChatMessage, ApiError> {
     let role = match item.get("role").and_then(Value::as_str) {
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
@@ -250,13 +279,19 @@ fn message(item: &Value, at: &str) -> Result<ChatMessage, ApiError> {
             .param(format!("{at}.role")))
         }
     };
-    let text = content_text(item.get("content"), &format!("{at}.content"))?;
+    let images = images.filter(|_| role == Role::User);
+    let text = content_parts(item.get("content"), &format!("{at}.content"), images)?;
     Ok(ChatMessage::new(role, text))
 }
 
 /// A message's text: the string, or its text parts (`input_text`, `output_text`, `text`) joined
 /// by newlines. Images and files are refused rather than silently dropped.
 pub fn content_text(content: Option<&Value>, at: &str) -> Result<String, ApiError> {
+    content_parts(content, at, None)
+}
+
+/// A message's text, and (`images`: a user message) its `input_image` parts with data URLs.
+fn content_parts(content: Option<&Value>, at: &str, mut images: Option<&mut Vec<Image>>) -> Result<String, ApiError> {
     let parts = match content {
         None | Some(Value::Null) => return Ok(String::new()),
         Some(Value::String(s)) => return Ok(s.clone()),
@@ -269,6 +304,19 @@ pub fn content_text(content: Option<&Value>, at: &str) -> Result<String, ApiErro
         match (kind, part.get("text").and_then(Value::as_str)) {
             (Some("input_text" | "output_text" | "text" | "summary_text"), Some(text)) => texts.push(text),
             (Some("refusal"), _) => texts.extend(part.get("refusal").and_then(Value::as_str)),
+            (Some("input_image"), _) if images.is_some() => {
+                let here = format!("{at}[{j}].image_url");
+                let Some(url) = part.get("image_url").and_then(Value::as_str) else {
+                    return Err(ApiError::bad_request(
+                        "An `input_image` needs an `image_url` (a data URL); `file_id` is not supported.",
+                    )
+                    .param(here));
+                };
+                let image = crate::http::images::from_url(url, &here)?;
+                if let Some(list) = images.as_deref_mut() {
+                    list.push(image);
+                }
+            }
             (Some(other @ ("input_text" | "output_text" | "text")), None) => {
                 return Err(ApiError::bad_request(format!("An `{other}` part needs a string `text`."))
                     .param(format!("{at}[{j}]")))
@@ -496,6 +544,22 @@ mod tests {
     }
 
     #[test]
+    fn echoed_function_tools_carry_every_field_the_schema_requires() {
+        let c = check(json!({"model": "auto", "input": "x", "tools": [{"type": "function", "name": "f"},
+            {"type": "function", "name": "g", "strict": true, "description": "G"}, {"type": "custom", "name": "p"}]}))
+        .unwrap();
+        assert_eq!(
+            c.echo.tools[0],
+            json!({"type": "function", "name": "f", "description": null, "parameters": null, "strict": null})
+        );
+        assert_eq!(
+            (c.echo.tools[1]["strict"].as_bool(), c.echo.tools[1]["description"].as_str()),
+            (Some(true), Some("G"))
+        );
+        assert!(c.echo.tools[2].get("strict").is_none(), "other tools as sent");
+    }
+
+    #[test]
     fn codex_tools_namespaces_flattened_and_its_web_search_left_out() {
         let tools = json!([
             {"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}},
@@ -520,10 +584,11 @@ mod tests {
             (json!({"model": "auto", "input": "x", "tools": [{"type": "file_search"}]}), "tools[0].type"),
             (json!({"model": "auto", "input": "x", "tools": [{"type": "function"}]}), "tools[0].name"),
             (json!({"model": "auto", "input": "x", "background": true}), "background"),
-            (json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema"}}}), "text.format.type"),
+            (json!({"model": "auto", "input": "x", "text": {"format": {"type": "json_schema"}}}), "text.format.schema"),
+            (json!({"model": "auto", "input": "x", "text": {"format": {"type": "xml"}}}), "text.format.type"),
             (
-                json!({"model": "auto", "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "data:"}]}]}),
-                "input[0].content[0].type",
+                json!({"model": "auto", "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}]}),
+                "input[0].content[0].image_url",
             ),
             (json!({"model": "auto", "input": [{"type": "web_search_call"}]}), "input[0].type"),
             (

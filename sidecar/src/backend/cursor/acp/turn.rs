@@ -25,6 +25,15 @@ pub async fn run(
     sink: &mut EventSink,
 ) -> (Option<Slot>, Result<TurnEnd, TurnFailure>) {
     let agent = slot.as_mut().expect("a turn runs on a live agent");
+    // Before the agent is asked anything: a prompt it could not take whole is refused, not cut.
+    if !spec.images.is_empty() && !agent.prompt_images {
+        let error = BridgeError::invalid_params(
+            "this Cursor CLI's ACP mode does not take images (its `initialize` does not advertise \
+             `promptCapabilities.image`)",
+        )
+        .hint("Send text only, or update the Cursor CLI.");
+        return (Some(slot), Err(error.into()));
+    }
     if let Err(failure) = configure(agent, spec.mode, model).await {
         agent.end_turn().await;
         agent.end_what_the_turn_started(false);

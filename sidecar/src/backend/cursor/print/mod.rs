@@ -197,6 +197,14 @@ impl Backend for CursorPrint {
                 Err(TurnFailure { error, spoke: false, chat_lost: false, tools_not_hosted: true, unstartable: false })
             });
         }
+        if !turn.images.is_empty() {
+            // `agent -p` takes its prompt as text: an image would be silently left out.
+            let error = BridgeError::invalid_params(
+                "image input needs Cursor's ACP mode: print mode (`agent -p`) passes the prompt as text only",
+            )
+            .hint("Use the ACP backend (`serve --backend acp`, the default `auto` when ACP starts), or send text.");
+            return Box::pin(async move { Err(error.into()) });
+        }
         Box::pin(self.turn(turn, sink))
     }
 

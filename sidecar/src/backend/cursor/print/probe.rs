@@ -29,6 +29,7 @@ pub async fn question(a: &mut Asking<'_>, print: &dyn Backend, learnt: &mut Lear
         unattended: false,
         idle: Duration::from_secs(90),
         hosted_tools: None,
+        images: Vec::new(),
     };
     // The events are not shown anywhere: only the chat the turn ran in matters.
     let (tx, mut rx) = mpsc::channel(64);
