@@ -166,14 +166,14 @@ impl Engine {
         session.model = plan.model.clone();
         session.mode = plan.mode;
         let options = &self.config.settings;
-        if options.spares > 0 && !session.chat_id.is_empty() {
+        if options.warm_ahead > 0 && !session.chat_id.is_empty() {
             self.backend.warm(Warm::FollowUp {
                 model: session.model.clone(),
                 mode: session.mode,
                 workspace: workspace.to_path_buf(),
                 chat_id: session.chat_id.clone(),
                 unattended: plan.unattended,
-                fresh: options.spares >= 2,
+                fresh: options.warm_ahead >= 2,
             });
         }
         let id = session.id.clone();

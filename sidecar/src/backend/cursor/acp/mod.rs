@@ -83,7 +83,7 @@ impl CursorAcp {
         let backend = Arc::new_cyclic(|me| CursorAcp {
             me: me.clone(),
             cli,
-            pool: Pool::new(settings),
+            pool: Pool::new(&settings.warmth),
             names: Mutex::default(),
             broken: BuildNote::new(),
             no_session_mcp: BuildNote::new(),
