@@ -148,6 +148,11 @@ pub trait AgentQuirks: Send + Sync {
 
     /// How much of one MCP server the agent shows its model.
     fn mcp_limits(&self) -> McpLimits;
+
+    /// How long a new session may take to list our MCP server's tools before the agent is taken
+    /// to ignore the MCP servers given to a session (the turn then describes the client's tools
+    /// in the prompt instead).
+    fn tools_listed_within(&self) -> Duration;
 }
 
 /// An agent that reads the protocol plainly and words its failures as the generic client names
@@ -194,5 +199,9 @@ impl AgentQuirks for Plain {
 
     fn mcp_limits(&self) -> McpLimits {
         crate::backend::mcp::TEST_LIMITS
+    }
+
+    fn tools_listed_within(&self) -> Duration {
+        Duration::from_secs(1)
     }
 }

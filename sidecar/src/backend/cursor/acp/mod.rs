@@ -33,7 +33,7 @@ pub use quirks::PROJECT_CONFIG_REJECTED;
 use super::cli::{memory_allows_spares, CursorCli};
 use super::discovery::CliCommand;
 use crate::backend::acp::pool::{retire, Fresh, Pool};
-use crate::backend::acp::tools::{ToolHost, LISTED_WITHIN};
+use crate::backend::acp::tools::ToolHost;
 use crate::backend::contract::{
     Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
 };
@@ -220,7 +220,8 @@ impl CursorAcp {
         }
         let Some(host) = agent.tools.as_ref() else { return Ok(true) };
         // A build the probe saw list them late is waited for as long as it took (bounded).
-        let wait = self.cli.learnt(cli).map_or(LISTED_WITHIN, |l| l.tools_wait(LISTED_WITHIN));
+        let within = agent.quirks().tools_listed_within();
+        let wait = self.cli.learnt(cli).map_or(within, |l| l.tools_wait(within));
         if host.listed_within(wait).await {
             return Ok(true);
         }
