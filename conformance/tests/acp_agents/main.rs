@@ -11,6 +11,7 @@
 
 mod client;
 mod copilot;
+mod quirks;
 
 use std::path::Path;
 use std::time::Duration;
