@@ -13,8 +13,7 @@ use tokio::time::Instant;
 
 use super::agent::{self as cursor_agent, cancelled_outcome, Agent};
 use super::quirks::{CURSOR, LISTED_WITHIN};
-use crate::backend::acp::connection::Incoming;
-use crate::backend::acp::quirks::AgentQuirks;
+use crate::backend::acp::{AgentQuirks, Incoming};
 use crate::backend::contract::{ClientCall, ToolReply};
 use crate::backend::cursor::isolation::OUR_SERVER;
 use crate::backend::cursor::probe_notes::{Learnt, SessionTools, LONGEST_TOOLS_WAIT};

@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::backend::acp::agent::cancelled_outcome;
-use crate::backend::acp::quirks::{AgentQuirks, ExtensionAnswer, StartError, StartFailure, TurnError};
+use crate::backend::acp::{cancelled_outcome, AgentQuirks, ExtensionAnswer, StartError, StartFailure, TurnError};
 use crate::backend::cursor::failures::{classify, HINT_AUTH, HINT_CLI_VERSION, HINT_NETWORK};
 use crate::backend::mcp::McpLimits;
 use crate::error::BridgeError;
@@ -300,7 +299,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::backend::acp::updates::Updates;
+    use crate::backend::acp::Updates;
     use crate::backend::events::Event;
 
     fn completed(updates: &[Value]) -> Option<(bool, bool)> {
