@@ -100,7 +100,8 @@ impl Turn<'_> {
         // What the chat was told in its prompts (hosted tools were never described there).
         session.tools = match self.tools {
             ClientTools::Prompt(set) => self.described.get_or_init(|| set.describe()).fingerprint,
-            ClientTools::None | ClientTools::Hosted(_) => 0,
+            // Nothing was described to the chat (an undecided set never reaches here).
+            ClientTools::None | ClientTools::Undecided(_) | ClientTools::Hosted(_) => 0,
         };
         let (requests, mut answers) = self.conversation.seen_after(Some(&session), self.plan.continuing);
         answers.extend(answer);

@@ -103,6 +103,7 @@ impl<'a> Turn<'a> {
                 let spec = self.spec(&self.plan, None);
                 Drive::Ended(self.attempt(spec).await)
             }
+            ClientTools::Undecided(_) => unreachable!("the way of the client's tools is chosen before the turn runs"),
         }
     }
 
