@@ -13,7 +13,8 @@
 //! - Every JSON example in protocol.md deserializes into its Rust type and serializes back to
 //!   the same fields, so a renamed field fails here.
 //! - A backend's folder is used from outside only through its front (`mod.rs`), its parent
-//!   `backend/` included; the engine and the doors name no concrete backend at all.
+//!   `backend/` and its sibling folders included (an agent's folder uses the shared `acp/`,
+//!   `mcp/`, `process/` through theirs); the engine and the doors name no concrete backend at all.
 //! - Every Rust module of the workspace opens with a `//!` doc comment.
 
 use std::collections::{BTreeMap, BTreeSet};
