@@ -1,8 +1,8 @@
 //! The agent under test read plainly: the generic client's [`AgentQuirks`] with none of an
 //! agent's own readings, so what passes here is the protocol as written, not a quirk of Cursor's.
-//! Only [`Updates`](cursor_bridge::backend::acp::updates::Updates) asks it anything (whether a
-//! finished tool call was refused: never, beyond the protocol's `failed`); the rest is the
-//! trait's, worded as the generic client names each failure.
+//! Only [`Updates`](cursor_bridge::backend::acp::Updates) asks it anything: whether a finished
+//! tool call was refused, which it never reads into one (a `failed` call is a failure, as the
+//! protocol says). The rest is the trait's, worded as the generic client names each failure.
 
 use std::path::Path;
 use std::time::Duration;
