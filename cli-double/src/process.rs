@@ -184,3 +184,14 @@ fn spawn_orphaned_grandchild(escape: bool, inherit_stdio: bool) -> Option<u32> {
     let _ = shell.wait();
     pid.trim().parse().ok()
 }
+
+/// Kill `pid` (a command a cancelled turn started), where signals exist.
+pub fn kill(pid: u32) {
+    #[cfg(unix)]
+    // SAFETY: kill(2) with a pid this process started; a stale pid only fails with ESRCH.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}

@@ -28,7 +28,7 @@ Options:
                     scripted session in a private scratch folder (ask mode, an MCP tool of ours
                     that only echoes), and keep what it learnt for the build; the report says,
                     for each assumption, what this build did and what the bridge does about it
-  --yes             let the probe spend up to 3 requests of your Cursor plan (tiny prompts);
+  --yes             let the probe spend up to 4 requests of your Cursor plan (tiny prompts);
                     without it a terminal is asked, and elsewhere only the questions that send
                     no prompt are asked
 ";

@@ -414,6 +414,40 @@ guarded('no CLI turn is unaccounted for', () => {
   return [stray.length === 0 && (!ACP || prints.length === 0), `${what}${stray.length ? `; unexpected: ${stray.map((l) => show((l.prompt || '').slice(0, 80))).join(', ')}` : ''}`];
 });
 
+// ---------------------------------------------------------------- figures (printed, not judged)
+// The first message of a freshly opened window (issue 26): its first part through VS Code, the
+// provider and the sidecar, next to the CLI double started directly the way the sidecar starts
+// it (same start-up, same environment), measured here. Timing is never a pass/fail check: the
+// benchmark owns targets (`cargo xtask bench`).
+try {
+  const s = api.steps && api.steps.stream;
+  if (s && typeof s.firstPartMs === 'number') {
+    const plan = Object.fromEntries(fs.readFileSync(path.join(run, 'plan.txt'), 'utf8').split('\n').filter(Boolean).map((l) => l.split(/=(.*)/s).slice(0, 2)));
+    const { spawnSync } = require('node:child_process');
+    const scratch = fs.mkdtempSync(path.join(run, 'tmp', 'reference-'));
+    const direct = [];
+    for (let i = 0; i < 5; i++) {
+      const t = process.hrtime.bigint();
+      const r = spawnSync(plan.double, ['-p', '--trust', '--output-format', 'stream-json', '--model', 'composer-2.5', 'hi'], {
+        cwd: scratch,
+        env: { ...process.env, CURSOR_DOUBLE_RECORD: path.join(scratch, 'record.jsonl') },
+        encoding: 'utf8',
+        timeout: 10000,
+      });
+      if (r.status === 0 && r.stdout.includes('"assistant"')) direct.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    direct.sort((a, b) => a - b);
+    const median = direct.length ? direct[Math.floor(direct.length / 2)].toFixed(0) : 'n/a';
+    console.log(
+      `figure: first message of a freshly opened window (${BACKEND}): first part ${s.firstPartMs} ms after sendRequest, ` +
+        `${s.hostUptimeAtSendMs + s.firstPartMs} ms after the extension host started; the CLI double started directly: ${median} ms to its answer ` +
+        `(median of ${direct.length}, start-up ${process.env.CURSOR_DOUBLE_STARTUP_MS || 0} ms)`,
+    );
+  }
+} catch (e) {
+  console.log(`figure: first message of a freshly opened window: not measured (${e && e.message})`);
+}
+
 if (notRun) console.log(`(E2E_TOOLS_ONLY=1: ${notRun} checks of the other phases not run)`);
 console.log(`e2e: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -17,14 +17,14 @@ const WORD: Record<ProbeOutcome, string> = {
 export type ProbeChoice = 'spend' | 'free';
 
 export const PROBE_CHOICES: Record<ProbeChoice, string> = {
-  spend: 'Probe, with up to 3 prompts',
+  spend: 'Probe, with up to 4 prompts',
   free: 'Probe without prompts',
 };
 
 /** The modal's text: what runs, where, and what it costs. */
 export const PROBE_CONSENT =
   'The probe runs a short scripted session against your Cursor CLI in a private scratch folder (ask mode, a tool of ours that only echoes). ' +
-  'With prompts it sends up to 3 tiny ones, which count as requests of your Cursor plan; without, it asks only what needs no prompt. ' +
+  'With prompts it sends up to 4 tiny ones, which count as requests of your Cursor plan; without, it asks only what needs no prompt. ' +
   'What it learns about this CLI build is kept, and the bridge acts on it.';
 
 /** The choice behind a modal button's label (undefined: dismissed). */

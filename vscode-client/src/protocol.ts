@@ -376,7 +376,7 @@ export interface ProbeParams {
 export type ProbeOutcome = 'asAssumed' | 'differs' | 'failed' | 'notAsked';
 
 export interface ProbeFinding {
-  /** Stable: `acpStart`, `catalogue`, `sessionTools`, `promptUsage`, `toolPermission`, `sessionLoad`, `chatStore`. */
+  /** Stable: `acpStart`, `catalogue`, `sessionTools`, `promptUsage`, `toolPermission`, `sessionLoad`, `cancelCommands`, `chatStore`. */
   id: string;
   question: string;
   outcome: ProbeOutcome;

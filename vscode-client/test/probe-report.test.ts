@@ -54,6 +54,6 @@ describe('the probe consent', () => {
   it('says what it costs before anything runs', () => {
     assert.match(PROBE_CONSENT, /requests of your Cursor plan/);
     assert.match(PROBE_CONSENT, /scratch folder/);
-    assert.match(PROBE_CHOICES.spend, /up to 3 prompts/);
+    assert.match(PROBE_CHOICES.spend, /up to 4 prompts/);
   });
 });

@@ -134,6 +134,9 @@ pub struct Knobs {
     pub mcp_updates: bool,
     /// The prompt answer carries token counts (`usage`, ACP's unstable end-of-turn usage).
     pub prompt_usage: bool,
+    /// `session/cancel` also kills the commands the turn started (`turnGrandchild`); whether
+    /// Cursor's does is unknown (`doctor --probe` asks it).
+    pub cancel_stops_commands: bool,
 }
 
 fn pick<T: Copy>(name: &str, default: T, table: &[(&str, T)]) -> Result<T, String> {
@@ -263,6 +266,11 @@ impl Knobs {
             )?,
             set_model: pick("CURSOR_DOUBLE_ACP_SET_MODEL", false, &[("unsupported", false), ("ok", true)])?,
             prompt_usage: pick("CURSOR_DOUBLE_ACP_PROMPT_USAGE", false, &[("none", false), ("tokens", true)])?,
+            cancel_stops_commands: pick(
+                "CURSOR_DOUBLE_ACP_CANCEL_COMMANDS",
+                false,
+                &[("leave", false), ("stop", true)],
+            )?,
             load: pick(
                 "CURSOR_DOUBLE_ACP_LOAD",
                 LoadPolicy::Replay,

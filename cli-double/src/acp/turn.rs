@@ -119,6 +119,7 @@ pub fn start(server: &Arc<Server>, req: &Req, params: &Json) -> Result<(), RpcEr
         tool_state,
         link,
         parsed,
+        commands: Vec::new(),
     };
     std::thread::spawn(move || turn.run());
     Ok(())
@@ -153,6 +154,8 @@ pub(super) struct Turn {
     pub(super) link: Arc<super::mcp::Link>,
     /// What the prompt carries for the tool model.
     parsed: crate::prompt_protocol::Parsed,
+    /// Processes the turn started (`turnGrandchild`), which a cancel may stop.
+    commands: Vec<u32>,
 }
 
 fn text(t: &str) -> Json {
@@ -191,6 +194,11 @@ impl Turn {
     fn run(mut self) {
         let outcome = self.play();
         let server = Arc::clone(&self.server);
+        if matches!(outcome, Err(Stop::Cancelled)) && server.knobs.cancel_stops_commands {
+            for pid in std::mem::take(&mut self.commands) {
+                crate::process::kill(pid);
+            }
+        }
         let result = match outcome {
             Ok(reason) => Ok(self.answer(reason)),
             Err(Stop::Cancelled) => Ok(self.answer("cancelled".into())),
@@ -328,6 +336,7 @@ impl Turn {
                 self.server.record(obj([("phase", "grandchild".into()), ("sessionId", self.sid.as_str().into())]));
             record.grandchild_pid = pid;
             record.append();
+            self.commands.extend(pid);
         }
         if let Some(n) = sc.stderr_bytes {
             crate::output::stderr_bytes(&print_mode::junk(n));
@@ -384,6 +393,11 @@ impl Turn {
             }
         }
         self.hang(HangPoint::AfterInit)?;
+        // Asked in words to run a command that takes a while (`doctor --probe`'s cancel
+        // question): a model runs it through the shell tool and waits for it.
+        if let Some(secs) = long_command(&self.prompt) {
+            return self.run_long_command(secs);
+        }
         if let Some(entries) = &sc.plan {
             self.emit(plan_update(entries, false))?;
         }
@@ -611,6 +625,80 @@ fn permission_option(id: &str, name: &str, kind: &str) -> Json {
 }
 
 /// The options of every `session/request_permission` Cursor sends.
+/// `sleep N` in backticks in a prompt asking to run a shell command.
+fn long_command(prompt: &str) -> Option<u64> {
+    if !prompt.contains("shell command") {
+        return None;
+    }
+    let rest = &prompt[prompt.find("`sleep ")? + "`sleep ".len()..];
+    rest[..rest.find('`')?].trim().parse().ok()
+}
+
+impl Turn {
+    /// Runs `sleep secs` as the shell tool would: announced, asked about (`session/request_permission`),
+    /// started under the agent, waited for; a cancel ends the turn and, with
+    /// `CURSOR_DOUBLE_ACP_CANCEL_COMMANDS=stop`, the command (`run`).
+    fn run_long_command(&mut self, secs: u64) -> Result<String, Stop> {
+        let command = format!("sleep {secs}");
+        let call_id = ids::tool_call_id();
+        let raw = obj([("command", command.as_str().into())]);
+        let call = || {
+            obj([
+                ("toolCallId", call_id.as_str().into()),
+                ("title", format!("`{command}`").into()),
+                ("kind", "execute".into()),
+                ("status", "pending".into()),
+                ("rawInput", raw.clone()),
+            ])
+        };
+        let mut announced = call();
+        announced.set("sessionUpdate", "tool_call".into());
+        self.emit(announced)?;
+        let params =
+            obj([("sessionId", self.sid.as_str().into()), ("toolCall", call()), ("options", permission_options())]);
+        let sid = self.sid.clone();
+        let reply = self.ask("session/request_permission", params, Some(&sid))?;
+        let picked = reply
+            .get("result")
+            .and_then(|r| r.get("outcome"))
+            .and_then(|o| o.get("optionId"))
+            .and_then(Json::as_str)
+            .unwrap_or("");
+        if !picked.starts_with("allow") {
+            self.emit(obj([
+                ("sessionUpdate", "tool_call_update".into()),
+                ("toolCallId", call_id.as_str().into()),
+                ("status", "failed".into()),
+            ]))?;
+            return self.text_turn("The command was not run.");
+        }
+        let child = std::process::Command::new("sleep")
+            .arg(secs.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        // The handle is dropped without waiting, as a shell's background job's would be.
+        if let Ok(child) = child {
+            self.commands.push(child.id());
+        }
+        self.emit(obj([
+            ("sessionUpdate", "tool_call_update".into()),
+            ("toolCallId", call_id.as_str().into()),
+            ("status", "in_progress".into()),
+        ]))?;
+        if self.ctl.sleep(Duration::from_secs(secs)) {
+            return Err(Stop::Cancelled);
+        }
+        self.emit(obj([
+            ("sessionUpdate", "tool_call_update".into()),
+            ("toolCallId", call_id.as_str().into()),
+            ("status", "completed".into()),
+        ]))?;
+        self.text_turn("The command finished.")
+    }
+}
+
 pub(super) fn permission_options() -> Json {
     arr([
         permission_option("allow-once", "Allow once", "allow_once"),

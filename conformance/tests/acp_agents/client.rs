@@ -188,7 +188,7 @@ impl Agent {
         let mut call = call;
         let mut deadline = started + bound;
         let mut turn = Turn::default();
-        let mut updates = Updates::new(&crate::quirks::PLAIN);
+        let mut updates = Updates::new(&cursor_bridge::backend::acp::quirks::PLAIN);
         let mut cancel_sent: Option<Instant> = None;
         let outcome = loop {
             if let (Some(n), None) = (cancel_after, cancel_sent) {

@@ -11,7 +11,6 @@
 
 mod client;
 mod copilot;
-mod quirks;
 
 use std::path::Path;
 use std::time::Duration;

@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
 use cursor_bridge::backend::process::{self, SpawnSpec};
+use cursor_bridge_test_client::{readme_snippet, shell_env};
 use serde_json::{json, Value};
 
 use processes::Output;
@@ -200,14 +201,20 @@ async fn codex(backend: &str) -> Result<Vec<String>> {
     let home = root.join("codex-home");
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home)?;
-    // No analytics, plugins or apps: each of those reaches out on its own (agent-clis.md).
+    // The README's configuration as a person copies it, with what only a test needs around it:
+    // no approval prompts (nobody to answer them), no analytics, plugins or apps (each reaches out
+    // on its own, agent-clis.md), no retries (a failure shows at once). Its top-level keys come
+    // first, and the retry bounds join the provider table the snippet ends with.
+    let address = serve.base_url.trim_start_matches("http://").trim_end_matches("/v1").to_string();
+    let snippet = readme_snippet("codex-config", &address);
+    ensure!(
+        snippet.contains(&format!("model = \"{CODEX_MODEL}\"")),
+        "the README's Codex model is not {CODEX_MODEL}:\n{snippet}"
+    );
     let config = format!(
-        "model = \"{CODEX_MODEL}\"\nmodel_provider = \"bridge\"\napproval_policy = \"never\"\n\
-         sandbox_mode = \"workspace-write\"\ncheck_for_update_on_startup = false\n\n\
-         [analytics]\nenabled = false\n[features]\nplugins = false\napps = false\n\n\
-         [model_providers.bridge]\nname = \"cursor-bridge\"\nbase_url = \"{}\"\nenv_key = \"CURSOR_BRIDGE_KEY\"\n\
-         wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
-        serve.base_url
+        "approval_policy = \"never\"\nsandbox_mode = \"workspace-write\"\ncheck_for_update_on_startup = false\n\
+         {snippet}request_max_retries = 0\nstream_max_retries = 0\n\n\
+         [analytics]\nenabled = false\n[features]\nplugins = false\napps = false\n"
     );
     std::fs::write(codex_home.join("config.toml"), config)?;
     let patch = "*** Begin Patch\n*** Update File: notes.txt\n@@\n first line\n-old line\n+new line ✓\n*** End Patch\n";
@@ -219,7 +226,8 @@ async fn codex(backend: &str) -> Result<Vec<String>> {
         format!("Change the old line of notes.txt, then show the file. [[double:{}]]", json!({"toolScript": script}));
     let mut env = base_env(&home);
     env.push(("CODEX_HOME".into(), codex_home.display().to_string()));
-    env.push(("CURSOR_BRIDGE_KEY".into(), key.clone()));
+    // The key in the variable the README's `env_key` names.
+    env.push(("CURSOR_BRIDGE_API_KEY".into(), key.clone()));
     let args = ["exec", "--json", "--skip-git-repo-check", &prompt].map(String::from);
     let ran = run(&codex, &args, &work, &env, serve.child.pid()).await;
     let stopped = stop(&mut serve, &key).await;
@@ -327,17 +335,20 @@ async fn claude(backend: &str) -> Result<Vec<String>> {
     let prompt = format!("Create hello.txt here. [[double:{}]]", json!({"toolScript": script}));
     let home = root.join("claude-home");
     let mut env = base_env(&home);
-    // The base URL without /v1 (Claude Code adds it), the client key as x-api-key, and none of
-    // the traffic it sends on its own (agent-clis.md).
-    let base = serve.base_url.trim_end_matches("/v1").to_string();
-    for (k, v) in [
-        ("ANTHROPIC_BASE_URL", base.as_str()),
-        ("ANTHROPIC_API_KEY", key.as_str()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-        ("DISABLE_AUTOUPDATER", "1"),
-        ("DISABLE_TELEMETRY", "1"),
-        ("DISABLE_ERROR_REPORTING", "1"),
-    ] {
+    // The README's environment, as a person copies it (the base URL without /v1: Claude Code adds
+    // it; the client key as x-api-key in the placeholder's place), plus none of the traffic Claude
+    // Code sends on its own (agent-clis.md).
+    let address = serve.base_url.trim_start_matches("http://").trim_end_matches("/v1").to_string();
+    let readme = shell_env(&readme_snippet("claude-code", &address));
+    ensure!(
+        readme.iter().any(|(k, v)| k == "ANTHROPIC_BASE_URL" && *v == format!("http://{address}")),
+        "the README's Claude Code snippet does not point at serve: {readme:?}"
+    );
+    for (k, v) in readme {
+        let v = if v.starts_with('<') { key.clone() } else { v };
+        env.push((k, v));
+    }
+    for (k, v) in [("DISABLE_AUTOUPDATER", "1"), ("DISABLE_TELEMETRY", "1"), ("DISABLE_ERROR_REPORTING", "1")] {
         env.push((k.into(), v.into()));
     }
     let args = |prompt: &str, more: &[&str]| {

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use acp_conformance::copilot::{self, Provider, BASE_ARGS};
 use anyhow::{bail, ensure, Context, Result};
 use cursor_bridge::backend::process::{self, SpawnSpec};
+use cursor_bridge_test_client::{readme_snippet, shell_env};
 use serde_json::{json, Value};
 
 use processes::Output;
@@ -200,6 +201,26 @@ struct Ran {
     elapsed: Duration,
 }
 
+/// Copilot's environment with the README's BYOK variables as a person copies them (the base URL
+/// the tap's, the key in the placeholder's place) over the tests' own.
+fn readme_environment(home: &Path, provider: &Provider<'_>) -> Result<Vec<(String, String)>> {
+    let address = provider.base_url.trim_start_matches("http://").trim_end_matches("/v1").to_string();
+    let readme = shell_env(&readme_snippet("copilot-byok", &address));
+    ensure!(
+        readme.iter().any(|(k, v)| k == "COPILOT_PROVIDER_BASE_URL" && v == provider.base_url)
+            && readme.iter().any(|(k, v)| k == "COPILOT_MODEL" && v == provider.model)
+            && readme.iter().any(|(k, _)| k == "COPILOT_PROVIDER_MAX_PROMPT_TOKENS"),
+        "the README's Copilot CLI snippet does not say what this test runs: {readme:?}"
+    );
+    let mut env = copilot::environment(home, provider);
+    for (k, v) in readme {
+        let v = if v.starts_with('<') { provider.api_key.to_string() } else { v };
+        env.retain(|(name, _)| *name != k);
+        env.push((k, v));
+    }
+    Ok(env)
+}
+
 /// `copilot -p PROMPT --allow-all-tools` in `work`, stdin closed, to its end (at most
 /// [`COPILOT_BOUND`]); what it printed goes to `seen`.
 async fn run_copilot(
@@ -216,7 +237,7 @@ async fn run_copilot(
         program: binary.to_path_buf(),
         args: args.map(Into::into).collect(),
         cwd: Some(work.to_path_buf()),
-        env: copilot::environment(home, provider).into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        env: readme_environment(home, provider)?.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
         env_remove: std::env::vars_os().map(|(k, _)| k).collect(),
     };
     let started = Instant::now();

@@ -68,8 +68,8 @@ pub struct ProbeReport {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeFinding {
-    /// Stable: `acpStart`, `sessionTools`, `catalogue`, `promptUsage`, `toolPermission`,
-    /// `sessionLoad`, `chatStore`.
+    /// Stable: `acpStart`, `catalogue`, `sessionTools`, `promptUsage`, `toolPermission`,
+    /// `sessionLoad`, `cancelCommands`, `chatStore`.
     pub id: &'static str,
     /// The assumption, as a question.
     pub question: String,

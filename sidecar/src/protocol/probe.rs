@@ -30,7 +30,7 @@ pub struct ProbeResult {
 #[serde(rename_all = "camelCase")]
 pub struct ProbeFinding {
     /// Stable: `acpStart`, `catalogue`, `sessionTools`, `promptUsage`, `toolPermission`,
-    /// `sessionLoad`, `chatStore`.
+    /// `sessionLoad`, `cancelCommands`, `chatStore`.
     pub id: String,
     pub question: String,
     pub outcome: ProbeOutcome,

@@ -20,6 +20,7 @@ mod client_tools;
 mod doctor;
 mod failures;
 mod fault_matrix;
+mod http_clients;
 mod http_messages;
 mod http_openai;
 mod http_responses;

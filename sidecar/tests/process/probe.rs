@@ -71,8 +71,16 @@ fn finding<'a>(report: &'a Value, id: &str) -> &'a Value {
     report["findings"].as_array().unwrap().iter().find(|f| f["id"] == id).unwrap_or_else(|| panic!("no {id}"))
 }
 
-const IDS: [&str; 7] =
-    ["acpStart", "catalogue", "sessionTools", "promptUsage", "toolPermission", "sessionLoad", "chatStore"];
+const IDS: [&str; 8] = [
+    "acpStart",
+    "catalogue",
+    "sessionTools",
+    "promptUsage",
+    "toolPermission",
+    "sessionLoad",
+    "cancelCommands",
+    "chatStore",
+];
 
 /// One behaviour of the double and what the report must say about it.
 struct Case {
@@ -81,7 +89,7 @@ struct Case {
     /// `--yes`: the questions that send a prompt are asked.
     spend: bool,
     /// Outcome per question, in `IDS` order.
-    outcomes: [&'static str; 7],
+    outcomes: [&'static str; 8],
     /// (question, a phrase its `observed` or `bridge` text must contain).
     says: &'static [(&'static str, &'static str)],
 }
@@ -89,70 +97,71 @@ struct Case {
 const CASES: &[Case] = &[
     Case {
         name: "a build that does what the bridge assumes",
-        env: &[("CURSOR_DOUBLE_ACP_PROMPT_USAGE", "tokens")],
+        env: &[("CURSOR_DOUBLE_ACP_PROMPT_USAGE", "tokens"), ("CURSOR_DOUBLE_ACP_CANCEL_COMMANDS", "stop")],
         spend: true,
-        outcomes: ["asAssumed"; 7],
+        outcomes: ["asAssumed"; 8],
         says: &[
             ("promptUsage", "Cursor's own"),
             ("toolPermission", "the tool was called"),
             ("sessionLoad", "with the model catalogue"),
             ("chatStore", "where the bridge looks"),
+            ("cancelCommands", "ended the turn and the command with it"),
         ],
     },
     Case {
         name: "no consent to spend requests",
         env: &[],
         spend: false,
-        outcomes: ["asAssumed", "asAssumed", "asAssumed", "notAsked", "notAsked", "asAssumed", "notAsked"],
+        outcomes: ["asAssumed", "asAssumed", "asAssumed", "notAsked", "notAsked", "asAssumed", "notAsked", "notAsked"],
         says: &[("promptUsage", "--yes"), ("chatStore", "--yes")],
     },
     Case {
         name: "ACP reports no usage",
         env: &[("CURSOR_DOUBLE_ACP_PROMPT_USAGE", "none")],
         spend: true,
-        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "asAssumed"],
-        says: &[("promptUsage", "estimated")],
+        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "differs", "asAssumed"],
+        says: &[("promptUsage", "estimated"), ("cancelCommands", "the command still ran")],
     },
     Case {
         name: "Cursor asks permission for the bridge's MCP tool",
         env: &[("CURSOR_DOUBLE_ACP_MCP_ASK", "allowlist")],
         spend: true,
-        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "asAssumed"],
+        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "differs", "asAssumed"],
         says: &[("toolPermission", "asked permission first")],
     },
     Case {
         name: "Cursor never asks permission for it",
         env: &[("CURSOR_DOUBLE_ACP_MCP_ASK", "never")],
         spend: true,
-        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "asAssumed"],
+        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "differs", "asAssumed"],
         says: &[("toolPermission", "without a permission request")],
     },
     Case {
         name: "ACP mode exits at start",
         env: &[("CURSOR_DOUBLE_ACP_START_FAIL", "exit")],
         spend: true,
-        outcomes: ["differs", "notAsked", "notAsked", "notAsked", "notAsked", "notAsked", "asAssumed"],
+        outcomes: ["differs", "notAsked", "notAsked", "notAsked", "notAsked", "notAsked", "notAsked", "asAssumed"],
         says: &[("acpStart", "print mode")],
     },
     Case {
         name: "session/load answers without the catalogue",
         env: &[("CURSOR_DOUBLE_ACP_LOAD_ANSWER", "empty")],
         spend: true,
-        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "asAssumed"],
+        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "differs", "asAssumed"],
         says: &[("sessionLoad", "no model catalogue")],
     },
     Case {
         name: "another process does not have the session",
         env: &[("CURSOR_DOUBLE_ACP_LOAD", "not-found")],
         spend: true,
-        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "differs", "asAssumed"],
+        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "differs", "differs", "asAssumed"],
         says: &[("sessionLoad", "history replayed")],
     },
     Case {
         name: "print-mode chats are kept elsewhere",
         env: &[("CURSOR_DOUBLE_CHAT_STORE", "sha256")],
         spend: true,
-        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "differs"],
+        outcomes: ["asAssumed", "asAssumed", "asAssumed", "differs", "asAssumed", "asAssumed", "differs", "differs"],
         says: &[("chatStore", "never judges")],
     },
 ];
@@ -177,8 +186,8 @@ fn each_behaviour_of_the_double_gets_its_finding() {
             IDS.iter().zip(case.outcomes).map(|(id, o)| (id.to_string(), o.to_string())).collect();
         assert_eq!(outcomes(&report), want, "{}: {report:#}", case.name);
         assert_eq!(code, 0, "{}: nothing failed, so the exit status is 0", case.name);
-        let prompts = case.outcomes[3..5].iter().filter(|o| **o != "notAsked").count()
-            + usize::from(case.outcomes[6] != "notAsked");
+        // promptUsage, toolPermission, cancelCommands and chatStore send one prompt each.
+        let prompts = [3, 4, 6, 7].iter().filter(|i| case.outcomes[**i] != "notAsked").count();
         assert_eq!(report["spent"], prompts, "{}: a request per question that sent a prompt", case.name);
         for (id, phrase) in case.says {
             let f = finding(&report, id);

@@ -209,6 +209,7 @@ async function collect(response, onPart) {
   }
   const of = (kind) => parts.filter((p) => p.kind === kind);
   return {
+    firstPartAtMs: parts.length ? parts[0].atMs : null,
     text: of('text').map((p) => p.value).join(''),
     textParts: of('text').length,
     thinking: of('thinking').map((p) => p.value).join(''),
@@ -280,9 +281,15 @@ async function runSteps(result, write) {
     s.prompt = firstPrompt;
     s.expectedAnswer = STREAM_ANSWER;
     s.expectedThinking = STREAM_THINKING;
+    // The first message of a freshly opened window: nothing asked before it. How long the
+    // extension host had been up when it was sent (it starts with the window), and when its first
+    // part arrived (docs/performance.md, "A freshly opened window").
+    s.hostUptimeAtSendMs = Math.round(process.uptime() * 1000);
+    const sent = Date.now();
     const response = await model.sendRequest([vscode.LanguageModelChatMessage.User(firstPrompt)], {});
     first = await collect(response);
     Object.assign(s, summary(first));
+    s.firstPartMs = first.firstPartAtMs === null ? null : first.firstPartAtMs - sent;
   });
 
   await step('resume', 60_000, async (s) => {

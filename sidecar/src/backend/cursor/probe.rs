@@ -7,7 +7,7 @@
 //! build (`learnt.rs`) and acted on by every backend from then on.
 //!
 //! The questions are each backend's: `acp/probe.rs` (start, catalogue, session tools, usage,
-//! permission, load) and `print/probe.rs` (where print mode's chats are kept); `probing.rs` keeps
+//! permission, load, cancel) and `print/probe.rs` (where print mode's chats are kept); `probing.rs` keeps
 //! the findings. Like `auto.rs`, this file composes both backends on purpose.
 
 use std::path::{Path, PathBuf};
@@ -53,8 +53,9 @@ async fn run(cli: &CursorCli, print_mode: &dyn Backend, notes: &Notes, plan: Pro
             return report;
         }
     };
-    let scratch = match Scratch::new(cli.neutral_dir()) {
-        Ok(s) => s,
+    let folders = Scratch::new(cli.neutral_dir(), true).and_then(|a| Ok((a, Scratch::new(cli.neutral_dir(), false)?)));
+    let (scratch, shell_scratch) = match folders {
+        Ok(both) => both,
         Err(e) => {
             report.findings.push(ProbeFinding {
                 id: "acpStart",
@@ -68,7 +69,15 @@ async fn run(cli: &CursorCli, print_mode: &dyn Backend, notes: &Notes, plan: Pro
         }
     };
     let mut learnt = Learnt::new(&command, health.version.clone());
-    let mut asking = Asking { cli, command: &command, scratch: &scratch.0, plan, spent: 0, findings: Vec::new() };
+    let mut asking = Asking {
+        cli,
+        command: &command,
+        scratch: &scratch.0,
+        shell_scratch: &shell_scratch.0,
+        plan,
+        spent: 0,
+        findings: Vec::new(),
+    };
     tracing::info!(spend = plan.spend, "probing the Cursor CLI");
     acp::probe_questions(&mut asking, &mut learnt).await;
     print::probe_question(&mut asking, print_mode, &mut learnt).await;
@@ -80,17 +89,20 @@ async fn run(cli: &CursorCli, print_mode: &dyn Backend, notes: &Notes, plan: Pro
     report
 }
 
-/// A new private folder for one probe, locked down as client-tools mode's are (only our MCP
-/// server's tools allowed), removed when the probe ends.
+/// A new private folder for one probe, removed when the probe ends; `locked`: locked down as
+/// client-tools mode's are (only our MCP server's tools allowed).
 struct Scratch(PathBuf);
 
 impl Scratch {
-    fn new(beside: &Path) -> std::io::Result<Scratch> {
+    fn new(beside: &Path, locked: bool) -> std::io::Result<Scratch> {
         let parent = beside.parent().unwrap_or(beside);
         let dir = parent.join(format!("probe-{:016x}", crate::util::ids::random_u64()));
         std::fs::create_dir_all(&dir)?;
-        super::isolation::lock_down(&dir)?;
-        Ok(Scratch(dir))
+        let scratch = Scratch(dir);
+        if locked {
+            super::isolation::lock_down(&scratch.0)?;
+        }
+        Ok(scratch)
     }
 }
 

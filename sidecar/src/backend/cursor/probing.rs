@@ -12,7 +12,7 @@ use crate::backend::reports::{ProbeFinding, ProbeOutcome, ProbePlan};
 /// Why a question that costs a request was not asked.
 pub const NO_CONSENT: &str = "it sends a prompt, and spending requests was not agreed to (`--yes`)";
 /// The requests the probe spends at most, with consent (said before asking for it).
-pub const MOST_REQUESTS: u32 = 3;
+pub const MOST_REQUESTS: u32 = 4;
 
 /// Each question: its id and the assumption it checks.
 pub const QUESTIONS: &[(&str, &str)] = &[
@@ -25,6 +25,7 @@ pub const QUESTIONS: &[(&str, &str)] = &[
         "Does a call of the bridge's MCP tool reach the bridge, and is Cursor's permission request for it recognised?",
     ),
     ("sessionLoad", "Does another `agent acp` process load a session (`session/load`), and with the catalogue?"),
+    ("cancelCommands", "Does `session/cancel` stop a command the agent is running?"),
     (
         "chatStore",
         "Is a print-mode chat kept where the bridge looks for it (`~/.cursor/chats/<md5 of the folder>/<chat>`)?",
@@ -36,6 +37,9 @@ pub struct Asking<'a> {
     pub cli: &'a CursorCli,
     pub command: &'a CliCommand,
     pub scratch: &'a Path,
+    /// A second scratch folder, not locked down: the agent's shell may run the one command the
+    /// cancel question asks for there (every other permission request is refused).
+    pub shell_scratch: &'a Path,
     pub plan: ProbePlan,
     pub spent: u32,
     pub findings: Vec<ProbeFinding>,
@@ -52,7 +56,10 @@ impl Asking<'_> {
     ) {
         let question = QUESTIONS.iter().find(|(q, _)| *q == id).map_or("", |(_, text)| text).to_string();
         // Nothing private: the only path that could appear is our own scratch folder's.
-        let scrub = |s: String| s.replace(&*self.scratch.to_string_lossy(), "<scratch>");
+        let scrub = |s: String| {
+            s.replace(&*self.shell_scratch.to_string_lossy(), "<scratch>")
+                .replace(&*self.scratch.to_string_lossy(), "<scratch>")
+        };
         self.findings.retain(|f| f.id != id);
         self.findings.push(ProbeFinding {
             id,

@@ -793,6 +793,15 @@ fn descendants(pid: u32) -> Vec<Proc> {
     descendants_in(&proc_table(), pid)
 }
 
+/// Whether this platform's process table can be read (Linux, macOS): where it cannot (Windows),
+/// [`descendants_of`] finds nothing and [`pid_runs`] says no.
+pub const SEES_PROCESSES: bool = cfg!(any(target_os = "linux", target_os = "macos"));
+
+/// `pid` still runs (a zombie, exited but not reaped, does not).
+pub fn pid_runs(pid: u32) -> bool {
+    read_proc(pid).is_some_and(|p| p.state != 'Z')
+}
+
 /// All descendants of `pid` (children, grandchildren, …).
 pub fn descendants_of(pid: u32) -> Vec<u32> {
     descendants(pid).into_iter().map(|p| p.pid).collect()

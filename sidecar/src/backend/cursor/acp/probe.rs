@@ -3,7 +3,9 @@
 //! start, does `session/new` advertise the model catalogue and list the client's tools given to
 //! it (and how soon), does a prompt report token usage, what the permission request for one of
 //! our MCP tools looks like and whether the bridge's rule recognises it, and what `session/load`
-//! answers in another process. The prompts are tiny and sent in ask mode.
+//! answers in another process, and whether `session/cancel` stops a command the agent runs. The
+//! prompts are tiny and sent in ask mode, but the cancel question's, which runs in agent mode in a
+//! folder of its own where only the one command asked for is allowed.
 
 use std::time::Duration;
 
@@ -78,7 +80,7 @@ pub async fn questions(a: &mut Asking<'_>, learnt: &mut Learnt) {
                     json!({}),
                 );
             }
-            for id in ["catalogue", "sessionTools", "promptUsage", "toolPermission", "sessionLoad"] {
+            for id in ["catalogue", "sessionTools", "promptUsage", "toolPermission", "sessionLoad", "cancelCommands"] {
                 a.not_asked(id, "`agent acp` did not start");
             }
             return;
@@ -112,7 +114,7 @@ pub async fn questions(a: &mut Asking<'_>, learnt: &mut Learnt) {
             "Fix what the message says, then probe again.",
             json!({}),
         );
-        for id in ["sessionTools", "promptUsage", "toolPermission", "sessionLoad"] {
+        for id in ["sessionTools", "promptUsage", "toolPermission", "sessionLoad", "cancelCommands"] {
             a.not_asked(id, "`session/new` failed");
         }
         return;
@@ -154,6 +156,11 @@ pub async fn questions(a: &mut Asking<'_>, learnt: &mut Learnt) {
     // to exit on its own before another process is asked to load the session.
     finish(agent).await;
     session_load(a, &session).await;
+    if a.plan.spend {
+        cancel_commands(a).await;
+    } else {
+        a.not_asked("cancelCommands", NO_CONSENT);
+    }
 }
 
 /// Did the session list the tools given to it, and how soon after `session/new` answered?
@@ -357,6 +364,137 @@ async fn session_load(a: &mut Asking<'_>, session: &str) {
             json!({"loadMs": ms, "found": false}),
         ),
         Err(f) => a.found("sessionLoad", Failed, format!("`session/load` failed: {}", f.error.message), "The conversation would continue in a new session with its history.", json!({"loadMs": ms})),
+    }
+    finish(agent).await;
+}
+
+/// The command the cancel question asks the agent to run: harmless, long, and easy to tell from
+/// anything else the agent runs.
+const LONG_COMMAND: &str = "sleep 97";
+/// How long the agent may take to start the command before the question gives up.
+const COMMAND_START_LIMIT: Duration = Duration::from_secs(60);
+/// After `session/cancel`: how long the agent gets to end the turn, and then its command.
+const AFTER_CANCEL: Duration = Duration::from_secs(3);
+
+/// Does `session/cancel` stop a command the agent runs? In agent mode, in the scratch folder that
+/// is not locked down, the agent is asked to run [`LONG_COMMAND`]; the one permission request for
+/// that command is allowed, every other refused. Once a process the turn started runs, the turn
+/// is cancelled, and after a grace the probe looks whether it still runs. Whatever it finds, the
+/// probe then ends what the turn left, as Stop does.
+async fn cancel_commands(a: &mut Asking<'_>) {
+    if !crate::backend::process::SEES_PROCESSES {
+        a.not_asked("cancelCommands", "the probe cannot see processes on this platform");
+        return;
+    }
+    let mut agent = match cursor_agent::start(a.command, &a.cli.env(), a.shell_scratch, a.cli.has_key()).await {
+        Ok(agent) => agent,
+        Err(f) => {
+            a.found("cancelCommands", Failed, format!("`agent acp` did not start: {}", f.error.message), "", json!({}));
+            return;
+        }
+    };
+    if let Err(f) = agent.new_session().await {
+        a.found("cancelCommands", Failed, format!("`session/new` failed: {}", f.error.message), "", json!({}));
+        return;
+    }
+    let session = agent.session_id.clone();
+    if let Err(e) = agent.conn.request("session/set_mode", json!({"sessionId": session, "modeId": "agent"})).await {
+        tracing::debug!(error = %e, "the probe could not set agent mode");
+    }
+    let before = crate::backend::process::descendants_of(agent.pid());
+    let mut inbox = agent.begin_turn();
+    a.spent += 1;
+    let conn = agent.conn.clone();
+    let text = format!("Run this shell command in the terminal and wait for it to finish: `{LONG_COMMAND}`");
+    let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+    let request = conn.request("session/prompt", params);
+    tokio::pin!(request);
+    let started_by = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut asked = 0usize;
+    // Wait for the command to run (or the turn to end without it).
+    let commands: Vec<u32> = loop {
+        tokio::select! {
+            _ = &mut request => break Vec::new(),
+            Some(message) = inbox.recv() => match message {
+                Incoming::Request { id, method, params } if method == "session/request_permission" => {
+                    asked += 1;
+                    let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
+                    let ours = call.get("kind").and_then(Value::as_str) == Some("execute")
+                        && call.to_string().contains(LONG_COMMAND);
+                    let wanted: &[&str] = if ours { &["allow_once"] } else { &["reject_once", "reject_always"] };
+                    let option = wanted.iter().find_map(|k| {
+                        params.get("options").and_then(Value::as_array).into_iter().flatten()
+                            .find(|o| o.get("kind").and_then(Value::as_str) == Some(k))
+                            .and_then(|o| o.get("optionId").cloned())
+                    });
+                    let answer = option.map_or_else(cancelled_outcome, |o| json!({"outcome": {"outcome": "selected", "optionId": o}}));
+                    agent.answer(id, answer).await;
+                }
+                Incoming::Request { id, method, .. } if method.starts_with("cursor/") => agent.answer(id, cancelled_outcome()).await,
+                Incoming::Request { id, .. } => agent.refuse(id, -32601, "Method not found").await,
+                Incoming::Notification { .. } => {}
+            },
+            _ = tick.tick() => {
+                let new: Vec<u32> = crate::backend::process::descendants_of(agent.pid())
+                    .into_iter()
+                    .filter(|p| !before.contains(p))
+                    .collect();
+                if !new.is_empty() {
+                    break new;
+                }
+                if started_by.elapsed() > COMMAND_START_LIMIT {
+                    break Vec::new();
+                }
+            }
+        }
+    };
+    if commands.is_empty() {
+        let _ = conn.notify("session/cancel", json!({"sessionId": session})).await;
+        agent.end_turn().await;
+        agent.end_what_the_turn_started(true);
+        a.found(
+            "cancelCommands",
+            Failed,
+            "The agent did not start the command (the model may decline, or the build ran it elsewhere).",
+            "Nothing changes; run the probe again to ask once more.",
+            json!({"permissionRequests": asked}),
+        );
+        finish(agent).await;
+        return;
+    }
+    let cancelled_at = Instant::now();
+    let _ = conn.notify("session/cancel", json!({"sessionId": session})).await;
+    let stop = tokio::time::timeout(AFTER_CANCEL, &mut request).await;
+    let answered = stop.as_ref().ok().and_then(|r| r.as_ref().ok()).and_then(|r| r.get("stopReason")).cloned();
+    let cancel_ms = cancelled_at.elapsed().as_millis() as u64;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let left: Vec<u32> = commands.iter().copied().filter(|p| crate::backend::process::pid_runs(*p)).collect();
+    agent.end_turn().await;
+    agent.end_what_the_turn_started(true);
+    let measured = json!({
+        "commandProcesses": commands.len(),
+        "stillRunning": left.len(),
+        "stopReason": answered,
+        "cancelAnsweredMs": stop.is_ok().then_some(cancel_ms),
+        "permissionRequests": asked,
+    });
+    if left.is_empty() {
+        a.found(
+            "cancelCommands",
+            AsAssumed,
+            "`session/cancel` ended the turn and the command with it.",
+            "Stop also ends, itself, every process a turn started under the agent, so nothing outlives Stop either way.",
+            measured,
+        );
+    } else {
+        a.found(
+            "cancelCommands",
+            Differs,
+            format!("After `session/cancel` the command still ran ({} process(es)).", left.len()),
+            "Stop ends every process a turn started under the agent itself, after `session/cancel`, so the command does not outlive Stop.",
+            measured,
+        );
     }
     finish(agent).await;
 }
