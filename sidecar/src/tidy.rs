@@ -7,13 +7,14 @@
 //! - Backends are folders of their own: no backend imports a sibling (`cursor/print/` and
 //!   `cursor/acp/`) or another agent's folder, and nothing shared at the backend root (nor above
 //!   it) imports an agent's folder (`cursor/`).
-//! - Processes start only through `backend/process.rs`.
+//! - Processes start only through `backend/process/` (its front, `mod.rs`).
 //! - Only the writer touches stdout (`main.rs` prints `--version`/`--help` before serving).
 //! - rustfmt's output is the source (`rustfmt.toml` at the workspace root).
 //! - Every JSON example in protocol.md deserializes into its Rust type and serializes back to
 //!   the same fields, so a renamed field fails here.
 //! - A backend's folder is used from outside only through its front (`mod.rs`), its parent
-//!   `backend/` included; the engine and the doors name no concrete backend at all.
+//!   `backend/` and its sibling folders included (an agent's folder uses the shared `acp/`,
+//!   `mcp/`, `process/` through theirs); the engine and the doors name no concrete backend at all.
 //! - Every Rust module of the workspace opens with a `//!` doc comment.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -442,7 +443,7 @@ fn processes_start_only_through_the_process_helper() {
     let mut wrong = Vec::new();
     for (_, path, text) in sources() {
         let name = path.display().to_string();
-        if name == "backend/process.rs" {
+        if name == "backend/process/mod.rs" {
             continue;
         }
         for line in shipped_lines(&path, &text) {
@@ -648,8 +649,9 @@ fn is_front(folder: &str, file: &str) -> bool {
 /// Edges into a backend folder's internals from outside the folder (docs/architecture.md: a
 /// backend's folder "is everything that knows" its agent, and its `mod.rs` is what it offers).
 /// The parent module (`backend/`'s own files: `auto.rs`, `select.rs`, …) is held to it like
-/// anyone; imports between two folders under one parent are a rule of their own (sibling
-/// backends), not this one's.
+/// anyone, and so is a sibling folder: an agent's folder uses the shared `acp/`, `mcp/` and
+/// `process/` through their fronts too. Only an edge the sibling-backend rule already refuses
+/// (`backend_import_problem`) is left to that rule, so it is reported once.
 fn reaches_into_a_backend(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     let mut wrong = Vec::new();
     for (from, edges) in graph {
@@ -658,12 +660,7 @@ fn reaches_into_a_backend(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Str
                 if from.starts_with(&folder) || is_front(&folder, to) {
                     continue;
                 }
-                let parent =
-                    folder.trim_end_matches('/').rsplit_once('/').map_or(String::new(), |(p, _)| format!("{p}/"));
-                let in_a_sibling = backend_folders(from)
-                    .iter()
-                    .any(|f| *f != folder && f.starts_with(&parent) && f.len() > parent.len());
-                if !in_a_sibling {
+                if backend_import_problem(from, to).is_none() {
                     wrong.push(format!("{from} uses {to}, an internal of {folder}: use what its front offers"));
                 }
                 break;
@@ -673,16 +670,17 @@ fn reaches_into_a_backend(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Str
     wrong
 }
 
-/// Edges from the engine or a front door into any backend's folder: they may know `trait Backend`
-/// and the backend root's shared files, never a concrete backend (docs/architecture.md, engine:
-/// "Must not: … name a concrete backend (that is `backend/select.rs`)").
+/// Edges from the engine or a front door into an agent's folder: they may know `trait Backend`
+/// and what the backend root shares (its files, `acp/`, `mcp/`, `process/`), never a concrete
+/// backend (docs/architecture.md, engine: "Must not: … name a concrete backend (that is
+/// `backend/select.rs`)").
 fn names_a_concrete_backend(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     let mut wrong = Vec::new();
     for (from, edges) in graph {
         if !matches!(layer(from), "engine" | "stdio" | "http" | "doctor" | "startup") {
             continue;
         }
-        for to in edges {
+        for to in edges.iter().filter(|to| matches!(backend_place(to), BackendPlace::Agent { .. })) {
             if let Some(folder) = backend_folders(to).first() {
                 wrong.push(format!(
                     "{from} uses {to}: a concrete backend ({folder}), which only backend/select.rs names"
@@ -710,13 +708,20 @@ fn the_folder_rules_see_what_they_forbid() {
     // The two rules above on a made-up graph: each edge they must refuse, and those they must not.
     let graph: BTreeMap<String, BTreeSet<String>> = [
         ("backend/cursor/auto.rs", &["backend/cursor/acp/agent.rs", "backend/cursor/print/mod.rs"][..]),
-        ("backend/select.rs", &["backend/process/vfork.rs", "backend/process.rs"][..]),
-        ("backend/cursor/acp/turn.rs", &["backend/cursor/acp/agent.rs", "backend/cursor/env.rs"][..]),
-        ("backend/cursor/print/run.rs", &["backend/cursor/print/stream/raw.rs", "backend/process.rs"][..]),
+        ("backend/select.rs", &["backend/process/vfork.rs", "backend/process/mod.rs"][..]),
+        // The last edge is between sibling backends: the other rule's to report, not this one's.
+        (
+            "backend/cursor/acp/turn.rs",
+            &["backend/cursor/acp/agent.rs", "backend/cursor/env.rs", "backend/cursor/print/run.rs"][..],
+        ),
+        ("backend/cursor/print/run.rs", &["backend/cursor/print/stream/raw.rs", "backend/process/mod.rs"][..]),
         ("backend/cursor/print/mod.rs", &["backend/cursor/print/stream/mod.rs"][..]),
         ("backend/scripted.rs", &["backend/cursor/mod.rs", "backend/cursor/isolation.rs"][..]),
         ("engine/turn.rs", &["backend/contract.rs", "backend/mod.rs", "backend/cursor/mod.rs"][..]),
-        ("engine/core.rs", &["engine/tools/parked.rs", "backend/process.rs"][..]),
+        ("engine/core.rs", &["engine/tools/parked.rs", "backend/process/mod.rs"][..]),
+        // A sibling folder's internals: the shared folders' too, through their fronts only.
+        ("backend/cursor/env.rs", &["backend/process/vfork.rs", "backend/process/mod.rs"][..]),
+        ("backend/cursor/acp/mod.rs", &["backend/acp/pool.rs", "backend/acp/mod.rs", "backend/mcp/mod.rs"][..]),
     ]
     .into_iter()
     .map(|(from, to)| (from.to_string(), to.iter().map(|t| t.to_string()).collect()))
@@ -724,7 +729,9 @@ fn the_folder_rules_see_what_they_forbid() {
     assert_eq!(
         reaches_into_a_backend(&graph),
         [
+            "backend/cursor/acp/mod.rs uses backend/acp/pool.rs, an internal of backend/acp/: use what its front offers",
             "backend/cursor/auto.rs uses backend/cursor/acp/agent.rs, an internal of backend/cursor/acp/: use what its front offers",
+            "backend/cursor/env.rs uses backend/process/vfork.rs, an internal of backend/process/: use what its front offers",
             "backend/cursor/print/run.rs uses backend/cursor/print/stream/raw.rs, an internal of backend/cursor/print/stream/: use what its front offers",
             "backend/scripted.rs uses backend/cursor/isolation.rs, an internal of backend/cursor/: use what its front offers",
             "backend/select.rs uses backend/process/vfork.rs, an internal of backend/process/: use what its front offers",

@@ -20,7 +20,7 @@ pub fn engine_settings(o: &protocol::Options) -> engine::Settings {
         replay_max_chars: o.replay_max_chars,
         utility_model: o.utility_model.clone(),
         send_system_messages: o.send_system_messages,
-        spares: o.spares,
+        warm_ahead: o.spares,
         workspace_trusted: o.workspace_trusted,
     }
 }
@@ -31,11 +31,13 @@ pub fn backend_settings(cli_path: Option<String>, api_key: Option<Secret>, o: &p
     select::Settings {
         cli_path,
         api_key,
-        spares: o.spares,
-        spare_idle: std::time::Duration::from_secs(o.spare_idle_seconds),
         backend: o.backend.or_else(backend::contract::backend_from_env).unwrap_or_default(),
-        warm_sessions: o.warm_sessions,
-        warm_idle: std::time::Duration::from_secs(o.warm_idle_seconds),
+        warmth: select::Warmth {
+            ahead: o.spares,
+            ahead_idle: std::time::Duration::from_secs(o.spare_idle_seconds),
+            kept: o.warm_sessions,
+            kept_idle: std::time::Duration::from_secs(o.warm_idle_seconds),
+        },
         neutral_dir: None,
         env: backend::contract::EnvPolicy::Inherit,
         probe_notes: None,
@@ -151,9 +153,21 @@ mod tests {
             replay_max_chars: 12,
             utility_model: Some("m".into()),
             send_system_messages: true,
-            spares: 13,
+            warm_ahead: 13,
             workspace_trusted: false,
         };
         assert_eq!(engine_settings(&options), expected);
+    }
+
+    /// The warmth options reach the backends, each where it belongs.
+    #[test]
+    fn every_warmth_option_is_carried_over() {
+        let wire = serde_json::json!({
+            "spares": 3, "spareIdleSeconds": 4, "warmSessions": 5, "warmIdleSeconds": 6,
+        });
+        let options: protocol::Options = serde_json::from_value(wire).unwrap();
+        let secs = std::time::Duration::from_secs;
+        let expected = select::Warmth { ahead: 3, ahead_idle: secs(4), kept: 5, kept_idle: secs(6) };
+        assert_eq!(backend_settings(None, None, &options).warmth, expected);
     }
 }

@@ -1,6 +1,7 @@
 //! The test tiers a contributor lives in (docs/contributing.md):
 //!
-//! - `cargo xtask test --quick`, the inner loop: formatting, the sidecar's library tests (unit
+//! - `cargo xtask test --quick`, the inner loop: formatting, clippy with warnings denied (the
+//!   whole workspace, every target), the sidecar's library tests (unit
 //!   tests, tidy, the in-process tier of the engine and the stdio door), and the extension's
 //!   typecheck, lint, format check and unit tests. No integration suite, no fuzzing, no VS Code;
 //!   under five minutes from a warm `target/` on a 2-core machine.
@@ -50,6 +51,8 @@ pub fn quick(root: &Path) -> Result<()> {
         Ok(())
     };
     stage("rustfmt --check", &mut || run_cmd(cargo().args(["fmt", "--all", "--", "--check"])))?;
+    // The lints CI denies, here too: a warning found before the commit, not by the full run.
+    stage("clippy (warnings denied)", &mut crate::cross_check::clippy_host)?;
     // The unit tests, tidy and the in-process tier (engine/tests, stdio/tests) are all the lib's.
     stage("sidecar lib tests (unit, tidy, in-process tier)", &mut || {
         run_cmd(cargo().args(["test", "--locked", "-p", "cursor-bridge", "--lib"]))

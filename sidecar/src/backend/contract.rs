@@ -146,13 +146,9 @@ pub struct Settings {
     pub cli_path: Option<String>,
     /// The Cursor API key, only ever for the agent's environment.
     pub api_key: Option<crate::vocab::Secret>,
-    /// Warm spares kept at most (0: none) and how long an unused one lives.
-    pub spares: usize,
-    pub spare_idle: Duration,
     pub backend: BackendChoice,
-    /// Warm ACP sessions kept at most, and how long an unused one lives.
-    pub warm_sessions: usize,
-    pub warm_idle: Duration,
+    /// Capacity prepared ahead of need, for a backend that can.
+    pub warmth: Warmth,
     /// Where the agent's own subcommands run (`--version`, `status`, `models`, the search for
     /// the program): a private folder of ours, never a user's, so nothing of a repository is
     /// read before a turn asks for it (`None`: a private temporary folder).
@@ -162,6 +158,22 @@ pub struct Settings {
     /// Where what `doctor --probe` learnt about agent builds is kept, read by every front door's
     /// backend (`None`: nothing is kept or read).
     pub probe_notes: Option<PathBuf>,
+}
+
+/// Capacity prepared ahead, honoured by backends that can: agents made ready before a turn asks
+/// for one, and sessions kept alive for the next turn of their conversation. What a backend
+/// prepares is its own (Cursor's print mode starts processes ahead, its ACP mode opens sessions
+/// ahead and keeps them warm); a backend that prepares nothing ignores these. The defaults are
+/// the front door's (`initialize.options`: `spares`, `spareIdleSeconds`, `warmSessions`,
+/// `warmIdleSeconds`); zero here is nothing prepared.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Warmth {
+    /// Agents prepared ahead of a turn, at most (0: none), and how long an unused one lives.
+    pub ahead: usize,
+    pub ahead_idle: Duration,
+    /// Sessions kept alive after their turn, at most, and how long an unused one lives.
+    pub kept: usize,
+    pub kept_idle: Duration,
 }
 
 /// What of the sidecar's own environment the agent inherits (docs/cursor-cli.md §7.2 for what

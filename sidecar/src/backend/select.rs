@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::contract::Backend;
-pub use super::contract::{EnvPolicy, Settings};
+pub use super::contract::{EnvPolicy, Settings, Warmth};
 use super::cursor;
 use crate::vocab::BackendChoice;
 

@@ -1,5 +1,5 @@
 //! The engine's state, set up once per front door: configuration, the backend, sessions, the
-//! model catalogue, the pool, and the background work (model checks) it started. The
+//! model cache, the pool, and the background work (model checks) it started. The
 //! operations live beside it: a turn in `turn/`, the model list in `models.rs`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
-use super::catalog::ModelCatalog;
 use super::config::Config;
 use super::lanes::Lanes;
+use super::model_cache::ModelCache;
 use super::pool::Pool;
 use super::sessions::SessionSummary;
 use super::sessions::{ClearScope, Clock, SessionStore, SystemClock};
@@ -34,7 +34,7 @@ pub struct Engine {
     pub(super) backend: Arc<dyn Backend>,
     /// Shared with the blocking threads that read and write its file (`session_io.rs`).
     pub(super) sessions: Arc<Mutex<SessionStore>>,
-    pub(super) catalog: ModelCatalog,
+    pub(super) model_cache: ModelCache,
     pub(super) pool: Pool,
     pub(super) in_flight: AtomicUsize,
     /// One turn at a time per conversation.
@@ -65,7 +65,7 @@ impl Engine {
             o.max_sessions,
         );
         Arc::new(Engine {
-            catalog: ModelCatalog::open(state.as_ref().map(|d| d.join("models.json"))),
+            model_cache: ModelCache::open(state.as_ref().map(|d| d.join("models.json"))),
             sessions: Arc::new(Mutex::new(sessions)),
             pool: Pool::new(o.max_concurrent),
             in_flight: AtomicUsize::new(0),

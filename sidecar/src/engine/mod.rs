@@ -1,13 +1,13 @@
 //! The engine: what a turn is, independent of who asked. [`Engine`] (`core.rs`) holds the state;
 //! a turn is `turn/`, the model list `models.rs`; sessions (matching, TTL/LRU, persistence),
-//! prompts, the model catalogue, the pool and the configuration each have a module. It drives a
+//! prompts, the model cache, the pool and the configuration each have a module. It drives a
 //! [`crate::backend::Backend`] and never imports a front door.
 
-pub mod catalog;
 pub mod config;
 pub mod core;
 pub mod doctor;
 pub mod lanes;
+pub mod model_cache;
 pub mod models;
 pub mod pool;
 pub mod prompt;

@@ -24,8 +24,10 @@ pub struct Settings {
     pub utility_model: Option<String>,
     /// Forward the client's `system` messages to the agent.
     pub send_system_messages: bool,
-    /// Agent processes kept started ahead of the next turn (0 turns warm spares off).
-    pub spares: usize,
+    /// Agents the backend may prepare ahead of a turn (the `spares` option; 0: none): after a
+    /// turn the engine asks for its follow-up's, and from 2 for a new conversation's as well.
+    /// What a backend prepares, and whether it can, is its own (`backend::contract::Warmth`).
+    pub warm_ahead: usize,
     /// The client trusts the workspace. Untrusted: ask mode only, never unattended, and the
     /// agent runs in a private scratch folder, never the user's.
     pub workspace_trusted: bool,
@@ -43,7 +45,7 @@ impl Default for Settings {
             replay_max_chars: 100_000,
             utility_model: None,
             send_system_messages: false,
-            spares: 1,
+            warm_ahead: 1,
             workspace_trusted: true,
         }
     }

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::agent::{Agent, SessionConfig};
 use super::turn::Slot;
-use crate::backend::contract::{Settings, TurnFailure};
+use crate::backend::contract::{TurnFailure, Warmth};
 use crate::error::BridgeError;
 use crate::util::sync::lock;
 use crate::vocab::{ErrorKind, ToolDefinition};
@@ -65,16 +65,16 @@ pub struct Pool<C: SessionConfig + 'static> {
 }
 
 impl<C: SessionConfig + 'static> Pool<C> {
-    pub fn new(settings: &Settings) -> Arc<Pool<C>> {
+    pub fn new(warmth: &Warmth) -> Arc<Pool<C>> {
         Arc::new(Pool {
             warm: Mutex::default(),
             spares: Mutex::default(),
             opening: Mutex::default(),
             openers: Mutex::default(),
-            spare_limit: settings.spares,
-            warm_limit: settings.warm_sessions.max(1),
-            warm_idle: settings.warm_idle.max(Duration::from_secs(1)),
-            spare_idle: settings.spare_idle.max(Duration::from_secs(1)),
+            spare_limit: warmth.ahead,
+            warm_limit: warmth.kept.max(1),
+            warm_idle: warmth.kept_idle.max(Duration::from_secs(1)),
+            spare_idle: warmth.ahead_idle.max(Duration::from_secs(1)),
             closed: AtomicBool::new(false),
         })
     }

@@ -148,6 +148,11 @@ pub trait AgentQuirks: Send + Sync {
 
     /// How much of one MCP server the agent shows its model.
     fn mcp_limits(&self) -> McpLimits;
+
+    /// How long a new session may take to list our MCP server's tools before the agent is taken
+    /// to ignore the MCP servers given to a session (the turn then describes the client's tools
+    /// in the prompt instead).
+    fn tools_listed_within(&self) -> Duration;
 }
 
 /// An agent that reads the protocol plainly and words its failures as the generic client names
@@ -193,5 +198,10 @@ impl AgentQuirks for Plain {
     /// The limits the MCP folder's tests are written against (Cursor's, the first agent served).
     fn mcp_limits(&self) -> McpLimits {
         McpLimits { listed: 40, combined: 59 }
+    }
+
+    /// The wait of the first agent served (Cursor's), as for the limits above.
+    fn tools_listed_within(&self) -> Duration {
+        Duration::from_secs(5)
     }
 }

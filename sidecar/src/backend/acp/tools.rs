@@ -17,10 +17,6 @@ use crate::backend::{ClientCall, ToolReply};
 use crate::util::sync::{lock, AbortOnDrop};
 use crate::vocab::ToolDefinition;
 
-/// How long a new session may take to list our tools before the build is taken to ignore the
-/// MCP servers of a session (2026.06.04 did; later builds gate them silently).
-pub const LISTED_WITHIN: Duration = Duration::from_secs(5);
-
 type Current = Arc<Mutex<Option<mpsc::Sender<ClientCall>>>>;
 
 pub struct ToolHost {

@@ -1,6 +1,6 @@
 //! Linux: start a child the way posix_spawn does, with what posix_spawn cannot do.
 //!
-//! Every child must arm its parent-death signal itself, between fork and exec (process.rs). Done
+//! Every child must arm its parent-death signal itself, between fork and exec (`mod.rs`). Done
 //! in a `pre_exec` hook, that makes std *fork* the sidecar: its page tables are copied, and until
 //! the child execs, every page either side writes is copied again. That was ~2 ms per turn, most
 //! of a new conversation's first-delta overhead (docs/performance.md). Here the child is made with

@@ -5,7 +5,7 @@
 use super::*;
 use crate::backend::{AgentWords, CliStatus};
 
-static OTHER: AgentWords = AgentWords {
+pub(super) static OTHER: AgentWords = AgentWords {
     name: "Other CLI",
     vendor: "Other",
     not_found: "The Other CLI (`other`) was not found.",

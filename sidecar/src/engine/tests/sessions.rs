@@ -140,11 +140,11 @@ async fn sessions_survive_a_restart_through_the_state_folder() {
 
 #[tokio::test(start_paused = true)]
 async fn a_finished_turn_warms_up_its_follow_up() {
-    let h = Harness::new(Settings { spares: 2, ..Settings::default() });
+    let h = Harness::new(Settings { warm_ahead: 2, ..Settings::default() });
     h.send(in_conversation("c", vec![user("hi")])).await.1.unwrap();
     let warmed = h.backend.warmed.lock().unwrap().clone();
     assert!(matches!(&warmed[..], [Warm::FollowUp { chat_id, fresh: true, .. }] if chat_id == "chat-1"), "{warmed:?}");
-    let off = Harness::new(Settings { spares: 0, ..Settings::default() });
+    let off = Harness::new(Settings { warm_ahead: 0, ..Settings::default() });
     off.send(in_conversation("c", vec![user("hi")])).await.1.unwrap();
     assert!(off.backend.warmed.lock().unwrap().is_empty());
 }

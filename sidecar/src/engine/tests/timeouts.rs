@@ -17,10 +17,19 @@ async fn a_silent_agent_times_out_after_the_idle_limit() {
     let (events, r) = h.send(request(vec![user("[[text:partial|silent:61|text:never]]")])).await;
     let e = r.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Timeout);
-    assert!(e.message.contains("no output for 60 s"), "{}", e.message);
+    assert_eq!(e.message, "The Cursor CLI produced no output for 60 s");
     assert_eq!(text_of(&events), "partial", "what streamed before the silence stays");
     assert_eq!(started.elapsed().as_secs(), 60);
     assert_eq!(h.backend.dropped.load(std::sync::atomic::Ordering::SeqCst), 1, "the backend's turn was stopped");
+}
+
+/// The engine names the agent as its backend does: another agent's silence is not Cursor's.
+#[tokio::test(start_paused = true)]
+async fn a_silent_agent_is_named_in_its_backends_words() {
+    let h = Harness::new(limits(60, 300));
+    *crate::util::sync::lock(&h.backend.words) = Some(&super::doctor::OTHER);
+    let (_, r) = h.send(request(vec![user("[[silent:61|text:never]]")])).await;
+    assert_eq!(r.unwrap_err().message, "The Other CLI produced no output for 60 s");
 }
 
 #[tokio::test(start_paused = true)]

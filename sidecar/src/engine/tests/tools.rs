@@ -220,6 +220,23 @@ async fn cursors_own_tool_running_stops_the_turn() {
     );
 }
 
+/// The stop is worded in the agent's own terms (its backend's words), the same for Cursor as ever.
+#[tokio::test(start_paused = true)]
+async fn an_agents_own_tool_that_ran_is_named_in_its_backends_words() {
+    let cursor = Harness::new(Settings::default());
+    let e = cursor.send(tools_request("c1", vec![user("[[tool|text:mine]]")])).await.1.unwrap_err();
+    assert!(e.message.starts_with("Cursor ran one of its own tools"), "{}", e.message);
+    let hint = e.hint.clone().unwrap_or_default();
+    assert!(hint.contains("this Cursor CLI build") && hint.contains("let Cursor's agent work"), "{hint}");
+    let other = Harness::new(Settings::default());
+    *crate::util::sync::lock(&other.backend.words) = Some(&super::doctor::OTHER);
+    let e = other.send(tools_request("c1", vec![user("[[tool|text:mine]]")])).await.1.unwrap_err();
+    assert!(e.message.starts_with("Other ran one of its own tools"), "{}", e.message);
+    let hint = e.hint.clone().unwrap_or_default();
+    assert!(hint.contains("this Other CLI build") && hint.contains("let Other's agent work"), "{hint}");
+    assert!(!hint.contains("Cursor") && !e.message.contains("Cursor"), "{e:?}");
+}
+
 /// protocol.md: "If Cursor ever runs one of its own tools in this mode, the turn stops" — any that
 /// ran, whether it succeeded or not, and one whose start no rejection followed; a tool that was
 /// rejected (by its own completion, or by a refused permission request Cursor then reports

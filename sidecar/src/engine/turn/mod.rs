@@ -151,8 +151,12 @@ struct Turn<'a> {
 enum ClientTools<'a> {
     /// The request brought none: the agent works with its own.
     None,
-    /// Described in the prompt, the calls read out of the reply: works on every backend. A turn
-    /// with tools starts so; [`Turn::choose_tools`] hosts them when the backend can.
+    /// The request brought tools, and how they reach the agent is not chosen yet: a turn with
+    /// tools is planned so, and [`Turn::choose_tools`] makes it `Prompt` or `Hosted` before the
+    /// turn starts. Nothing after that sees it.
+    Undecided(&'a ToolSet),
+    /// Described in the prompt, the calls read out of the reply: works on every backend, and
+    /// where a backend that was to host them cannot (`run.rs`).
     Prompt(&'a ToolSet),
     /// Offered by the backend as the agent's own (an MCP server of ours); a call parks the turn.
     Hosted(&'a ToolSet),
@@ -162,13 +166,14 @@ impl<'a> ClientTools<'a> {
     fn set(self) -> Option<&'a ToolSet> {
         match self {
             ClientTools::None => None,
-            ClientTools::Prompt(set) | ClientTools::Hosted(set) => Some(set),
+            ClientTools::Undecided(set) | ClientTools::Prompt(set) | ClientTools::Hosted(set) => Some(set),
         }
     }
 
     fn name(self) -> &'static str {
         match self {
             ClientTools::None => "none",
+            ClientTools::Undecided(_) => "undecided",
             ClientTools::Prompt(_) => "prompt",
             ClientTools::Hosted(_) => "hosted",
         }

@@ -45,7 +45,7 @@ impl<'a> Turn<'a> {
             return Err(BridgeError::invalid_params("`model` must not be empty"));
         }
         let tools = match req.tools.as_ref().filter(|_| !req.utility) {
-            Some(set) => ClientTools::Prompt(set),
+            Some(set) => ClientTools::Undecided(set),
             None => ClientTools::None,
         };
         let place = engine.placement_of(req, tools)?;
@@ -160,10 +160,9 @@ impl<'a> Turn<'a> {
     /// turn that continues a parked one); else they stay in the prompt. Asked once the turn
     /// has its lanes, just before it starts.
     pub(super) fn choose_tools(&mut self, continued: bool) {
-        if let ClientTools::Prompt(set) = self.tools {
-            if continued || self.engine.backend.hosts_tools() {
-                self.tools = ClientTools::Hosted(set);
-            }
+        if let ClientTools::Undecided(set) = self.tools {
+            let hosted = continued || self.engine.backend.hosts_tools();
+            self.tools = if hosted { ClientTools::Hosted(set) } else { ClientTools::Prompt(set) };
         }
     }
 

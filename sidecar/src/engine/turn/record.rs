@@ -52,7 +52,7 @@ impl Turn<'_> {
             // Completed: recorded below, on whichever chat the turn ended in.
             i.disarm();
         }
-        let session_id = self.record(&end).await;
+        let session_id = self.remember_chat(&end).await;
         let duration_ms = self.started.elapsed().as_millis() as u64;
         tracing::info!(turn = %self.req.turn_id, duration_ms, "turn done");
         Ok(TurnOutcome {
@@ -94,18 +94,19 @@ impl Turn<'_> {
 
     /// Remember the chat for the next turn and warm up for it; on disk when this returns. The
     /// session's id (`None` for a utility turn).
-    async fn record(&mut self, end: &TurnEnd) -> Option<String> {
+    async fn remember_chat(&mut self, end: &TurnEnd) -> Option<String> {
         let answer = self.sink.answer_hash();
         let mut session = self.plan.session.take()?;
         // What the chat was told in its prompts (hosted tools were never described there).
         session.tools = match self.tools {
             ClientTools::Prompt(set) => self.described.get_or_init(|| set.describe()).fingerprint,
-            ClientTools::None | ClientTools::Hosted(_) => 0,
+            // Nothing was described to the chat (an undecided set never reaches here).
+            ClientTools::None | ClientTools::Undecided(_) | ClientTools::Hosted(_) => 0,
         };
         let (requests, mut answers) = self.conversation.seen_after(Some(&session), self.plan.continuing);
         answers.extend(answer);
         (session.requests, session.answers) = (requests, answers);
-        Some(self.engine.record(session, &self.plan, end, &self.workspace).await)
+        Some(self.engine.record_session(session, &self.plan, end, &self.workspace).await)
     }
 
     /// The client runs the tools now; the agent's turn waits here for the results. After
@@ -156,7 +157,7 @@ impl Turn<'_> {
 impl Engine {
     /// Record `session` (its requests, answers and tools set by the caller) as the chat the
     /// turn ended in, and warm up for the follow-up; on disk when this returns. Its id.
-    async fn record(&self, mut session: Session, plan: &Plan, end: &TurnEnd, workspace: &Path) -> String {
+    async fn record_session(&self, mut session: Session, plan: &Plan, end: &TurnEnd, workspace: &Path) -> String {
         if let Some(chat) = end.chat_id.clone() {
             session.chat_id = chat;
         }
@@ -166,14 +167,14 @@ impl Engine {
         session.model = plan.model.clone();
         session.mode = plan.mode;
         let options = &self.config.settings;
-        if options.spares > 0 && !session.chat_id.is_empty() {
+        if options.warm_ahead > 0 && !session.chat_id.is_empty() {
             self.backend.warm(Warm::FollowUp {
                 model: session.model.clone(),
                 mode: session.mode,
                 workspace: workspace.to_path_buf(),
                 chat_id: session.chat_id.clone(),
                 unattended: plan.unattended,
-                fresh: options.spares >= 2,
+                fresh: options.warm_ahead >= 2,
             });
         }
         let id = session.id.clone();
@@ -218,7 +219,7 @@ impl Engine {
         session.tools = 0;
         session.requests = requests;
         session.answers = answers;
-        self.record(session, &plan, &end, &workspace).await;
+        self.record_session(session, &plan, &end, &workspace).await;
     }
 }
 

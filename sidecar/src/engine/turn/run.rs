@@ -12,7 +12,7 @@ use tracing::Instrument;
 use super::plan::Continued;
 use super::state::Plan;
 use super::{ClientTools, Turn};
-use crate::backend::{Activity, Chat, EventSink, HostedTools, ToolPolicy, TurnEnd, TurnFailure, TurnSpec};
+use crate::backend::{Activity, AgentWords, Chat, EventSink, HostedTools, ToolPolicy, TurnEnd, TurnFailure, TurnSpec};
 use crate::engine::core::Engine;
 use crate::engine::tools::parked::{self, Drive, Running};
 use crate::engine::tools::{calls, hold::Hold, prompt_protocol, ToolSet};
@@ -103,6 +103,7 @@ impl<'a> Turn<'a> {
                 let spec = self.spec(&self.plan, None);
                 Drive::Ended(self.attempt(spec).await)
             }
+            ClientTools::Undecided(_) => unreachable!("the way of the client's tools is chosen before the turn runs"),
         }
     }
 
@@ -249,23 +250,25 @@ impl Engine {
         policy: Option<&ToolPolicy>,
     ) -> std::result::Result<TurnEnd, TurnFailure> {
         let options = &self.config.settings;
+        // The agent's own name for it (the backend's words), as `doctor` has.
+        let words = self.backend.words();
         activity.touch();
         let deadline = tokio::time::Instant::now() + self.config.turn_limit();
         let outcome = tokio::select! {
             outcome = self.backend.run_turn(spec, sink) => outcome,
             () = silent_for(activity, self.config.idle()) => Err(BridgeError::new(
                 ErrorKind::Timeout,
-                format!("The Cursor CLI produced no output for {} s", options.idle_timeout_seconds),
+                format!("The {} produced no output for {} s", words.name, options.idle_timeout_seconds),
             ).hint(TIMEOUT_HINT_IDLE).into()),
             () = tokio::time::sleep_until(deadline) => Err(BridgeError::new(
                 ErrorKind::Timeout,
                 format!("The turn took longer than {} s", options.request_timeout_seconds),
             ).hint(TIMEOUT_HINT_TURN).into()),
-            what = policy_tripped(policy) => Err(policy_error(&what).into()),
+            what = policy_tripped(policy) => Err(policy_error(words, &what).into()),
         };
         // A tool that ran in the reply's last moments: the turn still fails.
         match policy.and_then(ToolPolicy::tripped_by_end) {
-            Some(what) if outcome.is_ok() => Err(policy_error(&what).into()),
+            Some(what) if outcome.is_ok() => Err(policy_error(words, &what).into()),
             _ => outcome,
         }
     }
@@ -281,15 +284,17 @@ impl Engine {
     }
 }
 
-fn policy_error(what: &str) -> BridgeError {
+/// An agent ran one of its own tools in client-tools mode, in its own words (`name`, `vendor`).
+fn policy_error(words: &AgentWords, what: &str) -> BridgeError {
+    let AgentWords { name, vendor, .. } = words;
     BridgeError::new(
         ErrorKind::ToolPolicy,
-        format!("Cursor ran one of its own tools ({what}) although only the client's tools are allowed; the turn was stopped"),
+        format!("{vendor} ran one of its own tools ({what}) although only the client's tools are allowed; the turn was stopped"),
     )
-    .hint(
-        "Report this with the log: this Cursor CLI build ignores the permissions cursor-bridge sets. \
-         Meanwhile set `cursorBridge.tools` to `cursor` to let Cursor's agent work on its own.",
-    )
+    .hint(format!(
+        "Report this with the log: this {name} build ignores the permissions cursor-bridge sets. \
+         Meanwhile set `cursorBridge.tools` to `cursor` to let {vendor}'s agent work on its own."
+    ))
 }
 
 /// Resolves with what ran when a built-in tool ran in client-tools mode; never without a policy.

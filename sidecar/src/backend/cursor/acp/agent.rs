@@ -8,14 +8,14 @@ use serde_json::json;
 
 use super::model_options::ModelConfig;
 use super::quirks::CURSOR;
-pub use crate::backend::acp::agent::{cancelled_outcome, StartFailure, CONFIG_TIMEOUT};
-use crate::backend::acp::agent::{Launch, SessionConfig};
+pub use crate::backend::acp::{cancelled_outcome, StartFailure, CONFIG_TIMEOUT};
+use crate::backend::acp::{Launch, SessionConfig};
 use crate::backend::cursor::commands::{spawn_error, spawn_spec};
 use crate::backend::cursor::discovery::CliCommand;
 use crate::backend::cursor::env::ChildEnv;
 
 /// A Cursor ACP agent: its sessions configure a [`ModelConfig`].
-pub type Agent = crate::backend::acp::agent::Agent<ModelConfig>;
+pub type Agent = crate::backend::acp::Agent<ModelConfig>;
 
 impl SessionConfig for ModelConfig {
     fn from_opened(result: &serde_json::Value) -> Self {

@@ -2,7 +2,7 @@
 //! generic ACP client (`backend/acp/`: the agent's process and session, a prompt, the pool of
 //! warm sessions and spares, the client's tools hosted). What is Cursor's is here: its launch and
 //! `cursor/list_available_models` (`agent`), its reading of the protocol and its words
-//! (`quirks`, the generic client's [`AgentQuirks`](crate::backend::acp::quirks::AgentQuirks)),
+//! (`quirks`, the generic client's [`AgentQuirks`](crate::backend::acp::AgentQuirks)),
 //! model ids and the mode/model set-up before a prompt (`model_options`, `turn`), and, in this
 //! file, the backend: which session a turn runs in, the model picked from the catalogue, the
 //! retry and the notes kept per CLI build (ACP does not start with it, its sessions do not take
@@ -32,8 +32,7 @@ pub use quirks::PROJECT_CONFIG_REJECTED;
 
 use super::cli::{memory_allows_spares, CursorCli};
 use super::discovery::CliCommand;
-use crate::backend::acp::pool::{retire, Fresh, Pool};
-use crate::backend::acp::tools::{ToolHost, LISTED_WITHIN};
+use crate::backend::acp::{retire, Fresh, Pool, ToolHost};
 use crate::backend::contract::{
     Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
 };
@@ -83,7 +82,7 @@ impl CursorAcp {
         let backend = Arc::new_cyclic(|me| CursorAcp {
             me: me.clone(),
             cli,
-            pool: Pool::new(settings),
+            pool: Pool::new(&settings.warmth),
             names: Mutex::default(),
             broken: BuildNote::new(),
             no_session_mcp: BuildNote::new(),
@@ -220,7 +219,8 @@ impl CursorAcp {
         }
         let Some(host) = agent.tools.as_ref() else { return Ok(true) };
         // A build the probe saw list them late is waited for as long as it took (bounded).
-        let wait = self.cli.learnt(cli).map_or(LISTED_WITHIN, |l| l.tools_wait(LISTED_WITHIN));
+        let within = agent.quirks().tools_listed_within();
+        let wait = self.cli.learnt(cli).map_or(within, |l| l.tools_wait(within));
         if host.listed_within(wait).await {
             return Ok(true);
         }

@@ -14,10 +14,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::agent::{self as cursor_agent, cancelled_outcome, Agent};
-use super::quirks::CURSOR;
-use crate::backend::acp::connection::Incoming;
-use crate::backend::acp::quirks::AgentQuirks;
-use crate::backend::acp::tools::LISTED_WITHIN;
+use super::quirks::{CURSOR, LISTED_WITHIN};
+use crate::backend::acp::{AgentQuirks, Incoming};
 use crate::backend::contract::{ClientCall, ToolReply};
 use crate::backend::cursor::isolation::OUR_SERVER;
 use crate::backend::cursor::probe_notes::{Learnt, SessionTools, LONGEST_TOOLS_WAIT};

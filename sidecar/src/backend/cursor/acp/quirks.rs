@@ -2,15 +2,15 @@
 //! ([`AgentQuirks`]): its words for a start or session that failed (and which of those mean ACP
 //! does not work with the build), its login policy, its errors streamed as answer text and its
 //! turn failures, its `cursor/*` requests, how it reports a refused tool call, how it names a call of our MCP
-//! server, and how much of an MCP server it shows its model (docs/cursor-acp.md,
+//! server, how much of an MCP server it shows its model and how soon a session lists it (docs/cursor-acp.md,
 //! docs/client-tools.md).
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::backend::acp::agent::cancelled_outcome;
-use crate::backend::acp::quirks::{AgentQuirks, ExtensionAnswer, StartError, StartFailure, TurnError};
+use crate::backend::acp::{cancelled_outcome, AgentQuirks, ExtensionAnswer, StartError, StartFailure, TurnError};
 use crate::backend::cursor::failures::{classify, HINT_AUTH, HINT_CLI_VERSION, HINT_NETWORK};
 use crate::backend::mcp::McpLimits;
 use crate::error::BridgeError;
@@ -29,6 +29,11 @@ pub static CURSOR: CursorQuirks = CursorQuirks;
 /// tool name length (60) exceeds 60 characters" for exactly 60, and servers that fit it cap
 /// their tool names at 59 minus their server name's length (docs/client-tools.md, the MCP path).
 pub const MCP_LIMITS: McpLimits = McpLimits { listed: 40, combined: 59 };
+
+/// How long a new session may take to list our tools before the build is taken to ignore the
+/// MCP servers of a session (2026.06.04 did; later builds gate them silently). A build the probe
+/// saw list them later is waited for as long as it took (`probe_notes.rs`).
+pub const LISTED_WITHIN: Duration = Duration::from_secs(5);
 
 /// Answers that are errors in disguise start like one of these (docs/cursor-acp.md §6, §11).
 const ERROR_OPENERS: &[&str] = &["Error:", "Upgrade your plan"];
@@ -263,6 +268,10 @@ impl AgentQuirks for CursorQuirks {
         title.strip_prefix(server).is_some_and(|rest| rest.starts_with(": ") || rest.starts_with('-'))
     }
 
+    fn tools_listed_within(&self) -> Duration {
+        LISTED_WITHIN
+    }
+
     fn mcp_limits(&self) -> McpLimits {
         MCP_LIMITS
     }
@@ -290,7 +299,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::backend::acp::updates::Updates;
+    use crate::backend::acp::Updates;
     use crate::backend::events::Event;
 
     fn completed(updates: &[Value]) -> Option<(bool, bool)> {

@@ -7,15 +7,14 @@ use serde_json::{json, Value};
 
 use super::agent::{Agent, CONFIG_TIMEOUT};
 use super::model_options::{Choice, ModelConfig};
-use crate::backend::acp::connection::RpcError;
-use crate::backend::acp::turn as acp_turn;
+use crate::backend::acp::{self as acp, RpcError};
 use crate::backend::contract::{TurnEnd, TurnFailure, TurnSpec};
 use crate::backend::events::EventSink;
 use crate::error::BridgeError;
 use crate::vocab::{ErrorKind, Mode};
 
 /// The slot a warm session lives in, locked by the turn that uses it.
-pub type Slot = acp_turn::Slot<ModelConfig>;
+pub type Slot = acp::Slot<ModelConfig>;
 
 /// What a turn leaves: the slot (`None` inside when the agent died or was killed) and the outcome.
 pub async fn run(
@@ -39,7 +38,7 @@ pub async fn run(
         agent.end_what_the_turn_started(false);
         return (Some(slot), Err(failure));
     }
-    let (slot, outcome) = acp_turn::run(slot, spec, sink).await;
+    let (slot, outcome) = acp::prompt(slot, spec, sink).await;
     let outcome = outcome.map(|end| TurnEnd { chat_id: end.chat_id.as_deref().map(super::chat_id), ..end });
     (slot, outcome)
 }

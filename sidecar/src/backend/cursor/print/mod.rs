@@ -57,7 +57,7 @@ impl CursorPrint {
             me: me.clone(),
             cli,
             chat_ids: ChatIdCache::default(),
-            spares: Spares::new(config.spares, config.spare_idle.max(Duration::from_secs(1))),
+            spares: Spares::new(config.warmth.ahead, config.warmth.ahead_idle.max(Duration::from_secs(1))),
             chat_store: Default::default(),
         });
         if backend.spares.enabled() {

@@ -103,7 +103,7 @@ impl Spares {
             return;
         }
         // Like every child, a spare dies with the sidecar (an orphaned spare would read end of input
-        // and run an empty prompt): backend/process.rs arms the parent-death signal for all.
+        // and run an empty prompt): backend/process/ arms the parent-death signal for all.
         let mut child = match process::spawn(spec) {
             Ok(child) => child,
             Err(e) => {

@@ -1267,7 +1267,7 @@ pub(crate) mod tests {
     #[test]
     fn no_process_starts_on_a_blocking_pool_thread() {
         let allowed: &[(&str, &str)] = &[
-            ("backend/process.rs", "runtime.spawn_blocking(sweep_orphans)"),
+            ("backend/process/mod.rs", "runtime.spawn_blocking(sweep_orphans)"),
             ("backend/cursor/print/run.rs", "tokio::task::spawn_blocking(process::sweep_orphans)"),
             // CLI discovery probes candidates with `--version` from the blocking pool; each probe
             // is awaited (block_on) before the closure returns, so none outlives the thread.

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use crate::error::Result;
 use crate::vocab::ModelInfo;
 
-pub struct ModelCatalog {
+pub struct ModelCache {
     cached: Mutex<Option<Vec<ModelInfo>>>,
     fetching: tokio::sync::Mutex<()>,
     /// Bumped by every completed fetch.
@@ -21,14 +21,14 @@ pub struct ModelCatalog {
     path: Option<PathBuf>,
 }
 
-impl ModelCatalog {
+impl ModelCache {
     pub fn open(path: Option<PathBuf>) -> Self {
         let cached = path
             .as_deref()
             .and_then(|p| std::fs::read(p).ok())
             .and_then(|b| serde_json::from_slice::<Vec<ModelInfo>>(&b).ok())
             .filter(|models| !models.is_empty());
-        ModelCatalog {
+        ModelCache {
             unverified: AtomicBool::new(cached.is_some()),
             cached: Mutex::new(cached),
             fetching: tokio::sync::Mutex::new(()),
