@@ -77,7 +77,7 @@ fn native_copilot(prefix: &Path) -> Result<PathBuf> {
 }
 
 /// The conformance crate's test targets that need the agents.
-const TESTS: [&str; 3] = ["acp_agents", "copilot_byok", "agent_clients"];
+const TESTS: [&str; 4] = ["acp_agents", "copilot_byok", "agent_clients", "http_suites"];
 
 /// Install (cached), then run the conformance tests; adds their count to the tally.
 pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
@@ -90,6 +90,8 @@ pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
     } else {
         Vec::new()
     };
+    // CompatCanary and llm-comply, for `http_suites`.
+    let suites = crate::http_suites::ensure(&cache.canonicalize()?)?;
     let mut cmd = if e2e::netns_available() {
         eprintln!("conformance: the agent runs in a private network namespace (loopback only)");
         let mut c = Command::new("unshare");
@@ -121,6 +123,7 @@ pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
     }
     cmd.env(COPILOT_VAR, &copilot);
     cmd.envs(clients.iter().map(|(var, path)| (*var, path)));
+    cmd.envs(suites.iter().map(|(var, path)| (*var, path)));
     // nextest: "… 1 test run: 1 passed, 0 skipped"; cargo test: "test result: ok. 1 passed; 0 failed; …".
     let closing: fn(&str) -> bool = if nextest {
         |l| l.contains(" test run: ") || l.contains(" tests run: ")
@@ -136,7 +139,7 @@ pub fn run(root: &Path, tally: &mut summary::Tally) -> Result<()> {
         bail!("the conformance tests did not run (the runner said {:?})", lines.last());
     }
     tally.add(
-        "conformance (Copilot CLI: ACP, BYOK through serve; Codex, Claude Code through serve)",
+        "conformance (Copilot CLI: ACP, BYOK through serve; Codex, Claude Code through serve; CompatCanary, llm-comply)",
         passed,
         count(" failed"),
     );

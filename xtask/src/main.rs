@@ -31,6 +31,7 @@ mod e2e;
 mod extension;
 mod fuzz;
 mod glibc;
+mod http_suites;
 mod leftovers;
 mod summary;
 mod tiers;

@@ -154,10 +154,12 @@ pub(crate) fn message_item(id: &str, text: &str, status: &str) -> Value {
     json!({"type": "message", "id": id, "status": status, "role": "assistant", "content": content})
 }
 
-/// The model's thinking, as the reasoning summary (Cursor's thinking is readable text).
+/// The model's thinking, as the reasoning summary (Cursor's thinking is readable text). No
+/// `encrypted_content`: there is none, and the Open Responses schema takes only a string there
+/// (llm-comply's `open-responses` format failed every answer that had thinking on a `null`).
 pub(crate) fn reasoning_item(id: &str, text: &str) -> Value {
     let summary = if text.is_empty() { json!([]) } else { json!([{"type": "summary_text", "text": text}]) };
-    json!({"type": "reasoning", "id": id, "summary": summary, "encrypted_content": null})
+    json!({"type": "reasoning", "id": id, "summary": summary})
 }
 
 /// A call of the client's tool: `custom_tool_call` with the raw `input` string for a custom tool,
@@ -245,7 +247,7 @@ pub(crate) fn response_object(
         "output": output,
         "parallel_tool_calls": meta.echo.parallel_tool_calls,
         "previous_response_id": meta.previous_response_id,
-        "reasoning": {"effort": meta.echo.effort, "summary": null},
+        "reasoning": {"effort": meta.echo.effort, "summary": meta.echo.summary},
         "store": meta.store,
         "temperature": 1.0,
         "text": meta.echo.text,

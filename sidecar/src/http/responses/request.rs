@@ -55,6 +55,9 @@ pub struct ResponsesRequest {
 pub struct Reasoning {
     #[serde(default)]
     pub effort: Option<String>,
+    /// `auto`, `concise` or `detailed`: echoed (the thinking is always given whole as the summary).
+    #[serde(default)]
+    pub summary: Option<String>,
 }
 
 /// What the route needs from a request, checked.
@@ -91,6 +94,8 @@ pub struct Echo {
     pub tool_choice: Value,
     pub parallel_tool_calls: bool,
     pub effort: Option<String>,
+    /// `reasoning.summary` as asked.
+    pub summary: Option<String>,
     /// `text` as asked (`{format: {type: "text"}}` when not).
     pub text: Value,
 }
@@ -166,6 +171,7 @@ impl ResponsesRequest {
             tool_choice: self.tool_choice.clone().unwrap_or_else(|| json!("auto")),
             parallel_tool_calls: self.parallel_tool_calls.unwrap_or(true),
             effort: self.reasoning.as_ref().and_then(|r| r.effort.clone()),
+            summary: self.reasoning.as_ref().and_then(|r| r.summary.clone()),
             text: self
                 .text
                 .clone()
