@@ -109,25 +109,11 @@ pub fn main(args: &[String]) -> i32 {
     });
     let code = match report {
         Ok(Report::Probe(report)) => {
-            if args.json {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(json) => println!("{json}"),
-                    Err(e) => eprintln!("cursor-bridge doctor: {e}"),
-                }
-            } else {
-                print!("{}", probe_text(&report));
-            }
+            show(args.json, &report, probe_text);
             i32::from(report.findings.iter().any(|f| f.outcome == ProbeOutcome::Failed))
         }
         Ok(Report::Doctor(report)) => {
-            if args.json {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(json) => println!("{json}"),
-                    Err(e) => eprintln!("cursor-bridge doctor: {e}"),
-                }
-            } else {
-                print!("{}", text(&report));
-            }
+            show(args.json, &report, text);
             i32::from(!report.ok)
         }
         Err(e) => {
@@ -136,6 +122,18 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     started.finish(code)
+}
+
+/// A report on stdout: as JSON, or as text for a person.
+fn show<R: serde::Serialize>(json: bool, report: &R, text: fn(&R) -> String) {
+    if !json {
+        print!("{}", text(report));
+        return;
+    }
+    match serde_json::to_string_pretty(report) {
+        Ok(json) => println!("{json}"),
+        Err(e) => eprintln!("cursor-bridge doctor: {e}"),
+    }
 }
 
 enum Report {

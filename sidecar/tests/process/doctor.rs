@@ -17,7 +17,8 @@ fn doctor(dir: &TestDir, args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), report)
 }
 
-fn doctor_raw(dir: &TestDir, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+/// `cursor-bridge doctor <args>` in `dir`'s workspace, nothing of this machine's set-up in reach.
+pub(crate) fn doctor_raw(dir: &TestDir, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let mut cmd = Command::new(sidecar_exe());
     cmd.arg("doctor")
         .args(args)

@@ -32,6 +32,16 @@ fn streamed_text(body: &str) -> String {
         .collect()
 }
 
+/// A streamed chat request to `path` (the client's base path) with the client key as a bearer
+/// token, as both editors send it; its SSE body, once answered 200.
+fn post_chat(server: &Server, path: &str, body: &Value) -> String {
+    let auth = format!("Bearer {KEY}");
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    let (status, _, answer) = server.request("POST", &format!("{path}/chat/completions"), &headers, &body.to_string());
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
 #[test]
 #[ignore = "heavy tier (installs the `llm` Python package, up to a minute): `cargo xtask test` runs it; alone: `cargo test -p cursor-bridge --test process -- --ignored llm_with_the_readme`"]
 fn llm_with_the_readme_configuration_answers_and_runs_its_own_tool() {
@@ -98,14 +108,7 @@ fn zed_settings_from_the_readme_reach_serve_as_zed_sends_them() {
     let body = json!({"model": model["name"], "stream": true, "stream_options": {"include_usage": true},
         "messages": [{"role": "system", "content": "You are Zed's assistant."}, {"role": "user", "content": "hello from zed"}],
         "tools": [tool]});
-    let auth = format!("Bearer {KEY}");
-    let (status, _, answer) = server.request(
-        "POST",
-        &format!("{path}/chat/completions"),
-        &[("Authorization", &auth), ("Content-Type", "application/json")],
-        &body.to_string(),
-    );
-    assert_eq!(status, 200, "{answer}");
+    let answer = post_chat(&server, path, &body);
     assert!(streamed_text(&answer).contains("hello from zed"), "{answer}");
     assert!(answer.lines().any(|l| l.trim() == "data: [DONE]"), "the stream ends as Zed waits for: {answer}");
 }
@@ -129,13 +132,6 @@ fn continue_config_from_the_readme_reaches_serve_as_continue_sends_it() {
     let path = base.strip_prefix(&format!("http://{}", server.addr)).expect("apiBase is the server's");
     assert!(field("apiKey").starts_with('<'), "the key is the person's to fill in");
     let body = json!({"model": field("model"), "stream": true, "messages": [{"role": "user", "content": "hello from continue"}]});
-    let auth = format!("Bearer {KEY}");
-    let (status, _, answer) = server.request(
-        "POST",
-        &format!("{path}/chat/completions"),
-        &[("Authorization", &auth), ("Content-Type", "application/json")],
-        &body.to_string(),
-    );
-    assert_eq!(status, 200, "{answer}");
+    let answer = post_chat(&server, path, &body);
     assert!(streamed_text(&answer).contains("hello from continue"), "{answer}");
 }

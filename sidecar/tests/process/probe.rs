@@ -7,8 +7,6 @@
 //! The probe is the program's, not a backend's turn: it runs the same whichever backend the
 //! suite runs on, so these run on the print pass only (the ACP pass says so).
 
-use std::process::Command;
-
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -31,23 +29,7 @@ fn calls_echo() -> String {
 }
 
 fn probe(dir: &TestDir, args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
-    let mut cmd = Command::new(sidecar_exe());
-    cmd.arg("doctor")
-        .arg("--probe")
-        .arg("--json")
-        .args(args)
-        .arg("--workspace")
-        .arg(dir.workspace())
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", dir.path())
-        .env("CURSOR_BRIDGE_STATE_DIR", dir.path().join("state"))
-        .env("CURSOR_BRIDGE_LOG_DIR", dir.log_dir())
-        .env("CURSOR_DOUBLE_RECORD", dir.record_file());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.stdin(std::process::Stdio::null()).output().expect("run cursor-bridge doctor --probe");
+    let out = crate::doctor::doctor_raw(dir, &[&["--probe", "--json"], args].concat(), env);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "doctor --probe --json printed no JSON ({e}): {}\n{}",
