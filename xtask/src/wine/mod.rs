@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+mod turn;
+
 const TARGET: &str = "x86_64-pc-windows-gnu";
 
 /// Debian's packages: the cross C compiler (the linker, and the stand-in DLL) and Wine (64-bit).
@@ -67,6 +69,13 @@ pub fn run(root: &Path) -> Result<()> {
     std::fs::copy(&dll, exe.with_file_name("bcryptprimitives.dll"))?;
     eprintln!("xtask: wine-test: {} built in {:.0?}", exe.display(), build_started.elapsed());
 
+    let bins_started = Instant::now();
+    let (bridge, double) = build_bins(&toolchain)?;
+    for bin in [&bridge, &double] {
+        std::fs::copy(&dll, bin.with_file_name("bcryptprimitives.dll"))?;
+    }
+    eprintln!("xtask: wine-test: cursor-bridge.exe and the CLI double built in {:.0?}", bins_started.elapsed());
+
     let wine = Wine { prefix: dir.join("prefix") };
     let result = (|| {
         wine.ensure_prefix()?;
@@ -76,7 +85,7 @@ pub fn run(root: &Path) -> Result<()> {
         if outcome.failed > 0 {
             bail!("{} of {} Windows test(s) failed under Wine (output above)", outcome.failed, outcome.ran);
         }
-        Ok(())
+        turn::run(&wine, &bridge, &double, &dir.join("turn"))
     })();
     wine.end_server();
     result?;
@@ -97,12 +106,21 @@ fn ensure_packages(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// cargo for Windows-gnu, mingw-w64 linking.
+fn windows_cargo(toolchain: &crate::cross_check::Toolchain, subcommand: &str) -> Command {
+    let mut cmd = toolchain.cargo(subcommand, TARGET);
+    cmd.env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER", "x86_64-w64-mingw32-gcc")
+        // No incremental state: it would about double this build's disk use, and a changed
+        // workspace crate rebuilds in about a minute without it.
+        .env("CARGO_INCREMENTAL", "0");
+    cmd
+}
+
 /// `cargo test --no-run` of the sidecar's library for Windows; returns the test binary. Cached in
 /// `target/cross/build` like the cross-check, so a second run only relinks what changed.
 fn build_tests(toolchain: &crate::cross_check::Toolchain) -> Result<PathBuf> {
-    let mut cmd = toolchain.cargo("test", TARGET);
+    let mut cmd = windows_cargo(toolchain, "test");
     cmd.args(["--no-run", "--package", "cursor-bridge", "--lib", "--message-format=json-render-diagnostics"])
-        .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER", "x86_64-w64-mingw32-gcc")
         .stdout(Stdio::piped());
     eprintln!("$ {}", crate::describe(&cmd));
     let out = cmd.spawn().context("starting cargo")?.wait_with_output()?;
@@ -115,6 +133,21 @@ fn build_tests(toolchain: &crate::cross_check::Toolchain) -> Result<PathBuf> {
         .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
         .find_map(|m| m["executable"].as_str().map(PathBuf::from))
         .context("cargo built no test executable for the sidecar's library")
+}
+
+/// `cursor-bridge.exe` and the CLI double (`cursor-agent-double.exe`) for Windows.
+fn build_bins(toolchain: &crate::cross_check::Toolchain) -> Result<(PathBuf, PathBuf)> {
+    let mut cmd = windows_cargo(toolchain, "build");
+    cmd.args(["--package", "cursor-bridge", "--package", "cli-double", "--bins"]);
+    crate::run_cmd(&mut cmd).with_context(|| format!("building cursor-bridge and the CLI double for {TARGET}"))?;
+    let out = toolchain.dir.join("build").join(TARGET).join("debug");
+    let (bridge, double) = (out.join("cursor-bridge.exe"), out.join("cursor-agent-double.exe"));
+    for bin in [&bridge, &double] {
+        if !bin.is_file() {
+            bail!("expected {} after the build", bin.display());
+        }
+    }
+    Ok((bridge, double))
 }
 
 /// `target/wine/bcryptprimitives.dll`, rebuilt when its source is newer.
@@ -135,21 +168,34 @@ fn stand_in_dll(root: &Path, dir: &Path) -> Result<PathBuf> {
     Ok(dll)
 }
 
-struct Wine {
+pub struct Wine {
     prefix: PathBuf,
 }
 
 impl Wine {
-    /// `program` under this prefix, quiet, headless, without Mono/Gecko install prompts.
+    /// The environment of every Wine run (`None`: removed): this prefix, quiet, headless, without
+    /// Mono/Gecko install prompts.
+    pub fn env(&self) -> Vec<(&'static str, Option<std::ffi::OsString>)> {
+        vec![
+            ("WINEPREFIX", Some(self.prefix.clone().into_os_string())),
+            ("WINEARCH", Some("win64".into())),
+            ("WINEDEBUG", Some("-all".into())),
+            ("WINEDLLOVERRIDES", Some("mscoree,mshtml=".into())),
+            ("DISPLAY", None),
+            ("WAYLAND_DISPLAY", None),
+        ]
+    }
+
+    /// `program` with [`env`](Self::env), stdin closed.
     fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
-        cmd.env("WINEPREFIX", &self.prefix)
-            .env("WINEARCH", "win64")
-            .env("WINEDEBUG", "-all")
-            .env("WINEDLLOVERRIDES", "mscoree,mshtml=")
-            .env_remove("DISPLAY")
-            .env_remove("WAYLAND_DISPLAY")
-            .stdin(Stdio::null());
+        for (key, value) in self.env() {
+            match value {
+                Some(v) => cmd.env(key, v),
+                None => cmd.env_remove(key),
+            };
+        }
+        cmd.stdin(Stdio::null());
         cmd
     }
 
