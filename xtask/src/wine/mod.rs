@@ -3,8 +3,9 @@
 //! discovery's launcher handling, and the rest) built for `x86_64-pc-windows-gnu` (cross_check.rs's
 //! toolchain, -Zbuild-std, Debian's mingw-w64 as the linker) and run under Debian's Wine in a
 //! private prefix (`target/wine/prefix`, made once). The few that cannot run under Wine are
-//! [`NOT_UNDER_WINE`], each with its reason, printed with every run. docs/platforms.md says what
-//! this proves and what it cannot.
+//! [`NOT_UNDER_WINE`], each with its reason, printed with every run. Then one real turn of
+//! `cursor-bridge.exe` against the CLI double built for Windows (`turn.rs`). docs/platforms.md
+//! says what this proves and what it cannot.
 //!
 //! Rust's std imports `ProcessPrng` from bcryptprimitives.dll, which Wine 8.0 lacks, so a
 //! stand-in built from `xtask/wine/bcryptprimitives.c` sits next to the test binary.
@@ -43,7 +44,7 @@ pub const NOT_UNDER_WINE: &[(&str, &str)] = &[
     (
         "tidy::sources_are_formatted",
         "it runs `cargo fmt`, a Linux program that a Windows process under Wine cannot start; \
-         formatting does not depend on the platform (run on Linux and on CI's Windows runner)",
+         formatting does not depend on the platform, and it runs on Linux",
     ),
 ];
 
