@@ -77,7 +77,7 @@ pub fn run(root: &Path) -> Result<()> {
     }
     eprintln!("xtask: wine-test: cursor-bridge.exe and the CLI double built in {:.0?}", bins_started.elapsed());
 
-    let wine = Wine { prefix: dir.join("prefix") };
+    let wine = Wine { prefix: dir.join("prefix"), pipe_grace: Duration::from_secs(10) };
     let result = (|| {
         wine.ensure_prefix()?;
         let names = wine.list(&exe)?;
@@ -171,6 +171,8 @@ fn stand_in_dll(root: &Path, dir: &Path) -> Result<PathBuf> {
 
 pub struct Wine {
     prefix: PathBuf,
+    /// How long a run's output may stay open after it exited (10 s; less in tests).
+    pipe_grace: Duration,
 }
 
 impl Wine {
@@ -278,7 +280,10 @@ impl Wine {
         }
         let mut child = cmd.stdout(Stdio::piped()).spawn().with_context(|| format!("starting {what}"))?;
         let stdout = child.stdout.take();
-        let reader = std::thread::spawn(move || {
+        // The lines come back through a channel, so waiting for them is bounded too: a Windows
+        // process the run left behind may still hold the pipe open.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
             let mut lines = Vec::new();
             for line in stdout.map(BufReader::new).into_iter().flat_map(|r| r.lines()).map_while(|l| l.ok()) {
                 if echo {
@@ -286,7 +291,7 @@ impl Wine {
                 }
                 lines.push(line);
             }
-            lines
+            let _ = tx.send(lines);
         });
         let deadline = Instant::now() + timeout;
         let status = loop {
@@ -297,12 +302,20 @@ impl Wine {
                 let _ = child.kill();
                 let _ = child.wait();
                 self.end_server();
-                let _ = reader.join();
                 bail!("{what} did not finish within {timeout:?}: killed it and this prefix's wineserver");
             }
             std::thread::sleep(Duration::from_millis(100));
         };
-        let lines = reader.join().map_err(|_| anyhow::anyhow!("reading the output of {what} failed"))?;
+        let lines = match rx.recv_timeout(self.pipe_grace) {
+            Ok(lines) => lines,
+            Err(_) => {
+                // Whatever still holds the pipe is one of this prefix's processes.
+                self.end_server();
+                rx.recv_timeout(self.pipe_grace).with_context(|| {
+                    format!("{what} exited ({status}) but its output never closed, even after ending this prefix's wineserver")
+                })?
+            }
+        };
         Ok((status, lines))
     }
 
@@ -345,5 +358,35 @@ mod tests {
         }
         assert!(not_run_because("tidy::sources_are_formatted").is_some());
         assert_eq!(not_run_because("tidy::sources_are_formatted_too"), None);
+    }
+
+    /// A run that hangs is killed at its timeout and says so, instead of hanging the stage (a
+    /// prefix of its own: ending its wineserver touches no other).
+    #[test]
+    fn a_run_past_its_timeout_is_killed_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let wine = Wine { prefix: dir.path().join("prefix"), pipe_grace: Duration::from_millis(500) };
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let started = Instant::now();
+        let err = wine.bounded(cmd, Duration::from_millis(300), "a sleeping run", false).unwrap_err();
+        assert!(err.to_string().contains("a sleeping run did not finish within 300ms"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    }
+
+    /// A run that exits while something it started still holds its output is not waited for
+    /// forever either.
+    #[test]
+    fn output_held_open_after_the_exit_is_not_waited_for_forever() {
+        let dir = tempfile::tempdir().unwrap();
+        let wine = Wine { prefix: dir.path().join("prefix"), pipe_grace: Duration::from_millis(500) };
+        let mut cmd = Command::new("sh");
+        // The shell exits at once; its background sleep keeps stdout open for 3 s.
+        cmd.args(["-c", "echo done; sleep 3 &"]);
+        let started = Instant::now();
+        let result = wine.bounded(cmd, Duration::from_secs(5), "a run with a straggler", false);
+        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+        let err = result.unwrap_err();
+        assert!(err.to_string().contains("its output never closed"), "{err}");
     }
 }
