@@ -8,7 +8,9 @@
 //! says what this proves and what it cannot.
 //!
 //! Rust's std imports `ProcessPrng` from bcryptprimitives.dll, which Wine 8.0 lacks, so a
-//! stand-in built from `xtask/wine/bcryptprimitives.c` sits next to the test binary.
+//! stand-in built from `xtask/wine/bcryptprimitives.c` sits next to each Windows binary (Windows
+//! looks in the program's own folder first). Missing Debian packages are installed with apt-get
+//! (as e2e does; its log is `target/wine/logs/apt.log`).
 //!
 //! Every Wine run is bounded: on a timeout the run is killed and so is the wineserver of *this*
 //! prefix (`WINEPREFIX=… wineserver -k`), nobody else's; it is also ended after every run, so no
