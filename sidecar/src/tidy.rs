@@ -48,7 +48,10 @@ fn sources() -> Vec<(Vec<String>, PathBuf, String)> {
                 segs.push(last.trim_end_matches(".rs").to_string());
             }
             let text = std::fs::read_to_string(&p).unwrap();
-            (segs, rel.to_path_buf(), text)
+            // Named with `/` on every platform: the rules below name files that way (and a
+            // Windows path accepts `/` as a separator).
+            let name: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+            (segs, PathBuf::from(name.join("/")), text)
         })
         .collect()
 }

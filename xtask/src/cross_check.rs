@@ -248,36 +248,44 @@ pub fn run(root: &Path, only: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `cross-check` running beside other stages of `test`: this xtask again, on one core (the other
-/// stays with the stage in front), its output in `target/cross/cross-check.log`.
+/// An xtask command running beside other stages of `test` (`cross-check`, `wine-test`): this
+/// xtask again, on one core (the other stays with the stages in front), its output in a log.
 pub struct Background {
     child: std::process::Child,
+    command: &'static str,
+    /// The stages it runs beside, for the closing line.
+    beside: &'static str,
     log: PathBuf,
     started: Instant,
 }
 
 pub fn start_in_background(root: &Path) -> Result<Background> {
-    let dir = root.join("target").join("cross");
-    std::fs::create_dir_all(&dir)?;
-    let log = dir.join("cross-check.log");
-    let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    // Through cargo, not this process's own file: the workspace build before this stage may have
-    // rebuilt xtask (other members unify its dependencies' features), and then the file this
-    // process started from is gone (`current_exe` names it "… (deleted)").
-    let child = crate::cargo()
-        .current_dir(root)
-        .args(["run", "--quiet", "--locked", "--package", "xtask", "--bin", "xtask", "--", "cross-check"])
-        .env("CARGO_BUILD_JOBS", "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        .spawn()
-        .context("starting `cargo xtask cross-check` in the background")?;
-    eprintln!("xtask: cross-check started beside the next stages (log: {})", log.display());
-    Ok(Background { child, log, started: Instant::now() })
+    let log = root.join("target").join("cross").join("cross-check.log");
+    Background::start(root, "cross-check", "fuzzing and the extension's tests", log)
 }
 
 impl Background {
+    pub fn start(root: &Path, command: &'static str, beside: &'static str, log: PathBuf) -> Result<Background> {
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        // Through cargo, not this process's own file: the workspace build before this stage may have
+        // rebuilt xtask (other members unify its dependencies' features), and then the file this
+        // process started from is gone (`current_exe` names it "… (deleted)").
+        let child = crate::cargo()
+            .current_dir(root)
+            .args(["run", "--quiet", "--locked", "--package", "xtask", "--bin", "xtask", "--", command])
+            .env("CARGO_BUILD_JOBS", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("starting `cargo xtask {command}` in the background"))?;
+        eprintln!("xtask: {command} started beside the next stages (log: {})", log.display());
+        Ok(Background { child, command, beside, log, started: Instant::now() })
+    }
+
     /// Wait for it; a failure shows the end of its log.
     pub fn finish(mut self) -> Result<()> {
         let status = self.child.wait()?;
@@ -285,19 +293,17 @@ impl Background {
         let lines: Vec<&str> = text.lines().collect();
         let tail = &lines[lines.len().saturating_sub(if status.success() { 6 } else { 80 })..];
         for line in tail {
-            eprintln!("cross-check| {line}");
+            eprintln!("{}| {line}", self.command);
         }
         if !status.success() {
             bail!(
-                "cross-check failed ({status}) after {:.0?}; its whole log: {}",
+                "{} failed ({status}) after {:.0?}; its whole log: {}",
+                self.command,
                 self.started.elapsed(),
                 self.log.display()
             );
         }
-        eprintln!(
-            "xtask: cross-check (beside fuzzing and the extension's tests) passed in {:.0?}",
-            self.started.elapsed()
-        );
+        eprintln!("xtask: {} (beside {}) passed in {:.0?}", self.command, self.beside, self.started.elapsed());
         Ok(())
     }
 }

@@ -19,6 +19,8 @@ use crate::message::{notification, request};
 /// one scratch folder (`home/`, `state/`, `logs/`), logging at `info` unless told otherwise.
 pub struct Launcher {
     exe: PathBuf,
+    /// Arguments before any the command adds (`wine` runs the sidecar's .exe given as one).
+    args: Vec<OsString>,
     dir: PathBuf,
     inherit_env: bool,
     log_level: String,
@@ -33,6 +35,7 @@ impl Launcher {
     pub fn new(exe: impl Into<PathBuf>, dir: &Path) -> Self {
         Launcher {
             exe: exe.into(),
+            args: Vec::new(),
             dir: dir.to_path_buf(),
             inherit_env: true,
             log_level: "info".into(),
@@ -41,6 +44,12 @@ impl Launcher {
             first_id: 1,
             cwd: None,
         }
+    }
+
+    /// An argument of the program (a wrapper's: the sidecar itself takes none on stdio).
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().into());
+        self
     }
 
     /// Inherit nothing from this process's environment (`env` what it needs).
@@ -95,9 +104,10 @@ impl Launcher {
         self
     }
 
-    /// The command with its environment, without arguments or stdio.
+    /// The command with its environment and [`arg`](Self::arg)s, without stdio.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.exe);
+        cmd.args(&self.args);
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }

@@ -65,7 +65,7 @@ pub fn ensure(cache: &Path) -> Result<Toolchain> {
     }
     let missing: Vec<&str> = wanted.into_iter().filter(|p| !deb_installed(p)).collect();
     if !missing.is_empty() {
-        apt_install(&missing, &cache)?;
+        apt_install(&missing, &cache, "the end-to-end test")?;
     }
     if !Path::new(CHROMIUM).exists() {
         bail!("{CHROMIUM} is still missing after installing Debian's chromium package");
@@ -117,7 +117,7 @@ pub fn ensure(cache: &Path) -> Result<Toolchain> {
 }
 
 /// `dpkg -s` is not enough: a removed but not purged package (state `rc`) still answers 0.
-fn deb_installed(package: &str) -> bool {
+pub(crate) fn deb_installed(package: &str) -> bool {
     Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", package])
         .stderr(Stdio::null())
@@ -134,14 +134,16 @@ fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-fn apt_install(packages: &[&str], cache: &Path) -> Result<()> {
+/// `apt-get install` as root (or through `sudo -n`), logged to `<cache>/logs/apt.log`;
+/// `needed_by` says who asks when it cannot be done.
+pub(crate) fn apt_install(packages: &[&str], cache: &Path, needed_by: &str) -> Result<()> {
     let sudo = if is_root() {
         None
     } else if which("sudo").is_some() {
         Some("sudo")
     } else {
         bail!(
-            "the end-to-end test needs these Debian packages: {} (run as root, or install them: apt-get install {})",
+            "{needed_by} needs these Debian packages: {} (run as root, or install them: apt-get install {})",
             packages.join(" "),
             packages.join(" ")
         );
@@ -159,9 +161,10 @@ fn apt_install(packages: &[&str], cache: &Path) -> Result<()> {
         cmd
     };
     let log = cache.join("logs").join("apt.log");
-    eprintln!("e2e setup: apt-get update");
+    std::fs::create_dir_all(cache.join("logs"))?;
+    eprintln!("{needed_by}: apt-get update");
     logged(apt(&["update"]), &log, "apt-get update")?;
-    eprintln!("e2e setup: apt-get install -y --no-install-recommends {}", packages.join(" "));
+    eprintln!("{needed_by}: apt-get install -y --no-install-recommends {}", packages.join(" "));
     let mut args = vec!["install", "-y", "--no-install-recommends"];
     args.extend_from_slice(packages);
     logged(apt(&args), &log, "apt-get install")

@@ -229,17 +229,28 @@ mod tests {
         assert!(!looks_like_cursor_version(""));
     }
 
+    /// The file name the CLI's installer writes: on Windows a `.cmd` launcher (PATH lookup
+    /// only finds names with a PATHEXT extension), elsewhere the bare name.
+    fn launcher(name: &str) -> String {
+        if cfg!(windows) {
+            format!("{name}.cmd")
+        } else {
+            name.to_string()
+        }
+    }
+
     #[test]
     fn prefers_cursor_agent_then_checks_agent_version() {
         let dir = tempfile::tempdir().unwrap();
-        touch_exe(&dir.path().join("bin/agent"));
+        let bin = dir.path().join("bin");
+        touch_exe(&bin.join(launcher("agent")));
         let found = discover(&lookup(dir.path(), CURSOR)).unwrap();
-        assert_eq!(found.program, dir.path().join("bin/agent"));
+        assert_eq!(found.program, bin.join(launcher("agent")));
         assert!(matches!(discover(&lookup(dir.path(), GROK)), Err(DiscoveryError::NotFound { .. })));
 
-        touch_exe(&dir.path().join("bin/cursor-agent"));
+        touch_exe(&bin.join(launcher("cursor-agent")));
         let found = discover(&lookup(dir.path(), GROK)).unwrap();
-        assert_eq!(found.program, dir.path().join("bin/cursor-agent"));
+        assert_eq!(found.program, bin.join(launcher("cursor-agent")));
     }
 
     #[test]
@@ -270,9 +281,10 @@ mod tests {
     #[test]
     fn install_dir_is_searched_when_path_lacks_it() {
         let dir = tempfile::tempdir().unwrap();
-        touch_exe(&dir.path().join("home/.local/bin/cursor-agent"));
+        let installed = dir.path().join("home").join(".local").join("bin").join(launcher("cursor-agent"));
+        touch_exe(&installed);
         let found = discover(&lookup(dir.path(), CURSOR)).unwrap();
-        assert_eq!(found.program, dir.path().join("home/.local/bin/cursor-agent"));
+        assert_eq!(found.program, installed);
     }
 
     #[test]
@@ -297,7 +309,7 @@ mod tests {
             touch_exe(&root.join("versions").join(v).join("index.js"));
         }
         let cmd = unwrap_launcher(&root.join("agent.cmd"));
-        let newest = root.join("versions/2026.09.28-64d2043");
+        let newest = root.join("versions").join("2026.09.28-64d2043");
         assert_eq!(cmd.program, newest.join("node.exe"));
         assert_eq!(cmd.prefix_args, vec![newest.join("index.js").into_os_string()]);
         assert_eq!(cmd.env, vec![("CURSOR_INVOKED_AS".into(), "agent.cmd".into())]);

@@ -1349,12 +1349,79 @@ mod windows_tests {
         assert!(job_empties(child.job.as_ref().unwrap()).await, "a process of the tree survived terminate");
     }
 
+    /// The pid of `parent`'s child named `exe` (a Toolhelp process snapshot), if it has one.
+    /// By name: on Windows a console process also has a conhost.exe child.
+    fn child_named(parent: u32, exe: &str) -> Option<u32> {
+        use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+            CreateToolhelp32Snapshot, Process32FirstW, Process32NextW, PROCESSENTRY32W, TH32CS_SNAPPROCESS,
+        };
+        // SAFETY: a snapshot of all processes, read with an entry whose dwSize is set, closed once.
+        unsafe {
+            let snapshot = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+            assert_ne!(snapshot, windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE);
+            let mut entry =
+                PROCESSENTRY32W { dwSize: std::mem::size_of::<PROCESSENTRY32W>() as u32, ..Default::default() };
+            let mut found = None;
+            let mut more = Process32FirstW(snapshot, &mut entry) != 0;
+            while more && found.is_none() {
+                let len = entry.szExeFile.iter().position(|&c| c == 0).unwrap_or(entry.szExeFile.len());
+                let name = String::from_utf16_lossy(&entry.szExeFile[..len]);
+                if entry.th32ParentProcessID == parent && name.eq_ignore_ascii_case(exe) {
+                    found = Some(entry.th32ProcessID);
+                }
+                more = Process32NextW(snapshot, &mut entry) != 0;
+            }
+            windows_sys::Win32::Foundation::CloseHandle(snapshot);
+            found
+        }
+    }
+
+    /// A handle to wait on process `pid` with, opened while it runs (so a reused pid cannot fool it).
+    struct Watched(windows_sys::Win32::Foundation::HANDLE);
+
+    impl Watched {
+        fn open(pid: u32) -> Watched {
+            use windows_sys::Win32::System::Threading::{OpenProcess, PROCESS_SYNCHRONIZE};
+            // SAFETY: a plain call; the handle is closed on drop.
+            let handle = unsafe { OpenProcess(PROCESS_SYNCHRONIZE, 0, pid) };
+            assert!(!handle.is_null(), "process {pid} is not there to watch");
+            Watched(handle)
+        }
+
+        fn ends_within(&self, within: Duration) -> bool {
+            use windows_sys::Win32::Foundation::WAIT_OBJECT_0;
+            // SAFETY: our open process handle.
+            let waited = unsafe {
+                windows_sys::Win32::System::Threading::WaitForSingleObject(self.0, within.as_millis() as u32)
+            };
+            waited == WAIT_OBJECT_0
+        }
+    }
+
+    impl Drop for Watched {
+        fn drop(&mut self) {
+            // SAFETY: our handle, closed once.
+            unsafe { windows_sys::Win32::Foundation::CloseHandle(self.0) };
+        }
+    }
+
+    /// Any exit status: the kernel ends a closed job's processes with STATUS_SUCCESS (0), so the
+    /// leader's code says nothing; that it and its grandchild end is what counts.
     #[tokio::test]
     async fn closing_the_job_handle_kills_the_tree_as_the_sidecar_dying_would() {
         let mut child = cmd_with_a_grandchild().await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let ping = loop {
+            if let Some(pid) = child_named(child.pid(), "ping.exe") {
+                break Watched::open(pid);
+            }
+            assert!(std::time::Instant::now() < deadline, "cmd.exe never started ping.exe");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         drop(child.job.take()); // what the kernel does to a dead sidecar's handles
         let status = tokio::time::timeout(Duration::from_secs(10), child.reap()).await;
-        assert!(status.is_ok_and(|s| s.is_ok_and(|s| !s.success())), "the leader outlived its job");
+        assert!(status.is_ok_and(|s| s.is_ok()), "the leader outlived its job");
+        assert!(ping.ends_within(Duration::from_secs(10)), "the grandchild (ping.exe) outlived the job");
     }
 
     #[tokio::test]
