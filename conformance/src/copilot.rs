@@ -2,7 +2,7 @@
 //! the tests run it: "bring your own key" mode against an OpenAI-compatible server of ours
 //! (`copilot help providers`), `COPILOT_OFFLINE` so it contacts nothing else, no auto-update, no
 //! telemetry, and a fresh home of its own so no login, setting or session of this machine plays a
-//! part. Both test targets take their environment from here: `acp_agents` (the agent over ACP,
+//! part. The two test targets that run Copilot take their environment from here: `acp_agents` (the agent over ACP,
 //! the fake model behind it) and `copilot_byok` (`copilot -p`, `cursor-bridge serve` behind it).
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
-//! Conformance against real agent CLIs no one here wrote, run offline. Two test targets:
+//! Conformance against real agent CLIs and public suites no one here wrote, run offline. Four
+//! test targets:
 //!
 //! * `tests/acp_agents/`: the sidecar's generic ACP client (`cursor_bridge::backend::acp`)
 //!   against real ACP agents, whose model is [`fake_model`], a small OpenAI-compatible server
@@ -6,8 +7,11 @@
 //! * `tests/copilot_byok/`: `cursor-bridge serve` as the model of GitHub Copilot CLI in BYOK
 //!   mode, the CLI double playing Cursor: Copilot's own tools called the OpenAI way, with its
 //!   files really written.
+//! * `tests/agent_clients/`: Codex CLI (the Responses API) and Claude Code (the Messages API)
+//!   doing jobs with their own tools through `serve`, each configured as the README says.
+//! * `tests/http_suites/`: CompatCanary and llm-comply scoring `serve`.
 //!
-//! `cargo xtask conformance` (a stage of `cargo xtask test`) installs the agent and runs both
+//! `cargo xtask conformance` (a stage of `cargo xtask test`) installs them and runs all four
 //! (docs/cursor-acp.md, "The conformance test"; docs/client-tools.md, "Tested with a real client").
 
 pub mod copilot;

@@ -38,7 +38,7 @@ pub struct CursorCli {
     /// Where the CLI's own subcommands run: a private folder of ours (`Settings::neutral_dir`).
     neutral: Neutral,
     locator: Locator,
-    /// What `doctor --probe` learnt about builds (`probe/learnt.rs`).
+    /// What `doctor --probe` learnt about builds (`probe_notes.rs`).
     notes: Notes,
 }
 

@@ -34,22 +34,23 @@ pub use isolation::lock_down;
 pub use known_builds::check as check_build;
 pub use words::WORDS;
 
-use crate::backend::contract::{Backend, Settings};
+use crate::backend::contract::{Backend, Settings, Warmth};
 
 /// Print mode: a CLI process per turn. Each backend here can also probe the program
 /// (`doctor --probe`, `probe.rs`), print mode's question on a print backend of the same program.
 pub fn print_backend(settings: &Settings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(settings);
     let print = print::CursorPrint::new(settings, cli.clone());
-    probe::Probing::new(print.clone(), print, cli)
+    probe::Probing::new(print.clone(), probe::ProbePrint::Serving(print), cli)
 }
 
 /// ACP mode: warm `agent acp` sessions (a print backend of the same program runs only the
 /// probe's print-mode question).
 pub fn acp_backend(settings: &Settings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(settings);
-    let print = print::CursorPrint::new(settings, cli.clone());
-    probe::Probing::new(acp::CursorAcp::new(settings, cli.clone()), print, cli)
+    let quiet = Settings { warmth: Warmth { ahead: 0, ..settings.warmth.clone() }, ..settings.clone() };
+    let print = print::CursorPrint::new(&quiet, cli.clone());
+    probe::Probing::new(acp::CursorAcp::new(settings, cli.clone()), probe::ProbePrint::Own(print), cli)
 }
 
 /// `auto`: ACP with print mode as the fallback, both driving one program (one [`cli::CursorCli`]:
@@ -58,5 +59,5 @@ pub fn auto_backend(settings: &Settings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(settings);
     let print = print::CursorPrint::new(settings, cli.clone());
     let acp = acp::CursorAcp::new(settings, cli.clone());
-    probe::Probing::new(auto::Auto::new(print.clone(), acp), print, cli)
+    probe::Probing::new(auto::Auto::new(print.clone(), acp), probe::ProbePrint::Serving(print), cli)
 }

@@ -4,7 +4,7 @@
 //! server's tools may touch, in ask mode, with one tiny prompt per question that needs one, and
 //! only after the person agreed to spend those requests. Each finding says what this build did
 //! and what the bridge does about it; what can change the bridge's behaviour is kept for the
-//! build (`learnt.rs`) and acted on by every backend from then on.
+//! build (`probe_notes.rs`) and acted on by every backend from then on.
 //!
 //! The questions are each backend's: `acp/probe.rs` (start, catalogue, session tools, usage,
 //! permission, load, cancel) and `print/probe.rs` (where print mode's chats are kept); `probing.rs` keeps
@@ -112,17 +112,32 @@ impl Drop for Scratch {
     }
 }
 
-/// A Cursor backend that can also probe its program: every other call is the serving backend's.
+/// A Cursor backend that can also probe its program: every other call is the serving backend's
+/// (every method of `Backend` is forwarded, defaults included: a test holds that).
 pub struct Probing {
     serving: Arc<dyn Backend>,
-    /// Runs print mode's question (the serving backend itself, or one made for the probe).
-    print: Arc<CursorPrint>,
+    /// Runs print mode's question: the serving backend's own print mode, or one made for the probe.
+    print: ProbePrint,
     cli: Arc<CursorCli>,
 }
 
+/// Where print mode's question runs.
+pub enum ProbePrint {
+    /// The serving backend's own print mode (`print`, `auto`): it shuts it down.
+    Serving(Arc<CursorPrint>),
+    /// One made for the probe, with nothing prepared ahead (`acp`): shut down here.
+    Own(Arc<CursorPrint>),
+}
+
 impl Probing {
-    pub fn new(serving: Arc<dyn Backend>, print: Arc<CursorPrint>, cli: Arc<CursorCli>) -> Arc<Probing> {
+    pub fn new(serving: Arc<dyn Backend>, print: ProbePrint, cli: Arc<CursorCli>) -> Arc<Probing> {
         Arc::new(Probing { serving, print, cli })
+    }
+
+    fn print(&self) -> &CursorPrint {
+        match &self.print {
+            ProbePrint::Serving(p) | ProbePrint::Own(p) => p,
+        }
     }
 }
 
@@ -164,13 +179,46 @@ impl Backend for Probing {
         self.serving.lock_down(folder)
     }
     fn probe(&self, plan: ProbePlan) -> BoxFuture<'_, ProbeReport> {
-        Box::pin(run(&self.cli, &*self.print, self.cli.notes(), plan))
+        Box::pin(run(&self.cli, self.print(), self.cli.notes(), plan))
     }
     fn probe_requests(&self) -> u32 {
         MOST_REQUESTS
     }
     fn shutdown(&self) {
         self.serving.shutdown();
-        self.print.shutdown();
+        if let ProbePrint::Own(print) = &self.print {
+            print.shutdown();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The names of the functions a block of Rust source declares (`fn name(` / `fn name<`).
+    fn functions(block: &str) -> Vec<String> {
+        block
+            .split("fn ")
+            .skip(1)
+            .filter_map(|rest| rest.split(['(', '<']).next())
+            .map(|name| name.trim().to_owned())
+            .filter(|name| !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            .collect()
+    }
+
+    /// A method added to `Backend` later, with a default, would otherwise answer with its default
+    /// for every Cursor backend, silently.
+    #[test]
+    fn probing_forwards_every_method_of_backend() {
+        let contract = include_str!("../contract.rs");
+        let start = contract.find("pub trait Backend").expect("the trait");
+        let end = start + contract[start..].find("\n}\n").expect("its end");
+        let wanted = functions(&contract[start..end]);
+        assert!(wanted.len() >= 12, "{wanted:?}");
+        let this = include_str!("probe.rs");
+        let start = this.find("impl Backend for Probing").expect("the impl");
+        let end = start + this[start..].find("\n}\n").expect("its end");
+        let forwarded = functions(&this[start..end]);
+        let missing: Vec<&String> = wanted.iter().filter(|f| !forwarded.contains(f)).collect();
+        assert!(missing.is_empty(), "Probing does not forward {missing:?}");
     }
 }
