@@ -427,6 +427,16 @@ pub fn cancelled_outcome() -> Value {
     json!({"outcome": {"outcome": "cancelled"}})
 }
 
+/// The answer to a `session/request_permission` (its `params`): the first of `kinds`
+/// (`allow_once`, `reject_once`, …) among the options it offers, or cancelled when it offers none.
+pub fn permission_answer(params: &Value, kinds: &[&str]) -> Value {
+    let options = params.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let chosen = kinds.iter().find_map(|k| {
+        options.iter().find(|o| o.get("kind").and_then(Value::as_str) == Some(k)).and_then(|o| o.get("optionId"))
+    });
+    chosen.map_or_else(cancelled_outcome, |option| json!({"outcome": {"outcome": "selected", "optionId": option}}))
+}
+
 async fn route(mut incoming: mpsc::Receiver<Incoming>, conn: Arc<Connection>, shared: Arc<Shared>) {
     while let Some(message) = incoming.recv().await {
         route_one(message, &conn, &shared).await;

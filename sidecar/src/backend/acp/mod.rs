@@ -23,7 +23,7 @@ pub mod updates;
 
 // What an agent's backend builds on, offered here: an agent's folder uses the generic client
 // through this front, never a file of it (tidy: `a_backend_folder_is_used_only_through_its_front`).
-pub use agent::{cancelled_outcome, Agent, Launch, SessionConfig, CONFIG_TIMEOUT};
+pub use agent::{cancelled_outcome, permission_answer, Agent, Launch, SessionConfig, CONFIG_TIMEOUT};
 pub use connection::{Incoming, RpcError};
 pub use pool::{retire, Fresh, Pool};
 pub use quirks::{AgentQuirks, ExtensionAnswer, StartError, StartFailure, TurnError};

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::OwnedMutexGuard;
 use tokio::task::JoinHandle;
 
-use super::agent::{cancelled_outcome, Agent, SessionConfig};
+use super::agent::{permission_answer, Agent, SessionConfig};
 use super::connection::{Incoming, RpcError};
 use super::quirks::{AgentQuirks, TurnError};
 use super::updates::Updates;
@@ -316,15 +316,6 @@ impl State {
         params: &Value,
         sink: &mut EventSink,
     ) {
-        let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
-        let pick = |kinds: &[&str]| {
-            kinds.iter().find_map(|k| {
-                options
-                    .iter()
-                    .find(|o| o.get("kind").and_then(Value::as_str) == Some(k))
-                    .and_then(|o| o.get("optionId").cloned())
-            })
-        };
         let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
         // Client-tools mode: our server's tools are the client's, which it asks about itself;
         // nothing else is ever allowed.
@@ -342,13 +333,8 @@ impl State {
             }
             _ => {}
         }
-        let chosen =
-            if allowed { pick(&["allow_once", "allow_always"]) } else { pick(&["reject_once", "reject_always"]) };
-        let result = match chosen {
-            Some(option) => json!({"outcome": {"outcome": "selected", "optionId": option}}),
-            None => cancelled_outcome(),
-        };
-        agent.answer(id, result).await;
+        let kinds: &[&str] = if allowed { &["allow_once", "allow_always"] } else { &["reject_once", "reject_always"] };
+        agent.answer(id, permission_answer(params, kinds)).await;
         if !ours && !self.unattended && !self.permission_told {
             self.permission_told = true;
             let kind = call.get("kind").and_then(Value::as_str).unwrap_or("tool");

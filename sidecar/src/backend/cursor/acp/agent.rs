@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::model_options::ModelConfig;
 use super::quirks::CURSOR;
-pub use crate::backend::acp::{cancelled_outcome, StartFailure, CONFIG_TIMEOUT};
+pub use crate::backend::acp::{cancelled_outcome, permission_answer, StartFailure, CONFIG_TIMEOUT};
 use crate::backend::acp::{Launch, SessionConfig};
 use crate::backend::cursor::commands::{spawn_error, spawn_spec};
 use crate::backend::cursor::discovery::CliCommand;

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::agent::{self as cursor_agent, cancelled_outcome, Agent};
+use super::agent::{self as cursor_agent, cancelled_outcome, permission_answer, Agent};
 use super::quirks::{CURSOR, LISTED_WITHIN};
 use crate::backend::acp::{AgentQuirks, Incoming};
 use crate::backend::contract::{ClientCall, ToolReply};
@@ -423,13 +423,7 @@ async fn cancel_commands(a: &mut Asking<'_>) {
                     let ours = call.get("kind").and_then(Value::as_str) == Some("execute")
                         && call.to_string().contains(LONG_COMMAND);
                     let wanted: &[&str] = if ours { &["allow_once"] } else { &["reject_once", "reject_always"] };
-                    let option = wanted.iter().find_map(|k| {
-                        params.get("options").and_then(Value::as_array).into_iter().flatten()
-                            .find(|o| o.get("kind").and_then(Value::as_str) == Some(k))
-                            .and_then(|o| o.get("optionId").cloned())
-                    });
-                    let answer = option.map_or_else(cancelled_outcome, |o| json!({"outcome": {"outcome": "selected", "optionId": o}}));
-                    agent.answer(id, answer).await;
+                    agent.answer(id, permission_answer(&params, wanted)).await;
                 }
                 Incoming::Request { id, method, .. } if method.starts_with("cursor/") => agent.answer(id, cancelled_outcome()).await,
                 Incoming::Request { id, .. } => agent.refuse(id, -32601, "Method not found").await,
@@ -577,14 +571,8 @@ async fn prompt(a: &mut Asking<'_>, agent: &mut Agent, text: &str) -> Seen {
                 Incoming::Request { id, method, params } if method == "session/request_permission" => {
                     let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
                     let wanted: &[&str] = if is_ours(&call) { &["allow_once", "allow_always"] } else { &["reject_once", "reject_always"] };
-                    let option = wanted.iter().find_map(|k| {
-                        params.get("options").and_then(Value::as_array).into_iter().flatten()
-                            .find(|o| o.get("kind").and_then(Value::as_str) == Some(k))
-                            .and_then(|o| o.get("optionId").cloned())
-                    });
+                    agent.answer(id, permission_answer(&params, wanted)).await;
                     seen.permissions.push(params);
-                    let answer = option.map_or_else(cancelled_outcome, |o| json!({"outcome": {"outcome": "selected", "optionId": o}}));
-                    agent.answer(id, answer).await;
                 }
                 Incoming::Request { id, method, .. } if method.starts_with("cursor/") => {
                     agent.answer(id, cancelled_outcome()).await;
