@@ -46,10 +46,12 @@ fn leftover_processes(sidecar_pid: u32) -> Vec<u32> {
 fn describe_process(pid: u64) -> String {
     let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // A zombie has no argv: its name (between the parentheses) still says what it was.
+    let name = stat.find('(').zip(stat.rfind(')')).map(|(a, b)| &stat[a + 1..b]).unwrap_or("?");
     let rest = stat.rfind(')').map(|i| &stat[i + 1..]).unwrap_or("");
     let mut fields = rest.split_whitespace();
     let (state, ppid) = (fields.next().unwrap_or("?"), fields.next().unwrap_or("?"));
-    format!("{pid} ({}) state {state} ppid={ppid}", String::from_utf8_lossy(&cmd).replace('\0', " ").trim())
+    format!("{pid} {name} ({}) state {state} ppid={ppid}", String::from_utf8_lossy(&cmd).replace('\0', " ").trim())
 }
 
 fn pids_of_turns(dir: &TestDir) -> Vec<u64> {
@@ -131,6 +133,8 @@ fn run_case(case: &Value, tally: &mut Tally) {
         problems.push("shutdown failed".into());
     }
     let left = leftover_processes(sidecar);
+    // Described now: once the sidecar exits they are gone (a zombie of ours is reaped by init).
+    let left_described: Vec<String> = left.iter().map(|p| describe_process(u64::from(*p))).collect();
     // A CLI ended at shutdown may still be exiting (under load, a moment after its tree is
     // killed); one alive after the same 3 s the descendants get is a leak.
     let pids = pids_of_turns(&dir);
@@ -160,14 +164,8 @@ fn run_case(case: &Value, tally: &mut Tally) {
     if !s.finish().success() {
         problems.push("sidecar did not exit 0".into());
     }
-    for pid in &left {
-        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        problems.push(format!(
-            "left: {pid} {:?} {}",
-            String::from_utf8_lossy(&cmd).replace('\0', " "),
-            stat.split(' ').nth(2).unwrap_or("?")
-        ));
+    for described in left_described {
+        problems.push(format!("left: {described}"));
     }
     tally.record(name, problems, left.len());
 }

@@ -679,7 +679,7 @@ impl Drop for ChildProcess {
                 #[cfg(target_os = "linux")]
                 let pidfd = self.pidfd.take();
                 runtime.spawn(async move {
-                    let _untrack = untrack;
+                    let untrack = untrack;
                     match child {
                         Leader::Tokio(mut child) => drop(child.wait().await),
                         #[cfg(target_os = "linux")]
@@ -690,6 +690,9 @@ impl Drop for ChildProcess {
                         }
                     }
                     drop(stdin);
+                    drop(untrack);
+                    // Group-mates that died after the leader are zombies of ours now: reap them.
+                    sweep_in_background();
                 });
                 sweep_in_background();
             }
@@ -933,6 +936,69 @@ fn kill_orphan_tree(table: &[Proc], orphan: &Proc) {
 /// runtime's shutdown must not leave its tools behind.
 pub fn stopping() {
     registry().stopping = true;
+}
+
+/// How long a shutdown waits for the last orphans to end and be reaped.
+pub const STOP_ORPHANS_WITHIN: Duration = Duration::from_secs(2);
+
+/// The backend shuts down: mark the sidecar [`stopping`], then sweep until no orphan is left and
+/// every killed child is reaped, or `within` has passed. One sweep is not enough on a loaded
+/// machine: the members of a group killed a moment earlier (an agent's shell, a turn's tools) may
+/// die only after the sweep read the table, and then, their leader reaped, become zombies of
+/// ours that nothing reaps until the sidecar exits (the fault matrix saw one under CI's load).
+pub fn end_orphans(within: Duration) {
+    stopping();
+    // Killed leaders are reaped by tasks this thread may just have spawned: on a worker of the
+    // multi-thread runtime they sit in its own slot, which no other worker takes, until this
+    // returns. Hand the worker over while we wait.
+    let on_worker = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if on_worker {
+        tokio::task::block_in_place(|| settle(within));
+    } else {
+        settle(within);
+    }
+}
+
+fn settle(within: Duration) {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let swept = sweep_orphans();
+        let left = unsettled();
+        if swept == 0 && left.is_empty() {
+            return;
+        }
+        if std::time::Instant::now() >= deadline {
+            tracing::warn!(
+                ?left,
+                "orphans or killed children still there {} ms after shutdown began",
+                within.as_millis()
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The children of ours that are orphans (one [`spawn`] did not start, or its zombie) or killed
+/// children not yet reaped (whose group-mates may still become orphans), with their role.
+fn unsettled() -> Vec<(u32, Option<Role>)> {
+    #[cfg(unix)]
+    {
+        let me = std::process::id();
+        let registry = registry();
+        let children =
+            own_children().unwrap_or_else(|| proc_table().iter().filter(|p| p.ppid == me).map(|p| p.pid).collect());
+        children
+            .into_iter()
+            .map(|pid| (pid, registry.children.get(&pid).map(|(_, role)| *role)))
+            .filter(|(_, role)| role.is_none_or(|r| r == Role::Released))
+            .collect()
+    }
+    #[cfg(not(unix))]
+    {
+        Vec::new()
+    }
 }
 
 /// How many children started through [`spawn`] are alive (for `status` and tests).

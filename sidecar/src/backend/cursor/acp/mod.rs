@@ -508,8 +508,7 @@ impl Backend for CursorAcp {
     /// Print mode's question runs on a print backend of the same program, made for the probe.
     fn shutdown(&self) {
         self.pool.shutdown();
-        // The sidecar is stopping: the sweep that follows ends every orphan.
-        process::stopping();
-        process::sweep_orphans();
+        // The sidecar is stopping: every orphan ends, and is reaped.
+        process::end_orphans(process::STOP_ORPHANS_WITHIN);
     }
 }

@@ -243,6 +243,6 @@ impl Backend for CursorPrint {
     fn shutdown(&self) {
         self.chat_ids.stop();
         self.spares.close();
-        process::sweep_orphans();
+        process::end_orphans(process::STOP_ORPHANS_WITHIN);
     }
 }
