@@ -8,7 +8,7 @@
 
 import * as vscode from 'vscode';
 import { MARKER_MIME, parseMarker } from './session-marker';
-import type { ChatMessage, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult } from './protocol';
+import type { ChatMessage, Image, Role, ToolCall, ToolChoice, ToolDefinition, ToolResult } from './protocol';
 import { dataPartCtor, thinkingPartCtor, toolResultPart2Ctor } from './optional-parts';
 
 /** One content part, by what it is. */
@@ -65,6 +65,22 @@ export function classifyPart(part: unknown): Part {
 export function imageMimeOf(part: unknown): string | undefined {
   const mime = isRecord(part) ? part.mimeType : undefined;
   return typeof mime === 'string' && /^image\//i.test(mime) ? mime : undefined;
+}
+
+/** The image formats the sidecar sends a model (what Cursor's models read). */
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+/**
+ * An image part as the sidecar takes it (`chat/send`'s `images`): one of the types Cursor's
+ * models read, its bytes base64; undefined for any other part, or an image whose bytes did not
+ * arrive as bytes.
+ */
+export function imageOf(part: unknown): Image | undefined {
+  const mime = imageMimeOf(part)?.toLowerCase();
+  if (mime === undefined || !IMAGE_TYPES.has(mime)) return undefined;
+  const data = (part as { data?: unknown }).data;
+  if (!(data instanceof Uint8Array) || data.length === 0) return undefined;
+  return { mimeType: mime, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') };
 }
 
 // VS Code's role numbers (System = 3 is proposed API, so not in the stable enum).
@@ -178,10 +194,12 @@ export interface Conversation {
   /** The session id in the newest marker of ours, if the history has one. */
   sessionId?: string;
   /**
-   * Image parts in the new request (the user messages after the last assistant message), which
-   * the sidecar cannot take. Images earlier in the history were already pointed out in their turn.
+   * How many image parts the new request has (the user messages after the last assistant
+   * message). Images earlier in the history were sent, or pointed out, in their own turn.
    */
   newImages: number;
+  /** Those of them the sidecar can send (`imageOf`), in order. */
+  sendableImages: Image[];
 }
 
 export function convertMessages(
@@ -192,10 +210,15 @@ export function convertMessages(
   const toolNames = new Map<string, string>();
   let sessionId: string | undefined;
   let newImages = 0;
+  let sendableImages: Image[] = [];
   for (const message of messages) {
     const role = roleOf(message.role as number);
-    if (role === 'assistant') newImages = 0;
-    else if (role === 'user') newImages += message.content.filter((p) => imageMimeOf(p) !== undefined).length;
+    if (role === 'assistant') [newImages, sendableImages] = [0, []];
+    else if (role === 'user') {
+      const images = message.content.filter((p) => imageMimeOf(p) !== undefined);
+      newImages += images.length;
+      sendableImages.push(...images.map(imageOf).filter((i): i is Image => i !== undefined));
+    }
     const pieces: string[] = [];
     const toolCalls: ToolCall[] = [];
     const toolResults: ToolResult[] = [];
@@ -248,7 +271,7 @@ export function convertMessages(
     .filter((m) => m.role === 'system')
     .map((m) => m.text)
     .join('\n');
-  return { messages: out, systemText, sessionId, newImages };
+  return { messages: out, systemText, sessionId, newImages, sendableImages };
 }
 
 /**

@@ -214,9 +214,9 @@ export function plainMessage(kind: FailureKind): string {
  * reported before the answer, at most once per response.
  */
 export const NOTICES = {
-  /** The request had image parts; the sidecar takes text only, so only the text was sent. */
+  /** The request had image parts this model cannot be sent; only the rest was sent. */
   imagesNotSent: (count: number): string =>
-    count === 1
-      ? 'Cursor Bridge sends text only: the attached image was not sent to the model.'
-      : `Cursor Bridge sends text only: the ${count} attached images were not sent to the model.`,
+    `${count === 1 ? 'The attached image was' : `The ${count} attached images were`} not sent to the model: ` +
+    "Cursor Bridge sends images only to models that take them (Cursor's ACP mode; print mode sends " +
+    'text only), as PNG, JPEG, GIF or WebP.',
 } as const;

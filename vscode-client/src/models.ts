@@ -168,7 +168,9 @@ export function toChatInformation(group: ModelGroup | ModelInfo): CursorChatInfo
     // Declared whatever `cursorBridge.tools` says: with `copilot` the model really calls the
     // Chat view's tools; with `cursor` it calls none (the CLI runs its own), but without
     // toolCalling the view (and the Agents window) would not offer the model in agent mode at all.
-    capabilities: { toolCalling: true, imageInput: false },
+    // Images: what the sidecar says of every SKU (the agent's, not the catalogue's: ACP's agent
+    // takes them, print mode does not). The Copilot harness reads this as `vision`.
+    capabilities: { toolCalling: true, imageInput: g.members.every((m) => m.capabilities.imageInput) },
     // The user's own models (their Cursor plan): the Agents window lists only these.
     isUserSelectable: true,
     isBYOK: true,

@@ -222,6 +222,12 @@ export interface ToolResult {
 /** `"auto"` (default), `"none"`, `"required"`, or one tool by name. */
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
+/** An image, inline: `image/png`, `image/jpeg`, `image/gif` or `image/webp`, base64. */
+export interface Image {
+  mimeType: string;
+  data: string;
+}
+
 export interface ChatSendParams {
   turnId: string;
   model: string;
@@ -232,6 +238,8 @@ export interface ChatSendParams {
   sessionId?: string;
   utility?: boolean;
   messages: ChatMessage[];
+  /** The new user message's images, for a model whose `capabilities.imageInput` is true. */
+  images?: Image[];
   /** Client-owned tools (capability `clientTools` ≥ 1): the model may call only these, never Cursor's own. */
   tools?: ToolDefinition[];
   toolChoice?: ToolChoice;

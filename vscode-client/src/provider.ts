@@ -61,7 +61,11 @@ export interface TurnPlan {
   params: ChatSendParams;
   mode: ModeDecision;
   utility: boolean;
-  /** Image parts of the new request that cannot be sent (0 for utility requests: a note would become the chat's title). */
+  /**
+   * Image parts of the new request that are not sent: all of them for a model that takes no
+   * images, else those of a type it cannot read (0 for utility requests: a note would become the
+   * chat's title, and they send no images).
+   */
   imagesNotSent: number;
   /** The model calls the request's tools, which VS Code runs (client-owned tools). */
   clientTools: boolean;
@@ -82,7 +86,8 @@ export function wantsClientTools(options: RequestOptions, setting: ToolsSetting)
  * leaves `system` messages out of other turns' prompts).
  */
 export function planTurn(
-  model: Pick<vscode.LanguageModelChatInformation, 'id'>,
+  model: Pick<vscode.LanguageModelChatInformation, 'id'> &
+    Partial<Pick<vscode.LanguageModelChatInformation, 'capabilities'>>,
   messages: readonly vscode.LanguageModelChatRequestMessage[],
   options: RequestOptions,
   settings: Pick<Settings, 'mode' | 'utilityModel'>,
@@ -122,7 +127,14 @@ export function planTurn(
     // VS Code runs several calls of one response, in order.
     params.parallelToolCalls = true;
   }
-  return { params, mode, utility, imagesNotSent: utility ? 0 : conversation.newImages, clientTools };
+  // Images go only to a model that takes them (the sidecar says so per model: ACP's agent does,
+  // print mode does not); the others are pointed out to the user instead of silently dropped.
+  let imagesNotSent = utility ? 0 : conversation.newImages;
+  if (!utility && model.capabilities?.imageInput === true && conversation.sendableImages.length > 0) {
+    params.images = conversation.sendableImages;
+    imagesNotSent -= conversation.sendableImages.length;
+  }
+  return { params, mode, utility, imagesNotSent, clientTools };
 }
 
 /**
@@ -210,7 +222,7 @@ export class CursorChatProvider implements vscode.LanguageModelChatProvider {
       if (!clientToolsAvailable) toolsNote = ", Cursor's own tools (this sidecar has no client tools)";
     }
     const { params, mode, utility, imagesNotSent, clientTools } = planTurn(
-      { id: sku },
+      { id: sku, capabilities: model.capabilities },
       messages,
       options,
       settings,

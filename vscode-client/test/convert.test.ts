@@ -4,6 +4,7 @@ import {
   classifyPart,
   convertMessages,
   imageMimeOf,
+  imageOf,
   isUtilityRequest,
   renderToolCall,
   renderToolResult,
@@ -370,6 +371,21 @@ describe('image parts', () => {
     ] as never);
     assert.deepEqual(c.messages, [{ role: 'user', text: 'What is in this picture?' }]);
     assert.equal(c.newImages, 2);
+  });
+  it('gives the sidecar the new request’s images it can send, as base64, and no earlier ones', () => {
+    const c = convertMessages([
+      user(new stub.LanguageModelTextPart('Earlier:'), new stub.LanguageModelDataPart(bytes, 'image/gif')),
+      assistant(new stub.LanguageModelTextPart('Seen.')),
+      user(
+        new stub.LanguageModelTextPart('Now these:'),
+        new stub.LanguageModelDataPart(new Uint8Array([0x89, 0x50, 0x4e, 0x47]), 'IMAGE/PNG'),
+        new stub.LanguageModelDataPart(bytes, 'image/svg+xml'),
+      ),
+    ] as never);
+    assert.equal(c.newImages, 2);
+    assert.deepEqual(c.sendableImages, [{ mimeType: 'image/png', data: 'iVBORw==' }]);
+    assert.equal(imageOf({ mimeType: 'image/png', data: { buffer: [1, 2] } }), undefined, 'bytes that are not bytes');
+    assert.equal(imageOf(new stub.LanguageModelDataPart(new Uint8Array(), 'image/png')), undefined, 'no bytes');
   });
   it('does not count images earlier in the history (they were pointed out in their own turn)', () => {
     const c = convertMessages([

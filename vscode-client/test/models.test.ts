@@ -284,11 +284,23 @@ describe('groupModels: one picker entry per base model', () => {
     assert.equal(groups[1].effort, undefined, 'a speed-only base has no effort');
   });
 
-  it('no entry claims vision: the sidecar sends text only (the harness reads capabilities.vision / imageInput)', () => {
+  it('an entry claims images exactly when the sidecar says its SKUs take them (the harness reads imageInput as vision)', () => {
     for (const g of groups) {
       const caps = toChatInformation(g).capabilities as Record<string, unknown>;
       assert.deepEqual([caps.imageInput, caps.vision], [false, undefined], g.id);
     }
+    const seeing = { ...model(), capabilities: { thinking: true, toolCalling: true, imageInput: true } };
+    assert.equal(toChatInformation(seeing).capabilities.imageInput, true);
+    const images = { thinking: false, toolCalling: true, imageInput: true };
+    const [mixed] = groupModels([
+      sku('a', 'a', { label: 'Standard', default: true }, { capabilities: images }),
+      sku('a-fast', 'a', { fast: true, label: 'Fast' }),
+    ]);
+    assert.equal(
+      toChatInformation(mixed).capabilities.imageInput,
+      false,
+      'one SKU without images: the entry claims none',
+    );
   });
 
   it('entries are the user’s own, selectable models', () => {

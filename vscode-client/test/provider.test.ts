@@ -340,13 +340,30 @@ describe('provideLanguageModelChatResponse', () => {
     await provider.provideLanguageModelChatResponse(r.model, r.messages, r.options, out.progress, token);
     const text = out.text();
     assert.equal(text, `> ℹ️ ${NOTICES.imagesNotSent(2)}\n\nA cat.`);
-    assert.equal(text.split('sends text only').length, 2, 'once per response');
+    assert.equal(text.split('not sent to the model').length, 2, 'once per response');
     assert.equal(
       NOTICES.imagesNotSent(1),
-      'Cursor Bridge sends text only: the attached image was not sent to the model.',
+      "The attached image was not sent to the model: Cursor Bridge sends images only to models that take them (Cursor's ACP mode; print mode sends text only), as PNG, JPEG, GIF or WebP.",
     );
     const params = bridge.calls[0].params as ChatSendParams;
     assert.match(params.messages.at(-1)?.text ?? '', /How is the total computed\?/);
+    assert.equal(params.images, undefined, 'a model without imageInput is sent no images');
+  });
+
+  it('sends the new request’s images to a model that takes them, and points out one it cannot read', async () => {
+    const { bridge, provider } = setup();
+    bridge.turn = async (_p, emit) => (emit({ kind: 'text', text: 'A cat.' }), {});
+    const r = loadRequest('ask-mode');
+    const png = new stub.LanguageModelDataPart(new Uint8Array([0x89, 0x50, 0x4e, 0x47]), 'image/png');
+    const bmp = new stub.LanguageModelDataPart(new Uint8Array([0x42, 0x4d]), 'image/bmp');
+    (r.messages.at(-1)!.content as unknown[]).push(png, bmp);
+    const model = { ...r.model, capabilities: { toolCalling: true, imageInput: true } };
+    const out = collector();
+    const token = new stub.CancellationTokenSource().token as vscode.CancellationToken;
+    await provider.provideLanguageModelChatResponse(model, r.messages, r.options, out.progress, token);
+    const params = bridge.calls[0].params as ChatSendParams;
+    assert.deepEqual(params.images, [{ mimeType: 'image/png', data: 'iVBORw==' }]);
+    assert.equal(out.text(), `> ℹ️ ${NOTICES.imagesNotSent(1)}\n\nA cat.`);
   });
 
   it('says nothing about images when there are none, or in utility requests', async () => {

@@ -301,6 +301,13 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// Whether the agent takes images with the prompt ([`TurnSpec::images`]); the engine then
+    /// says so in every model's `imageInput`. A cheap check (what the backend knows of the
+    /// agent), no I/O.
+    fn takes_images(&self) -> bool {
+        false
+    }
+
     /// Whether a resume of `chat` that failed with `cliFailed` before any output means the agent
     /// no longer has the chat. Print mode's `--resume` of a chat the CLI lost fails just so, with
     /// nothing more specific; a backend that says itself when a chat is gone

@@ -12,13 +12,14 @@ use crate::vocab::ModelInfo;
 
 impl Engine {
     pub async fn models(self: &Arc<Self>, refresh: bool) -> Result<Vec<ModelInfo>> {
-        let models = self.model_cache.list(refresh, || self.backend.list_models()).await?;
+        let models = self.with_agent_capabilities(self.model_cache.list(refresh, || self.backend.list_models()).await?);
         if !refresh && self.model_cache.take_unverified() {
             let (engine, served) = (Arc::downgrade(self), models.clone());
             self.spawn_background(async move {
                 let Some(engine) = engine.upgrade() else { return };
                 match engine.model_cache.list(true, || engine.backend.list_models()).await {
-                    Ok(fresh) if fresh != served => {
+                    Ok(fresh) if engine.with_agent_capabilities(fresh.clone()) != served => {
+                        let fresh = engine.with_agent_capabilities(fresh);
                         tracing::info!(models = fresh.len(), "model list changed");
                         let _ = engine.model_changes.send(fresh);
                     }
@@ -28,6 +29,16 @@ impl Engine {
             });
         }
         Ok(models)
+    }
+
+    /// Whether a model takes images is the agent's to say (ACP's `promptCapabilities.image`), not
+    /// the catalogue's: every model of an agent that takes them does.
+    fn with_agent_capabilities(&self, mut models: Vec<ModelInfo>) -> Vec<ModelInfo> {
+        let images = self.backend.takes_images();
+        for model in &mut models {
+            model.capabilities.image_input = images;
+        }
+        models
     }
 
     /// Lists found by background checks that differ from what was served.

@@ -7,9 +7,6 @@
 use crate::http::errors::ApiError;
 use crate::vocab::Image;
 
-/// The image formats the model is sent (what Cursor's models read).
-const TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-
 /// A `data:image/…;base64,…` URL (OpenAI's `image_url`, Responses' `input_image`).
 pub fn from_url(url: &str, at: &str) -> Result<Image, ApiError> {
     let lower = url.trim_start().to_ascii_lowercase();
@@ -32,20 +29,7 @@ pub fn from_url(url: &str, at: &str) -> Result<Image, ApiError> {
 
 /// Base64 data of a media type (Anthropic's `image` source, and the data URL's parts).
 pub fn from_base64(mime: &str, data: &str, at: &str) -> Result<Image, ApiError> {
-    let mime = mime.trim().to_ascii_lowercase();
-    if !TYPES.contains(&mime.as_str()) {
-        return Err(ApiError::bad_request(format!(
-            "Images of type `{mime}` are not supported: send {}.",
-            TYPES.join(", ")
-        ))
-        .param(at));
-    }
-    let data = data.trim();
-    let base64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=');
-    if data.is_empty() || !data.chars().all(base64) {
-        return Err(ApiError::bad_request("The image's data is not base64.").param(at));
-    }
-    Ok(Image { mime_type: mime, data: data.to_string() })
+    Image::checked(mime, data).map_err(|why| ApiError::bad_request(why).param(at))
 }
 
 #[cfg(test)]

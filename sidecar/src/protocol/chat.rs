@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::{ChatMessage, Mode, ToolChoice, ToolDefinition, Usage};
+use crate::vocab::{ChatMessage, Image, Mode, ToolChoice, ToolDefinition, Usage};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -24,6 +24,9 @@ pub struct ChatSendParams {
     #[serde(default)]
     pub utility: bool,
     pub messages: Vec<ChatMessage>,
+    /// The new user message's images (inline base64), for a model whose `imageInput` is true.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
     /// The client's tools (client-tools mode: the model calls these, the agent's own are off).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDefinition>,

@@ -184,6 +184,7 @@ async fn models_list(conn: &Connection, p: Params<'static>) -> RpcResult<ModelsL
 
 async fn chat_send(conn: &Connection, turns: &Turns, p: Params<'static>) -> RpcResult<ChatSendResult> {
     let params: ChatSendParams = parse(&p)?;
+    let images = checked_images(&params.images)?;
     let engine = conn.engine()?.clone();
     // Held until the answer is built: the task ends (or is aborted) right after.
     let _claim = turns.claim(&params.turn_id)?;
@@ -206,12 +207,27 @@ async fn chat_send(conn: &Connection, turns: &Turns, p: Params<'static>) -> RpcR
         // One client per stdio connection: every call is its own.
         owner: None,
         answer_format: None,
-        images: Vec::new(),
+        images,
     };
     let (outcome, ()) = tokio::join!(engine.turn(request, tx), deltas::forward(&turn_id, rx, &conn.outbox));
     let TurnOutcome { session_id, resumed, usage, duration_ms, tool_calls, .. } = outcome?;
     let stop_reason = if tool_calls { StopReason::ToolCalls } else { StopReason::End };
     Ok(ChatSendResult { turn_id, session_id, resumed, stop_reason, usage, duration_ms })
+}
+
+/// The request's images as the engine takes them: each one a supported type with base64 data,
+/// or the request is refused naming the image (nothing is sent with an image left out).
+fn checked_images(images: &[crate::vocab::Image]) -> Result<Vec<crate::vocab::Image>, BridgeError> {
+    images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| {
+            crate::vocab::Image::checked(&image.mime_type, &image.data).map_err(|why| {
+                BridgeError::invalid_params(format!("images[{i}]: {why}"))
+                    .hint("Attach the image as PNG, JPEG, GIF or WebP, or send the message without it.")
+            })
+        })
+        .collect()
 }
 
 async fn sessions_list(conn: &Connection) -> RpcResult<SessionsListResult> {

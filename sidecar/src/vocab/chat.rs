@@ -45,13 +45,35 @@ pub struct ChatMessage {
     pub tool_results: Vec<ToolResult>,
 }
 
-/// An image the user's new message carries (HTTP image parts, inline data only).
-#[derive(Debug, Clone, PartialEq)]
+/// An image the user's new message carries (HTTP image parts, the VS Code provider's image data
+/// parts; inline data only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Image {
     /// `image/png`, `image/jpeg`, …
     pub mime_type: String,
     /// Base64, as the client sent it.
     pub data: String,
+}
+
+impl Image {
+    /// The image formats the model is sent (what Cursor's models read).
+    pub const TYPES: [&'static str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+    /// An image of one of [`Image::TYPES`] whose data is base64, or what is wrong with it (each
+    /// door words the error its own way).
+    pub fn checked(mime: &str, data: &str) -> Result<Image, String> {
+        let mime = mime.trim().to_ascii_lowercase();
+        if !Image::TYPES.contains(&mime.as_str()) {
+            return Err(format!("Images of type `{mime}` are not supported: send {}.", Image::TYPES.join(", ")));
+        }
+        let data = data.trim();
+        let base64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=');
+        if data.is_empty() || !data.chars().all(base64) {
+            return Err("The image's data is not base64.".into());
+        }
+        Ok(Image { mime_type: mime, data: data.to_string() })
+    }
 }
 
 impl ChatMessage {

@@ -27,6 +27,7 @@ mod http_openai;
 mod http_responses;
 mod http_structured;
 mod http_tool_choice;
+mod images;
 mod isolation;
 mod orphans;
 mod probe;

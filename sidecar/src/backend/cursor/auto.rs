@@ -139,6 +139,11 @@ impl Backend for Auto {
         self.acp.hosts_tools()
     }
 
+    /// New chats go to ACP while it works, and only ACP takes images.
+    fn takes_images(&self) -> bool {
+        self.acp.takes_images()
+    }
+
     /// Print-mode chats as print mode; an ACP session's failure says itself when it is gone.
     fn silent_failure_loses(&self, chat: &str) -> bool {
         acp::session_of(chat).is_none()

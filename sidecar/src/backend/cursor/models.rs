@@ -12,7 +12,9 @@
 //!   suffix `-high`/`-xhigh`/`-max`, or the words High/Max in the name) or for families that
 //!   always reason: `gpt-5…` and OpenAI's o-series (`o1`, `o3`, `o4…`). Nothing else is assumed.
 //! * `toolCalling` is always true (the CLI runs its tools itself and the editor sees that
-//!   activity); `imageInput` is always false (the bridge cannot forward images yet).
+//!   activity); `imageInput` is false here: whether models take images is the agent's to say,
+//!   and the engine sets it for every model from `Backend::takes_images` (ACP's
+//!   `promptCapabilities.image`; print mode sends text only).
 
 use crate::util::text::strip_ansi;
 use crate::util::text::{contains_ignore_case, one_line};

@@ -172,6 +172,9 @@ impl Backend for Probing {
     fn hosts_tools(&self) -> bool {
         self.serving.hosts_tools()
     }
+    fn takes_images(&self) -> bool {
+        self.serving.takes_images()
+    }
     fn silent_failure_loses(&self, chat: &str) -> bool {
         self.serving.silent_failure_loses(chat)
     }

@@ -75,6 +75,8 @@ pub struct CursorAcp {
     no_session_mcp: BuildNote<()>,
     /// The model catalogue the last session of a CLI build advertised.
     catalogue: BuildNote<model_options::ModelConfig>,
+    /// Whether the last agent started takes images (`None`: none has started yet).
+    takes_images: Mutex<Option<bool>>,
 }
 
 impl CursorAcp {
@@ -87,6 +89,7 @@ impl CursorAcp {
             broken: BuildNote::new(),
             no_session_mcp: BuildNote::new(),
             catalogue: BuildNote::new(),
+            takes_images: Mutex::default(),
         });
         let weak = Arc::downgrade(&backend);
         tokio::spawn(async move {
@@ -247,6 +250,7 @@ impl CursorAcp {
 
     /// The catalogue `agent`'s session advertised, if it did, as this build's.
     fn note_catalogue(&self, cli: &CliCommand, agent: &Agent) {
+        *lock(&self.takes_images) = Some(agent.prompt_images);
         if !agent.config.options.is_empty() {
             self.catalogue.note(cli, agent.config.clone());
         }
@@ -459,6 +463,13 @@ impl Backend for CursorAcp {
 
     fn hosts_tools(&self) -> bool {
         CursorAcp::hosts_tools(self)
+    }
+
+    /// What the last agent started said (`promptCapabilities.image`); before any has started, what
+    /// Cursor's agent advertises (every recorded `initialize`), so the first picker is not wrong.
+    /// A turn with images on an agent that does not take them is refused, naming why.
+    fn takes_images(&self) -> bool {
+        self.usable().is_ok() && lock(&self.takes_images).unwrap_or(true)
     }
 
     /// ACP says when a session is gone (`session/load` refused, a prompt "not found").

@@ -202,7 +202,7 @@ impl Backend for CursorPrint {
             let error = BridgeError::invalid_params(
                 "image input needs Cursor's ACP mode: print mode (`agent -p`) passes the prompt as text only",
             )
-            .hint("Use the ACP backend (`serve --backend acp`, the default `auto` when ACP starts), or send text.");
+            .hint("Use the ACP backend (VS Code: the `cursorBridge.backend` setting; `serve --backend acp`; the default `auto` when ACP starts), or send text.");
             return Box::pin(async move { Err(error.into()) });
         }
         Box::pin(self.turn(turn, sink))
