@@ -217,6 +217,11 @@ pub fn extract_directives(prompt: &str) -> Result<(String, Vec<Json>), String> {
     while let Some(start) = rest.find(DIRECTIVE_OPEN) {
         clean.push_str(&rest[..start]);
         let body = &rest[start + DIRECTIVE_OPEN.len()..];
+        if let Some((value, tail)) = escaped_directive(body) {
+            found.push(value);
+            rest = tail;
+            continue;
+        }
         let mut stream = serde_json::Deserializer::from_str(body).into_iter::<Json>();
         let value = match stream.next() {
             Some(Ok(v)) => v,
@@ -236,6 +241,19 @@ pub fn extract_directives(prompt: &str) -> Result<(String, Vec<Json>), String> {
     }
     clean.push_str(rest);
     Ok((clean, found))
+}
+
+/// A directive whose quotes arrive escaped (`[[double:{\"answer\":\"hi\"}]]`): a client that
+/// sends the user's words as a JSON string (opencode quotes its `run` message) escapes them. It
+/// ends at the first `}]]`, so such a directive cannot have `}]]` inside a string value.
+fn escaped_directive(body: &str) -> Option<(Json, &str)> {
+    if !body.starts_with("{\\\"") {
+        return None;
+    }
+    let end = body.find("}]]")? + 1;
+    let unescaped = serde_json::from_str::<String>(&format!("\"{}\"", &body[..end])).ok()?;
+    let value = Json::parse(&unescaped).ok().filter(|v| v.as_object().is_some())?;
+    Some((value, &body[end + 2..]))
 }
 
 /// How the sidecar asks again for a structured answer that did not fit (its
@@ -494,6 +512,13 @@ mod tests {
         let s = build(&found).unwrap();
         assert_eq!(s.answer.as_deref(), Some("a]]b"));
         assert!(s.garbage);
+    }
+
+    #[test]
+    fn a_directive_inside_a_quoted_message_is_read_unescaped() {
+        let (clean, found) = extract_directives(r#""make it [[double:{\"answer\":\"a \\\"b\\\"\"}]]""#).unwrap();
+        assert_eq!(clean, r#""make it ""#);
+        assert_eq!(build(&found).unwrap().answer.as_deref(), Some(r#"a "b""#));
     }
 
     #[test]

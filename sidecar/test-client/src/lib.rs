@@ -17,4 +17,4 @@ pub mod readme;
 pub use framing::{frame, frames, next_frame, Stamped};
 pub use message::{assistant, initialize_params, notification, request, user};
 pub use process::{wait_with_timeout, Connection, Launcher, Process, RecvError, Stderr};
-pub use readme::{readme_snippet, shell_env};
+pub use readme::{readme_snippet, shell_command, shell_env};

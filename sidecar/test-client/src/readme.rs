@@ -63,6 +63,18 @@ pub fn shell_env(snippet: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The command a one-command shell snippet runs: its words after the `NAME=value` ones that open
+/// it (lines continued with `\` are one), split at whitespace (the snippets quote nothing).
+pub fn shell_command(snippet: &str) -> Vec<String> {
+    let joined = snippet.replace("\\\n", " ");
+    let mut rest = joined.trim();
+    for (name, value) in shell_env(snippet) {
+        rest = rest.trim_start().strip_prefix("export ").unwrap_or(rest.trim_start());
+        rest = rest.strip_prefix(&format!("{name}={value}")).unwrap_or(rest);
+    }
+    rest.split_whitespace().map(str::to_owned).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +84,12 @@ mod tests {
         let snippet = "cursor-bridge serve --model opus-5\nA=http://x:1 B=<a key, or anything> \\\n  C=1 claude --flag X=no\nexport D=2\n";
         let want = [("A", "http://x:1"), ("B", "<a key, or anything>"), ("C", "1"), ("D", "2")];
         assert_eq!(shell_env(snippet), want.map(|(k, v)| (k.to_owned(), v.to_owned())));
+    }
+
+    #[test]
+    fn a_shell_snippet_says_its_command() {
+        let snippet = "A=http://x:1 B=<a key, or anything> \\\n  aider --model openai/auto\n";
+        assert_eq!(shell_command(snippet), ["aider", "--model", "openai/auto"]);
     }
 
     /// The sources of the workspace's tests, where `readme_snippet("NAME"` calls are looked for.
