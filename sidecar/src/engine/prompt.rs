@@ -5,7 +5,7 @@
 //! inside `<userRequest>` identifies a turn: the context messages are the same for every chat in a
 //! workspace. A client that uses no such markers (a plain API client) has every user message count.
 
-use crate::engine::sessions::{answer_hash, request_hash, Session};
+use crate::engine::sessions::{answer_hash, request_hash, CallName, Session};
 use crate::engine::tools::prompt_protocol;
 use crate::error::{BridgeError, Result};
 use crate::vocab::{ChatMessage, Role, ToolCall, ToolResult};
@@ -78,9 +78,17 @@ impl<'a> Conversation<'a> {
         self.messages.iter().flat_map(|m| m.tool_calls.iter()).collect()
     }
 
-    /// The results of a continuation, as the next prompt of the chat that made the calls.
-    pub fn results_prompt(&self) -> String {
-        prompt_protocol::results_prompt(self.pending_results().unwrap_or_default(), &self.tool_calls())
+    /// The results of a continuation, as the next prompt of the chat that made the calls; a call
+    /// the conversation does not carry (results alone) is named from `made`, the chat's own.
+    pub fn results_prompt(&self, made: &[CallName]) -> String {
+        let carried = self.tool_calls();
+        let named: Vec<ToolCall> = made
+            .iter()
+            .filter(|m| !carried.iter().any(|c| c.call_id == m.call_id))
+            .map(|m| ToolCall { call_id: m.call_id.clone(), name: m.name.clone(), input: Default::default() })
+            .collect();
+        let calls: Vec<&ToolCall> = carried.into_iter().chain(&named).collect();
+        prompt_protocol::results_prompt(self.pending_results().unwrap_or_default(), &calls)
     }
 
     /// Hashes of every request, the new one included: what the chat of a continuation has seen.
@@ -197,7 +205,7 @@ impl<'a> Conversation<'a> {
             // A tool round whose chat is gone: replay up to the calls, then send the results.
             let last_answer = self.messages.iter().rposition(|m| m.role == Role::Assistant).unwrap_or(0);
             parts.push(self.replay_block(last_answer + 1, replay_max_chars));
-            parts.push(self.results_prompt());
+            parts.push(self.results_prompt(&[]));
             return parts.join("\n\n");
         }
         if self.has_history() {

@@ -118,6 +118,18 @@ pub struct Session {
     /// only its own, so one door's traffic never pushes out another's conversations.
     #[serde(default)]
     pub door: Door,
+    /// The client-tool calls of the chat's last reply (prompt protocol): results that come alone
+    /// (the Copilot harness sends a marker and the results, no transcript) still name each tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallName>,
+}
+
+/// A client-tool call the chat made: its id and the tool's name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallName {
+    pub call_id: String,
+    pub name: String,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -666,6 +678,7 @@ mod tests {
             tools: 0,
             owner: String::new(),
             door: Door::Stdio,
+            calls: Vec::new(),
         }
     }
 

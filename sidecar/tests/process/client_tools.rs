@@ -492,7 +492,9 @@ fn a_tool_round_under_a_marker_alone_continues_the_chat_that_made_the_call() {
         assert_eq!(records[0]["sessionId"], records[1]["sessionId"], "the same ACP session");
     } else {
         assert_eq!(records.len(), 4, "{records:?}");
-        assert!(prompt_of(&records[1]).starts_with(&format!("TOOL_RESULT (call_id={}", call_id.as_str().unwrap())));
+        // The results came alone, yet the chat is told which tool each answers (the call it made).
+        let head = format!("TOOL_RESULT (call_id={}, name=create_file)", call_id.as_str().unwrap());
+        assert!(prompt_of(&records[1]).starts_with(&head), "{}", prompt_of(&records[1]));
         let chat = |r: &Value| {
             let argv: Vec<String> = serde_json::from_value(r["argv"].clone()).unwrap();
             argv.windows(2).find(|w| w[0] == "--resume").map(|w| w[1].clone())

@@ -296,8 +296,11 @@ impl Engine {
                     session.conversation_id = req.conversation_id.clone();
                 }
                 let chat = Chat::Resume(session.chat_id.clone());
-                let prompt =
-                    if continuing { conversation.results_prompt() } else { conversation.resume_prompt_with(missing) };
+                let prompt = if continuing {
+                    conversation.results_prompt(&session.calls)
+                } else {
+                    conversation.resume_prompt_with(missing)
+                };
                 Ok(Plan {
                     session: Some(session),
                     chat,
@@ -357,6 +360,7 @@ impl Engine {
             // The store's, set when it is recorded.
             owner: String::new(),
             door: Default::default(),
+            calls: Vec::new(),
         })
     }
 }

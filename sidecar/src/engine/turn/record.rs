@@ -15,7 +15,7 @@ use super::{ClientTools, Incomplete, Turn, TurnOutcome};
 use crate::backend::{Event, EventSink, ToolReply, TurnEnd, TurnFailure, Warm};
 use crate::engine::core::Engine;
 use crate::engine::session_io::save_detached;
-use crate::engine::sessions::Session;
+use crate::engine::sessions::{CallName, Session};
 use crate::engine::tools::parked::{self, Drive, Parked, Running};
 use crate::engine::tools::{self, calls};
 use crate::error::{BridgeError, Result};
@@ -31,14 +31,15 @@ impl Turn<'_> {
         };
         // Client-tools mode on the prompt protocol: read the model's calls out of its reply
         // (asking once more when the block was broken, or missing where a call is required).
-        let mut tool_calls = false;
+        let mut made = Vec::new();
         if let (ClientTools::Prompt(set), Ok(end)) = (self.tools, &mut outcome) {
             match self.read_calls(set, end).await {
                 Ok(calls) => {
-                    tool_calls = !calls.is_empty();
                     for call in calls {
                         let calls::Parsed { name, arguments } = call;
-                        self.sink.emit(Event::ToolCall { call_id: tools::new_call_id(), name, input: arguments }).await;
+                        let call_id = tools::new_call_id();
+                        made.push(CallName { call_id: call_id.clone(), name: name.clone() });
+                        self.sink.emit(Event::ToolCall { call_id, name, input: arguments }).await;
                     }
                 }
                 Err(failed) => outcome = Err(failed),
@@ -52,7 +53,8 @@ impl Turn<'_> {
             // Completed: recorded below, on whichever chat the turn ended in.
             i.disarm();
         }
-        let session_id = self.remember_chat(&end).await;
+        let tool_calls = !made.is_empty();
+        let session_id = self.remember_chat(&end, made).await;
         let duration_ms = self.started.elapsed().as_millis() as u64;
         tracing::info!(turn = %self.req.turn_id, duration_ms, "turn done");
         Ok(TurnOutcome {
@@ -94,9 +96,12 @@ impl Turn<'_> {
 
     /// Remember the chat for the next turn and warm up for it; on disk when this returns. The
     /// session's id (`None` for a utility turn).
-    async fn remember_chat(&mut self, end: &TurnEnd) -> Option<String> {
+    /// `calls`: the client-tool calls of this reply (the prompt protocol's), so results that come
+    /// alone (a marker, no transcript) still name their tools to the chat.
+    async fn remember_chat(&mut self, end: &TurnEnd, calls: Vec<CallName>) -> Option<String> {
         let answer = self.sink.answer_hash();
         let mut session = self.plan.session.take()?;
+        session.calls = calls;
         // What the chat was told in its prompts (hosted tools were never described there).
         session.tools = match self.tools {
             ClientTools::Prompt(set) => self.described.get_or_init(|| set.describe()).fingerprint,
