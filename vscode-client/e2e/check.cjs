@@ -194,6 +194,15 @@ guarded('resume: the second turn resumes the same Cursor chat with only the new 
   const ok = s.text === s.expectedAnswer && second.resumed === first.sessionId && second.stdin === s.prompt;
   return [ok, `answer ${show(s.text)}; chat ${first.sessionId} then resumed ${second.resumed}; stdin ${second.stdin === s.prompt ? 'is exactly the new message' : show(second.stdin)}`];
 });
+guarded(ACP ? 'image: the model takes images, and an attached one reached Cursor\'s model with the prompt (ACP image block)' : 'image: the model takes no images; print mode sent the text only and the answer says the image was not sent', () => {
+  const s = step('image');
+  const run = runOf('e2e-api image');
+  const sent = run.images || [];
+  const ok = ACP
+    ? s.imageInput === true && sent.length === 1 && sent[0].mimeType === 'image/png' && sent[0].data === s.imageBase64 && s.text.includes('A tiny PNG.')
+    : s.imageInput === false && sent.length === 0 && s.text.includes('not sent to the model') && s.text.includes('A tiny PNG.');
+  return [ok, `${sent.length} image(s) with the prompt; answer ${show(s.text)}; the model's image capability as the consumer sees it: ${show(s.imageInput)}`];
+});
 // The Copilot harness emulation (consumer step `harness`, docs/vscode-provider.md §16).
 guarded('harness: a custom tool ({input: string}) reached the consumer as apply_patch with its input a string', () => {
   const s = step('harness');

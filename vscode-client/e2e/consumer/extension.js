@@ -38,6 +38,8 @@ const HARNESS_TOOLS = [
   { name: 'bash', description: 'Run a shell command', inputSchema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } },
 ];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** A 1×1 PNG, the image the `image` step attaches. */
+const IMAGE_PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 
 exports.activate = function activate() {
   if (!OUT) return; // installed outside the e2e: do nothing
@@ -300,6 +302,17 @@ async function runSteps(result, write) {
     s.historyParts = assistantTurn(first).content.map((p) => describePart(p).kind);
     const messages = [vscode.LanguageModelChatMessage.User(firstPrompt), assistantTurn(first), vscode.LanguageModelChatMessage.User(second)];
     Object.assign(s, summary(await collect(await model.sendRequest(messages, {}))));
+  });
+
+  // An image attached to a message (a data part, as the Chat view sends one): on ACP it goes to
+  // Cursor's model with the prompt; in print mode the answer says it was not sent.
+  await step('image', 60_000, async (s) => {
+    s.prompt = `e2e-api image: what is in this picture? ${directive({ answer: 'A tiny PNG.' })}`;
+    s.imageBase64 = IMAGE_PNG_BASE64;
+    s.imageInput = (await select({ vendor: 'cursor', id: MODEL_ID }))[0]?.capabilities?.supportsImageToText ?? null;
+    const image = vscode.LanguageModelDataPart.image(Buffer.from(IMAGE_PNG_BASE64, 'base64'), 'image/png');
+    const message = vscode.LanguageModelChatMessage.User([new vscode.LanguageModelTextPart(s.prompt), image]);
+    Object.assign(s, summary(await collect(await model.sendRequest([message], {}))));
   });
 
   // VS Code's Copilot harness, as its bridge calls a provider (docs/vscode-provider.md §16): no
