@@ -392,6 +392,17 @@ async fn serve(
         })
     };
     let _sweeper = crate::util::sync::AbortOnDrop(sweeper.abort_handle());
+    // Token estimates read their vocabulary once (tens of ms): now, on a thread of its own (it
+    // starts nothing), not in the first request.
+    std::thread::spawn(|| {
+        if crate::util::tokens::shared().name() == crate::util::tokens::CHARS {
+            eprintln!(
+                "cursor-bridge serve: warning: token estimates count characters / 4: no {} beside the binary (or at {}); see the log",
+                crate::util::tokens::VOCABULARY_FILE,
+                crate::util::tokens::VOCABULARY_ENV
+            );
+        }
+    });
     match engine.warm_up(&warm).await {
         Ok(_) => {
             // Every completion checks its model against the list: have it (and a disk cache
