@@ -393,15 +393,9 @@ async fn serve(
     };
     let _sweeper = crate::util::sync::AbortOnDrop(sweeper.abort_handle());
     // Token estimates read their vocabulary once (tens of ms): now, on a thread of its own (it
-    // starts nothing), not in the first request.
+    // starts nothing), not in the first request. Where it is missing, that is logged (a warning).
     std::thread::spawn(|| {
-        if crate::util::tokens::shared().name() == crate::util::tokens::CHARS {
-            eprintln!(
-                "cursor-bridge serve: warning: token estimates count characters / 4: no {} beside the binary (or at {}); see the log",
-                crate::util::tokens::VOCABULARY_FILE,
-                crate::util::tokens::VOCABULARY_ENV
-            );
-        }
+        crate::util::tokens::shared();
     });
     match engine.warm_up(&warm).await {
         Ok(_) => {

@@ -14,9 +14,9 @@
 //! symbols here, a difference of a token at most). Each piece is byte-pair merged as tiktoken does.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The vocabulary's file name, beside the binary.
 pub const VOCABULARY_FILE: &str = "o200k_base.tiktoken";
@@ -32,31 +32,48 @@ pub const CHARS: &str = "chars/4";
 /// (a token or so too many per window).
 const WINDOW: usize = 256;
 
+/// Texts at least this long have their counts remembered ([`CACHED`] of them): HTTP clients
+/// send the whole conversation with every request, so its earlier messages come again and again.
+const CACHE_FROM: usize = 1024;
+const CACHED: usize = 4096;
+
 /// The vocabulary: token bytes → rank, and the merge that uses it.
 pub struct Tokenizer {
-    ranks: Option<HashMap<Box<[u8]>, u32, BuildHasherDefault<Fnv>>>,
+    ranks: Option<Vocabulary>,
+    /// Counts of long texts, by their hash (a collision costs an estimate's accuracy, nothing else).
+    cache: Mutex<HashMap<u64, u64>>,
 }
 
 impl Tokenizer {
     /// Reads a tiktoken vocabulary file (`<base64 token> <rank>` a line).
     pub fn load(path: &Path) -> Result<Tokenizer, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut ranks = HashMap::with_capacity_and_hasher(200_000, BuildHasherDefault::<Fnv>::default());
+        // Decoded straight into one buffer: 200,000 small allocations would stay in the heap
+        // after they were freed.
+        let lines = text.lines().filter(|l| !l.is_empty()).count();
+        let mut ranks = Vocabulary {
+            bytes: Vec::with_capacity(text.len() / 2),
+            ends: Vec::with_capacity(lines),
+            ranks: Vec::with_capacity(lines),
+            slots: Vec::new(),
+        };
         for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
             let bad = || format!("{} line {}: not `<base64> <rank>`", path.display(), n + 1);
             let (token, rank) = line.split_once(' ').ok_or_else(bad)?;
-            let rank: u32 = rank.parse().map_err(|_| bad())?;
-            ranks.insert(base64(token).ok_or_else(bad)?.into_boxed_slice(), rank);
+            ranks.ranks.push(rank.parse().map_err(|_| bad())?);
+            base64(token, &mut ranks.bytes).ok_or_else(bad)?;
+            ranks.ends.push(ranks.bytes.len() as u32);
         }
-        if ranks.is_empty() {
+        if ranks.ends.is_empty() {
             return Err(format!("{}: no tokens", path.display()));
         }
-        Ok(Tokenizer { ranks: Some(ranks) })
+        ranks.index();
+        Ok(Tokenizer { ranks: Some(ranks), cache: Mutex::default() })
     }
 
     /// The fallback: characters / 4.
     pub fn chars() -> Tokenizer {
-        Tokenizer { ranks: None }
+        Tokenizer { ranks: None, cache: Mutex::default() }
     }
 
     /// Which estimate this is: [`O200K`] or [`CHARS`].
@@ -73,12 +90,33 @@ impl Tokenizer {
         let Some(ranks) = &self.ranks else {
             return (text.chars().count() as u64).div_ceil(4);
         };
+        if text.len() < CACHE_FROM {
+            return Self::merged(ranks, text);
+        }
+        let key = {
+            let mut h = Fnv::default();
+            h.write(text.as_bytes());
+            h.finish()
+        };
+        if let Some(&n) = crate::util::sync::lock(&self.cache).get(&key) {
+            return n;
+        }
+        let n = Self::merged(ranks, text);
+        let mut cache = crate::util::sync::lock(&self.cache);
+        if cache.len() >= CACHED {
+            cache.clear(); // a new conversation's worth: simpler than an LRU, and as good here
+        }
+        cache.insert(key, n);
+        n
+    }
+
+    fn merged(ranks: &Vocabulary, text: &str) -> u64 {
         pieces(text)
             .map(|piece| {
                 piece
                     .as_bytes()
                     .chunks(WINDOW)
-                    .map(|w| if ranks.contains_key(w) { 1 } else { merge(ranks, w) })
+                    .map(|w| if ranks.get(w).is_some() { 1 } else { merge(ranks, w) })
                     .sum::<u64>()
             })
             .sum()
@@ -92,7 +130,9 @@ pub fn shared() -> &'static Tokenizer {
     static SHARED: OnceLock<Tokenizer> = OnceLock::new();
     SHARED.get_or_init(|| {
         let Some(path) = vocabulary_path() else {
-            tracing::warn!("token estimates count characters / 4: no path for {VOCABULARY_FILE}");
+            tracing::warn!(
+                "token estimates count characters / 4: no path for {VOCABULARY_FILE} (set {VOCABULARY_ENV})"
+            );
             return Tokenizer::chars();
         };
         match Tokenizer::load(&path) {
@@ -101,7 +141,10 @@ pub fn shared() -> &'static Tokenizer {
                 t
             }
             Err(e) => {
-                tracing::warn!("token estimates count characters / 4: the {O200K} vocabulary could not be read ({e})");
+                tracing::warn!(
+                    "token estimates count characters / 4: the {O200K} vocabulary could not be read ({e}); \
+                     `cargo xtask dist` puts {VOCABULARY_FILE} beside the binary, {VOCABULARY_ENV} names another"
+                );
                 Tokenizer::chars()
             }
         }
@@ -119,13 +162,60 @@ fn vocabulary_path() -> Option<PathBuf> {
     Some(std::env::current_exe().ok()?.parent()?.join(VOCABULARY_FILE))
 }
 
+/// Token bytes → rank in about 5 MB for o200k's 200,000 tokens (a `HashMap` of boxed slices
+/// takes 12): the tokens back to back, and an open-addressing table of their indices.
+struct Vocabulary {
+    bytes: Vec<u8>,
+    /// Token `i` is `bytes[ends[i - 1]..ends[i]]` (from 0 for the first).
+    ends: Vec<u32>,
+    ranks: Vec<u32>,
+    /// Index + 1 of a token, 0 for an empty slot; a power of two, at most half full.
+    slots: Vec<u32>,
+}
+
+impl Vocabulary {
+    /// Fills the table from the tokens.
+    fn index(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.slots = vec![0; (self.ends.len() * 2).next_power_of_two()];
+        for i in 0..self.ends.len() {
+            let mut slot = self.home(self.token(i));
+            while self.slots[slot] != 0 {
+                slot = (slot + 1) & (self.slots.len() - 1);
+            }
+            self.slots[slot] = i as u32 + 1;
+        }
+    }
+
+    fn home(&self, key: &[u8]) -> usize {
+        let mut h = Fnv::default();
+        h.write(key);
+        h.finish() as usize & (self.slots.len() - 1)
+    }
+
+    fn token(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.bytes[start..self.ends[i] as usize]
+    }
+
+    fn get(&self, key: &[u8]) -> Option<u32> {
+        let mut slot = self.home(key);
+        loop {
+            let i = self.slots[slot].checked_sub(1)? as usize;
+            if self.token(i) == key {
+                return Some(self.ranks[i]);
+            }
+            slot = (slot + 1) & (self.slots.len() - 1);
+        }
+    }
+}
+
 /// Byte-pair merging, tiktoken's way: merge the adjacent pair of lowest rank (the leftmost of
 /// equals) until no pair is a token; the parts left are the tokens.
-fn merge(ranks: &HashMap<Box<[u8]>, u32, BuildHasherDefault<Fnv>>, piece: &[u8]) -> u64 {
+fn merge(ranks: &Vocabulary, piece: &[u8]) -> u64 {
     // Start of each part, and the piece's end.
     let mut bounds: Vec<usize> = (0..=piece.len()).collect();
-    let rank =
-        |bounds: &[usize], i: usize| bounds.get(i + 2).and_then(|&end| ranks.get(&piece[bounds[i]..end]).copied());
+    let rank = |bounds: &[usize], i: usize| bounds.get(i + 2).and_then(|&end| ranks.get(&piece[bounds[i]..end]));
     let mut pair: Vec<Option<u32>> = (0..bounds.len()).map(|i| rank(&bounds, i)).collect();
     loop {
         let best = pair.iter().enumerate().filter_map(|(i, r)| r.map(|r| (r, i))).min();
@@ -261,8 +351,8 @@ fn contraction(s: &str) -> usize {
     }
 }
 
-/// Standard base64 with padding, as the vocabulary writes its tokens.
-fn base64(s: &str) -> Option<Vec<u8>> {
+/// Standard base64 with padding, as the vocabulary writes its tokens, appended to `out`.
+fn base64(s: &str, out: &mut Vec<u8>) -> Option<()> {
     let value = |c: u8| match c {
         b'A'..=b'Z' => Some(c - b'A'),
         b'a'..=b'z' => Some(c - b'a' + 26),
@@ -271,10 +361,8 @@ fn base64(s: &str) -> Option<Vec<u8>> {
         b'/' => Some(63),
         _ => None,
     };
-    let s = s.trim_end_matches('=').as_bytes();
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0);
-    for &c in s {
+    for &c in s.trim_end_matches('=').as_bytes() {
         acc = (acc << 6) | u32::from(value(c)?);
         bits += 6;
         if bits >= 8 {
@@ -282,7 +370,7 @@ fn base64(s: &str) -> Option<Vec<u8>> {
             out.push((acc >> bits) as u8);
         }
     }
-    Some(out)
+    Some(())
 }
 
 /// FNV-1a: the vocabulary's keys are short byte strings, hashed millions of times a long prompt.
@@ -324,6 +412,17 @@ mod tests {
             let slack = text.len() as u64 / WINDOW as u64;
             assert!(got.abs_diff(want) <= slack, "{name}: {got} tokens, tiktoken counts {want}: {text:?}");
         }
+    }
+
+    #[test]
+    fn a_long_text_sent_again_is_counted_once() {
+        let t = vocabulary();
+        let history = "The same earlier message, sent again with every request. ".repeat(40);
+        let first = t.count(&history);
+        assert_eq!(crate::util::sync::lock(&t.cache).len(), 1);
+        assert_eq!((t.count(&history), crate::util::sync::lock(&t.cache).len()), (first, 1));
+        assert_eq!(t.count("short"), 1);
+        assert_eq!(crate::util::sync::lock(&t.cache).len(), 1, "short texts are not kept");
     }
 
     #[test]
