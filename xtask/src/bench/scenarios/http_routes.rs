@@ -205,59 +205,30 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
     }
     let minus = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<f64>>();
     let setting = "`serve --backend print --workspace <ws>` with the CLI double answering at once; each request a new conversation (`hi`, streamed), so each takes the prefetched chat id, like the direct spawn's new `--resume` id.";
-    let mut rows = vec![
-        Row::new("http routes", "HTTP first-delta overhead, chat completions (serve − direct)", Unit::Ms, &first[0])
-            .reference("direct spawn → first text line", &direct_first)
-            .note(format!("Request sent → first text delta read on the socket, minus the double spawned directly → its first text line, paired per iteration. {setting}")),
+    let measures = [
+        ("first delta", &first, "direct spawn → first text line", &direct_first, format!("Request sent → first text delta read on the socket, minus the double spawned directly → its first text line, paired per iteration. {setting}")),
+        ("whole answer", &whole, "direct spawn → last text line", &direct_whole, "Request sent → the stream's end marker (`[DONE]`, `response.completed`, `message_stop`), minus the direct spawn's last text line: serve's answer also waits for the CLI's result and exit.".to_string()),
     ];
-    for k in 1..3 {
-        let name = routes[k].name;
+    let mut rows = Vec::new();
+    for (what, samples, direct_label, direct, note) in &measures {
+        let figure = |name: &str| format!("HTTP {what} overhead, {name} (serve − direct)");
         rows.push(
-            Row::new(
-                "http routes",
-                &format!("HTTP first-delta overhead, {name} (serve − direct)"),
-                Unit::Ms,
-                &first[k],
-            )
-            .reference("chat completions' overhead", &first[0]),
+            Row::new("http routes", &figure(routes[0].name), Unit::Ms, &samples[0])
+                .reference(direct_label, direct)
+                .note(note.as_str()),
         );
+        for k in 1..3 {
+            rows.push(
+                Row::new("http routes", &figure(routes[k].name), Unit::Ms, &samples[k])
+                    .reference("chat completions' overhead", &samples[0]),
+            );
+        }
     }
-    rows.push(
-        Row::new("http routes", "HTTP whole-answer overhead, chat completions (serve − direct)", Unit::Ms, &whole[0])
-            .reference("direct spawn → last text line", &direct_whole)
-            .note("Request sent → the stream's end marker (`[DONE]`, `response.completed`, `message_stop`), minus the direct spawn's last text line."),
-    );
-    for k in 1..3 {
-        let name = routes[k].name;
-        rows.push(
-            Row::new(
-                "http routes",
-                &format!("HTTP whole-answer overhead, {name} (serve − direct)"),
-                Unit::Ms,
-                &whole[k],
-            )
-            .reference("chat completions' overhead", &whole[0]),
-        );
-    }
-    for k in 1..3 {
-        let name = routes[k].name;
-        rows.push(
-            Row::new(
-                "http routes",
-                &format!("{name} − chat completions, first delta (paired)"),
-                Unit::Ms,
-                &minus(&first[k], &first[0]),
-            )
-            .target(Target::below(1.0, "≤ 1 ms median")),
-        );
-        let row = Row::new(
-            "http routes",
-            &format!("{name} − chat completions, whole answer (paired)"),
-            Unit::Ms,
-            &minus(&whole[k], &whole[0]),
-        )
-        .target(Target::below(1.0, "≤ 1 ms median"));
-        rows.push(if k == 1 {
+    for (k, (what, samples, ..)) in (1..3).flat_map(|k| measures.iter().map(move |m| (k, m))) {
+        let figure = format!("{} − chat completions, {what} (paired)", routes[k].name);
+        let row = Row::new("http routes", &figure, Unit::Ms, &minus(&samples[k], &samples[0]))
+            .target(Target::below(1.0, "≤ 1 ms median"));
+        rows.push(if figure.starts_with("/v1/responses − chat completions, first") {
             row.note("Issue 23: each new route's overhead over a direct backend turn stays within 1 ms of chat completions' (the same iteration's, so the double's own variation cancels out).")
         } else {
             row
