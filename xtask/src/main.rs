@@ -77,7 +77,8 @@ Commands:
   e2e       the packaged extension in a real, headless VS Code against the CLI double
             (installs code-server, Node 24, Chromium and playwright-core once; see `e2e --help`)
   dist      build the release sidecar (`cursor-bridge`) for the host or --target <triple> and
-            package the VS Code extension with it: dist/cursor-bridge-<vsce-target>.vsix; Linux gnu
+            package the VS Code extension with it (and o200k_base.tiktoken, the vocabulary of serve's
+            token estimates, beside it): dist/cursor-bridge-<vsce-target>.vsix; Linux gnu
             targets are linked against glibc 2.28 with cargo zigbuild (installed once) and checked
   install   run dist, then install the VSIX with `code --install-extension` (or say how)
 ";
@@ -383,6 +384,9 @@ fn vsce_target(triple: &str) -> Result<&'static str> {
     })
 }
 
+/// The token estimates' vocabulary, shipped beside the sidecar (`util::tokens::VOCABULARY_FILE`).
+const VOCABULARY: &str = "o200k_base.tiktoken";
+
 /// Build the release sidecar, then package the extension around it; returns the VSIX's path.
 fn dist(target: &Option<String>) -> Result<PathBuf> {
     let triple = match target {
@@ -425,6 +429,11 @@ fn dist(target: &Option<String>) -> Result<PathBuf> {
     let dest = out_dir.join(format!("{}-{triple}{}", "cursor-bridge", if exe.ends_with(".exe") { ".exe" } else { "" }));
     std::fs::copy(&built, &dest)?;
     eprintln!("xtask: sidecar built: {} ({} KiB)", dest.display(), std::fs::metadata(&dest)?.len() / 1024);
+    // The vocabulary of `serve`'s token estimates goes beside the binary (util/tokens.rs): 3.6 MB
+    // the binary's size budget has no room for.
+    let vocabulary = project_root().join("sidecar").join("assets").join(VOCABULARY);
+    std::fs::copy(&vocabulary, out_dir.join(VOCABULARY))
+        .with_context(|| format!("copying {}", vocabulary.display()))?;
 
     // The extension ships the sidecar in server/; a binary for another platform must not linger.
     let client = project_root().join("vscode-client");
@@ -434,6 +443,7 @@ fn dist(target: &Option<String>) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&server)?;
     std::fs::copy(&built, server.join(exe))?;
+    std::fs::copy(&vocabulary, server.join(VOCABULARY))?;
     // Which platform this package is for, and on Linux gnu the oldest glibc it starts on: the
     // extension compares them with the machine it runs on and says so when they do not fit
     // (vscode-client/src/platform.ts).

@@ -101,6 +101,11 @@ impl Serve {
             ("CURSOR_DOUBLE_RECORD", folders.record_file()),
             // `serve` hands the CLI only what it needs; the double's knobs are passed on purpose.
             ("CURSOR_BRIDGE_PASS_ENV", "CURSOR_DOUBLE_*".into()),
+            // The token estimates' vocabulary, which `cargo xtask dist` ships beside the binary.
+            (
+                "CURSOR_BRIDGE_TOKENIZER",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../sidecar/assets/o200k_base.tiktoken"),
+            ),
         ];
         env.extend(more_env.iter().cloned());
         let spec = SpawnSpec {

@@ -229,10 +229,35 @@ pub fn new_id(prefix: &str) -> String {
 /// The response header that marks token counts as an estimate (`x-cursor-bridge-usage: estimate`).
 pub const USAGE_HEADER: &str = "x-cursor-bridge-usage";
 
-/// About four characters a token: the counts of a turn whose CLI reported none (Cursor's ACP
-/// mode), always marked as an estimate (a field of the dialect's usage, and [`USAGE_HEADER`]).
+/// The response header that names the tokenizer of an estimate ([`estimator`]).
+pub const TOKENIZER_HEADER: &str = "x-cursor-bridge-tokenizer";
+
+/// The counts of a turn whose CLI reported none (Cursor's ACP mode): OpenAI's `o200k_base`
+/// encoding (`util/tokens.rs`), always marked as an estimate (`estimated` and `tokenizer` in the
+/// dialect's usage, and [`USAGE_HEADER`]).
 pub fn estimate_tokens(text: &str) -> u64 {
-    (text.chars().count() as u64).div_ceil(4)
+    crate::util::tokens::shared().count(text)
+}
+
+/// Which tokenizer the estimates come from: `o200k_base`, or `chars/4` where its vocabulary
+/// file is missing.
+pub fn estimator() -> &'static str {
+    crate::util::tokens::shared().name()
+}
+
+/// A streamed answer's output, counted once at its end: a tokenizer's counts of the deltas do not
+/// add up to the count of the whole (a word cut between two deltas is one token, not two).
+#[derive(Debug, Default)]
+pub struct Streamed(String);
+
+impl Streamed {
+    pub fn push(&mut self, text: &str) {
+        self.0.push_str(text);
+    }
+
+    pub fn tokens(&self) -> u64 {
+        estimate_tokens(&self.0)
+    }
 }
 
 /// The estimated input of a conversation as the engine gets it.
@@ -280,8 +305,14 @@ pub fn counted(reported: Option<Usage>, input: u64, output: u64) -> Counted {
 /// Marks a whole answer's counts as estimated.
 pub fn mark_estimate(response: &mut Response, counted: &Counted) {
     if counted.estimated {
-        response.headers_mut().insert(USAGE_HEADER, HeaderValue::from_static("estimate"));
+        estimate_headers(response);
     }
+}
+
+/// `x-cursor-bridge-usage: estimate` and the tokenizer's name ([`TOKENIZER_HEADER`]).
+pub fn estimate_headers(response: &mut Response) {
+    response.headers_mut().insert(USAGE_HEADER, HeaderValue::from_static("estimate"));
+    response.headers_mut().insert(TOKENIZER_HEADER, HeaderValue::from_static(estimator()));
 }
 
 /// Logs, in the request's span, that a client went away before its turn ended (the turn is
@@ -608,10 +639,8 @@ mod tests {
 
     #[test]
     fn counts_are_the_clis_or_a_marked_estimate() {
-        assert_eq!(
-            (estimate_tokens(""), estimate_tokens("abcd"), estimate_tokens("abcde"), estimate_tokens("✓✓")),
-            (0, 1, 2, 1)
-        );
+        // o200k_base's counts (tiktoken's own for these texts), not characters / 4 (5 and 2).
+        assert_eq!((estimator(), estimate_tokens(""), estimate_tokens("The quick brown fox")), ("o200k_base", 0, 4));
         let cli = Usage {
             input_tokens: 3,
             output_tokens: 2,
@@ -624,7 +653,7 @@ mod tests {
         let e = counted(None, 12, 3);
         assert!(e.estimated && (e.usage.input_tokens, e.usage.output_tokens) == (12, 3));
         let m = [ChatMessage::new(crate::vocab::Role::User, "12345678")];
-        assert_eq!(input_estimate(&m), 2);
+        assert_eq!(input_estimate(&m), 3, "123 456 78");
     }
 
     #[test]

@@ -392,6 +392,11 @@ async fn serve(
         })
     };
     let _sweeper = crate::util::sync::AbortOnDrop(sweeper.abort_handle());
+    // Token estimates read their vocabulary once (tens of ms): now, on a thread of its own (it
+    // starts nothing), not in the first request. Where it is missing, that is logged (a warning).
+    std::thread::spawn(|| {
+        crate::util::tokens::shared();
+    });
     match engine.warm_up(&warm).await {
         Ok(_) => {
             // Every completion checks its model against the list: have it (and a disk cache

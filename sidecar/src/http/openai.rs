@@ -393,6 +393,10 @@ pub struct CompletionUsage {
     /// Not OpenAI's: the counts are an estimate (the CLI reported none), never zeros.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
+    /// Not OpenAI's: with `estimated`, the tokenizer it comes from (`o200k_base`, or `chars/4`
+    /// where its vocabulary is missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<&'static str>,
     /// Only where the agent counted reasoning (an absent count is not a zero).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_tokens_details: Option<CompletionTokensDetails>,
@@ -418,12 +422,14 @@ impl CompletionUsage {
             total_tokens: prompt + u.output_tokens,
             prompt_tokens_details: PromptTokensDetails { cached_tokens: u.cache_read_tokens },
             estimated: false,
+            tokenizer: None,
             completion_tokens_details: u.reasoning_tokens.map(|n| CompletionTokensDetails { reasoning_tokens: n }),
         }
     }
 
     pub fn from_counted(c: super::core::Counted) -> Self {
-        CompletionUsage { estimated: c.estimated, ..CompletionUsage::from_usage(c.usage) }
+        let tokenizer = c.estimated.then(super::core::estimator);
+        CompletionUsage { estimated: c.estimated, tokenizer, ..CompletionUsage::from_usage(c.usage) }
     }
 }
 

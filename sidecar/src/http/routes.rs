@@ -124,7 +124,7 @@ async fn chat(
         input,
     };
     if stream {
-        core::stream(&state, params, Chunks { meta, include_usage, calls: 0, output: 0 }).await
+        core::stream(&state, params, Chunks { meta, include_usage, calls: 0, output: core::Streamed::default() }).await
     } else {
         complete(&state, params, meta).await
     }
@@ -174,8 +174,8 @@ struct Chunks {
     include_usage: bool,
     /// Tool calls streamed so far (each chunk names its index).
     calls: u32,
-    /// The estimated output so far.
-    output: u64,
+    /// The output so far, for the estimate when the CLI reports no counts.
+    output: core::Streamed,
 }
 
 impl Chunks {
@@ -199,15 +199,15 @@ impl core::Encoder for Chunks {
     fn event(&mut self, delta: TurnEvent) -> Vec<Event> {
         let delta = match delta {
             TurnEvent::Text(text) => {
-                self.output += core::estimate_tokens(&text);
+                self.output.push(&text);
                 Delta { content: Some(text), ..Delta::default() }
             }
             TurnEvent::Thinking(text) => {
-                self.output += core::estimate_tokens(&text);
+                self.output.push(&text);
                 Delta { reasoning_content: Some(text), ..Delta::default() }
             }
             TurnEvent::ToolCall { call_id, name, input } => {
-                self.output += core::estimate_tokens(&input.to_string());
+                self.output.push(&input.to_string());
                 let call = ToolCallOut::new(Some(self.calls), call_id, name, &input);
                 self.calls += 1;
                 Delta { tool_calls: Some(vec![call]), ..Delta::default() }
@@ -224,7 +224,7 @@ impl core::Encoder for Chunks {
                     vec![self.chunk(Delta::default(), Some(if result.tool_calls { "tool_calls" } else { "stop" }))];
                 // The CLI's counts, or (none on ACP) the marked estimate: zeros would read as real.
                 if self.include_usage {
-                    let usage = core::counted(result.usage, self.meta.input, self.output);
+                    let usage = core::counted(result.usage, self.meta.input, self.output.tokens());
                     events.push(core::data_event(&ChatCompletionChunk {
                         id: &self.meta.id,
                         object: "chat.completion.chunk",

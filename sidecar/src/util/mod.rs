@@ -11,3 +11,4 @@ pub mod redact;
 pub mod state_dir;
 pub mod sync;
 pub mod text;
+pub mod tokens;

@@ -66,6 +66,17 @@ fn the_anthropic_python_client_speaks_the_messages_api_to_serve() {
     assert!(!dir.log_text().contains(key), "the client key is in the log");
 }
 
+/// The counts of `text` with the bridge's tokenizer (held against tiktoken's own counts by the
+/// library's tests, util/tokens.rs).
+fn o200k(text: &str) -> u64 {
+    let vocabulary = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/o200k_base.tiktoken");
+    cursor_bridge::util::tokens::Tokenizer::load(&vocabulary).unwrap().count(text)
+}
+
+fn header<'a>(head: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    head.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
 #[test]
 fn without_the_clis_counts_every_route_reports_a_marked_estimate() {
     let dir = TestDir::new();
@@ -74,17 +85,38 @@ fn without_the_clis_counts_every_route_reports_a_marked_estimate() {
     let server = Server::start(&dir, &[]);
     let headers = [("Content-Type", "application/json"), ("anthropic-version", "2023-06-01")];
     let user = json!([{"role": "user", "content": "count these words please"}]);
+    // o200k_base cuts the question into 4 tokens (tiktoken agrees); characters / 4 would say 6.
+    let question = 4;
     let routes = [
-        ("/v1/messages", json!({"model": "auto", "max_tokens": 100, "messages": user}), "/usage/input_tokens"),
-        ("/v1/chat/completions", json!({"model": "auto", "messages": user}), "/usage/prompt_tokens"),
-        ("/v1/responses", json!({"model": "auto", "input": "count these words please"}), "/usage/input_tokens"),
+        (
+            "/v1/messages",
+            json!({"model": "auto", "max_tokens": 100, "messages": user}),
+            "/usage/input_tokens",
+            "/usage/output_tokens",
+            "/content/0/text",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"model": "auto", "messages": user}),
+            "/usage/prompt_tokens",
+            "/usage/completion_tokens",
+            "/choices/0/message/content",
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "auto", "input": "count these words please"}),
+            "/usage/input_tokens",
+            "/usage/output_tokens",
+            "/output/0/content/0/text",
+        ),
     ];
-    for (route, body, input) in routes {
+    for (route, body, input, output, answer) in routes {
         let (status, head, text) = server.request("POST", route, &headers, &body.to_string());
         assert_eq!(status, 200, "{route}: {text}");
         let v: Value = serde_json::from_str(&text).unwrap();
-        let estimate = head.iter().any(|(k, v)| k == "x-cursor-bridge-usage" && v == "estimate");
-        assert!(v.pointer(input).and_then(Value::as_u64).is_some_and(|n| n > 0), "{route}: counts: {text}");
+        let estimate = header(&head, "x-cursor-bridge-usage") == Some("estimate");
+        let count = |p: &str| v.pointer(p).and_then(Value::as_u64);
+        assert!(count(input).is_some_and(|n| n > 0), "{route}: counts: {text}");
         if route == "/v1/messages" {
             // The fields Anthropic's schema requires beyond the counts.
             for pointer in [
@@ -98,17 +130,78 @@ fn without_the_clis_counts_every_route_reports_a_marked_estimate() {
             }
         }
         if expected().usage_estimated {
-            assert_eq!(v["usage"]["estimated"], true, "{route}: {text}");
-            assert!(estimate, "{route}: {head:?}");
+            assert_eq!(
+                (&v["usage"]["estimated"], &v["usage"]["tokenizer"]),
+                (&json!(true), &json!("o200k_base")),
+                "{route}: {text}"
+            );
+            assert!(estimate && header(&head, "x-cursor-bridge-tokenizer") == Some("o200k_base"), "{route}: {head:?}");
+            let said =
+                v.pointer(answer).and_then(Value::as_str).unwrap_or_else(|| panic!("{route}: no answer: {text}"));
+            assert_eq!((count(input), count(output)), (Some(question), Some(o200k(said))), "{route}: {text}");
         } else {
-            assert!(v["usage"].get("estimated").is_none() && !estimate, "{route}: print mode's own counts: {text}");
+            assert!(
+                v["usage"].get("estimated").is_none() && v["usage"].get("tokenizer").is_none() && !estimate,
+                "{route}: print mode's own counts: {text}"
+            );
+            assert!(header(&head, "x-cursor-bridge-tokenizer").is_none(), "{route}: {head:?}");
         }
     }
+    // A streamed answer's estimate is the count of the whole answer, not the sum of its deltas'.
+    let body = json!({"model": "auto", "stream": true, "stream_options": {"include_usage": true}, "messages": user});
+    let (status, _, text) = server.request("POST", "/v1/chat/completions", &headers, &body.to_string());
+    assert_eq!(status, 200, "{text}");
+    let chunks: Vec<Value> =
+        text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok()).collect();
+    let said: String =
+        chunks.iter().filter_map(|c| c.pointer("/choices/0/delta/content").and_then(Value::as_str)).collect();
+    let usage =
+        &chunks.iter().rev().find(|c| !c["usage"].is_null()).unwrap_or_else(|| panic!("no usage: {text}"))["usage"];
+    if expected().usage_estimated {
+        assert_eq!(
+            (usage["completion_tokens"].as_u64(), &usage["tokenizer"]),
+            (Some(o200k(&said)), &json!("o200k_base")),
+            "{text}"
+        );
+    } else {
+        assert!(usage.get("tokenizer").is_none(), "{text}");
+    }
+
     let body = json!({"model": "auto", "max_tokens": 100, "messages": user});
     let (status, head, text) = server.request("POST", "/v1/messages/count_tokens", &headers, &body.to_string());
     assert_eq!(status, 200, "{text}");
-    assert!(serde_json::from_str::<Value>(&text).unwrap()["input_tokens"].as_u64().unwrap() > 0, "{text}");
-    assert!(head.iter().any(|(k, v)| k == "x-cursor-bridge-usage" && v == "estimate"), "{head:?}");
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["input_tokens"], question, "{text}");
+    assert_eq!(header(&head, "x-cursor-bridge-usage"), Some("estimate"), "{head:?}");
+    assert_eq!(header(&head, "x-cursor-bridge-tokenizer"), Some("o200k_base"), "{head:?}");
+}
+
+#[test]
+fn without_the_vocabulary_the_estimate_says_it_counts_characters() {
+    let dir = TestDir::new();
+    let missing = dir.path().join("nowhere/o200k_base.tiktoken");
+    let server = Server::start(&dir, &[("CURSOR_BRIDGE_TOKENIZER", missing.to_str().unwrap())]);
+    let headers = [("Content-Type", "application/json")];
+    let user = json!([{"role": "user", "content": "count these words please"}]);
+    let body = json!({"model": "auto", "max_tokens": 100, "messages": user});
+    let (status, head, text) = server.request("POST", "/v1/messages/count_tokens", &headers, &body.to_string());
+    assert_eq!(status, 200, "{text}");
+    // 24 characters / 4, and the answer says that is how it was counted.
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["input_tokens"], 6, "{text}");
+    assert_eq!(header(&head, "x-cursor-bridge-usage"), Some("estimate"), "{head:?}");
+    assert_eq!(header(&head, "x-cursor-bridge-tokenizer"), Some("chars/4"), "{head:?}");
+    if expected().usage_estimated {
+        let body = json!({"model": "auto", "messages": user});
+        let (status, _, text) = server.request("POST", "/v1/chat/completions", &headers, &body.to_string());
+        assert_eq!(status, 200, "{text}");
+        let usage = &serde_json::from_str::<Value>(&text).unwrap()["usage"];
+        assert_eq!(
+            (&usage["estimated"], &usage["tokenizer"], &usage["prompt_tokens"]),
+            (&json!(true), &json!("chars/4"), &json!(6)),
+            "{text}"
+        );
+    }
+    let stderr = server.stderr.lock().unwrap().clone();
+    assert!(stderr.contains("token estimates count characters / 4"), "{stderr}");
 }
 
 #[test]

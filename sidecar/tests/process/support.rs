@@ -191,6 +191,9 @@ pub fn launcher(dir: &TestDir, log_level: &str) -> Launcher {
         .env_remove("CURSOR_BRIDGE_CLI_PATH")
         .env_remove("CURSOR_DOUBLE_SCENARIO")
         .env("CURSOR_BRIDGE_BACKEND", test_backend())
+        // `cargo xtask dist` ships the token estimates' vocabulary beside the binary; here it is
+        // the repository's copy.
+        .env("CURSOR_BRIDGE_TOKENIZER", Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/o200k_base.tiktoken"))
 }
 
 /// The backend the suite runs on: `CURSOR_BRIDGE_TEST_BACKEND` (`print`, `acp`, `auto`), else

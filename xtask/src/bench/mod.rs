@@ -32,8 +32,8 @@ use anyhow::{bail, Context, Result};
 
 use report::{loadavg, Report, Row};
 use scenarios::{
-    client_tools, concurrency, first_delta, footprint, model_picker, new_conversation, parser, sizes, streaming, tails,
-    warm_backend,
+    client_tools, concurrency, first_delta, footprint, http_routes, model_picker, new_conversation, parser, sizes,
+    streaming, tails, warm_backend,
 };
 
 /// How many times each figure is measured.
@@ -130,7 +130,7 @@ pub fn run(root: &Path, smoke: bool) -> Result<()> {
         .filter(|v| !v.trim().is_empty())
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
     type Section = fn(&Ctx) -> Result<Vec<Row>>;
-    let sections: [(&str, Section); 11] = [
+    let sections: [(&str, Section); 12] = [
         ("first-delta", first_delta::measure),
         ("tails", tails::measure),
         ("streaming", streaming::measure),
@@ -142,6 +142,7 @@ pub fn run(root: &Path, smoke: bool) -> Result<()> {
         ("concurrency", concurrency::measure),
         ("warm-backend", warm_backend::measure),
         ("client-tools", client_tools::measure),
+        ("http-routes", http_routes::measure),
     ];
     if let Some(only) = &only {
         if let Some(bad) = only.iter().find(|o| !sections.iter().any(|(name, _)| name == o)) {

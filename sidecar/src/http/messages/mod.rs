@@ -15,7 +15,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, State};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Value};
 
@@ -36,8 +36,8 @@ pub async fn create(
     .await
 }
 
-/// `count_tokens`: an estimate (about four characters a token; the CLI has no counter), marked
-/// as one in `x-cursor-bridge-usage: estimate`.
+/// `count_tokens`: an estimate (`o200k_base`; the CLI has no counter), marked as one in
+/// `x-cursor-bridge-usage: estimate`.
 pub async fn count_tokens(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
     if !core::is_json(&headers) {
         return core::not_json().into_anthropic_response();
@@ -52,7 +52,7 @@ pub async fn count_tokens(headers: HeaderMap, body: Result<Bytes, BytesRejection
                     .sum()
             });
             let mut response = json_body(&json!({"input_tokens": input_estimate(&checked.messages) + tools}));
-            response.headers_mut().insert(core::USAGE_HEADER, HeaderValue::from_static("estimate"));
+            core::estimate_headers(&mut response);
             response
         }
         Err(e) => e.into_anthropic_response(),
@@ -125,7 +125,7 @@ async fn respond(
         });
         let mut response = json_body(&body);
         if estimated {
-            response.headers_mut().insert(core::USAGE_HEADER, HeaderValue::from_static("estimate"));
+            core::estimate_headers(&mut response);
         }
         core::session_headers(&mut response, got.session.as_ref());
         Ok(response)
@@ -173,6 +173,7 @@ pub(crate) fn usage_object(usage: Option<Usage>, input_estimate: u64, output_est
     });
     if c.estimated {
         v["estimated"] = json!(true);
+        v["tokenizer"] = json!(core::estimator());
     }
     v
 }

@@ -7,7 +7,7 @@
 use axum::response::sse::Event;
 use serde_json::{json, Value};
 
-use super::{estimate, tool_use, usage_object, Meta, SIGNATURE};
+use super::{tool_use, usage_object, Meta, SIGNATURE};
 use crate::engine::{Event as TurnEvent, TurnOutcome};
 use crate::http::core::{self, Encoder};
 use crate::http::errors::ApiError;
@@ -23,13 +23,13 @@ pub struct MessageEvents {
     /// The index of the next block.
     next: u32,
     open: Option<Open>,
-    /// Characters of output so far, for the estimate when the CLI reports no counts.
-    output_tokens: u64,
+    /// The output so far, for the estimate when the CLI reports no counts.
+    output: core::Streamed,
 }
 
 impl MessageEvents {
     pub fn new(meta: Meta) -> Self {
-        MessageEvents { meta, next: 0, open: None, output_tokens: 0 }
+        MessageEvents { meta, next: 0, open: None, output: core::Streamed::default() }
     }
 
     fn ev(kind: &str, mut payload: Value) -> Event {
@@ -75,13 +75,13 @@ impl Encoder for MessageEvents {
         let mut events = Vec::new();
         match event {
             TurnEvent::Text(text) => {
-                self.output_tokens += estimate(&text);
+                self.output.push(&text);
                 let index = self.open(Open::Text, json!({"type": "text", "text": "", "citations": null}), &mut events);
                 let delta = json!({"index": index, "delta": {"type": "text_delta", "text": text}});
                 events.push(Self::ev("content_block_delta", delta));
             }
             TurnEvent::Thinking(text) => {
-                self.output_tokens += estimate(&text);
+                self.output.push(&text);
                 let block = json!({"type": "thinking", "thinking": "", "signature": ""});
                 let index = self.open(Open::Thinking, block, &mut events);
                 let delta = json!({"index": index, "delta": {"type": "thinking_delta", "thinking": text}});
@@ -91,7 +91,7 @@ impl Encoder for MessageEvents {
             TurnEvent::ToolCall { call_id, name, input } => {
                 self.close(&mut events);
                 let arguments = input.to_string();
-                self.output_tokens += estimate(&arguments);
+                self.output.push(&arguments);
                 let index = self.next;
                 self.next += 1;
                 let call = crate::vocab::ToolCall { call_id, name, input: json!({}) };
@@ -114,7 +114,7 @@ impl Encoder for MessageEvents {
                     self.open(Open::Text, json!({"type": "text", "text": "", "citations": null}), &mut events);
                 }
                 self.close(&mut events);
-                let usage = usage_object(result.usage, self.meta.input_tokens, self.output_tokens);
+                let usage = usage_object(result.usage, self.meta.input_tokens, self.output.tokens());
                 let stop = if result.tool_calls { "tool_use" } else { "end_turn" };
                 let delta = json!({"delta": {"stop_reason": stop, "stop_sequence": null}, "usage": usage});
                 events.push(Self::ev("message_delta", delta));

@@ -210,6 +210,7 @@ pub(crate) fn usage_object(c: core::Counted) -> Value {
     });
     if c.estimated {
         v["estimated"] = json!(true);
+        v["tokenizer"] = json!(core::estimator());
     }
     v
 }

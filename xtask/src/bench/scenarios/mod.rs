@@ -4,6 +4,7 @@ pub mod client_tools;
 pub mod concurrency;
 pub mod first_delta;
 pub mod footprint;
+pub mod http_routes;
 pub mod model_picker;
 pub mod new_conversation;
 pub mod parser;

@@ -41,6 +41,19 @@ pub fn measure(ctx: &Ctx) -> Result<Vec<Row>> {
         bin = bin.reference("the CLI double, same profile", &[d]);
     }
     rows.push(bin);
+    // Shipped beside the binary, outside its budget: `serve`'s token estimates (util/tokens.rs).
+    let vocabulary = root.join("sidecar/assets/o200k_base.tiktoken");
+    rows.push(match mib(&vocabulary) {
+        Some(m) => Row::new("footprint", "Token vocabulary beside the binary (MiB)", Unit::MiB, &[m]).note(
+            "sidecar/assets/o200k_base.tiktoken, which `cargo xtask dist` puts beside the binary (and in the VSIX, \
+             zipped): `serve` reads it at start for its token estimates, so it is not in the binary's budget.",
+        ),
+        None => Row::missing(
+            "footprint",
+            "Token vocabulary beside the binary (MiB)",
+            "sidecar/assets/o200k_base.tiktoken is missing",
+        ),
+    });
     let asked = std::env::var(crate::bench::ONLY).is_ok_and(|v| v.split(',').any(|s| s.trim() == "sizes"));
     if ctx.plan.smoke && !asked {
         rows.push(Row::missing("footprint", ".text by crate (KiB)", "full runs only (a second LTO build)"));
