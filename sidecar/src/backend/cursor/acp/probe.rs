@@ -232,7 +232,7 @@ async fn prompt_usage(a: &mut Asking<'_>, agent: &mut Agent) {
             "promptUsage",
             Differs,
             "The prompt's answer reported no token usage (no `usage`, no `usage_update`).".to_string(),
-            "Token counts are estimated from the text (about 4 characters a token) and marked as estimates (`estimated: true`, header `x-cursor-bridge-usage: estimate`).",
+            "Token counts are estimated from the text (OpenAI's o200k_base tokenizer; characters / 4 without its vocabulary file) and marked as estimates (`estimated: true`, `tokenizer`, headers `x-cursor-bridge-usage: estimate` and `x-cursor-bridge-tokenizer`).",
             measured,
         );
     }
