@@ -70,7 +70,8 @@ pub fn descendants_of(pid: u32) -> Vec<u32> {
     descendants(pid).into_iter().map(|p| p.pid).collect()
 }
 
-/// What the tests of this folder share, and the print backend's spare tests use.
+/// What the tests of this folder share, and the print backend's spare tests use. On macOS every
+/// spawn in these tests goes through the watchdog, so they also check it does not get in the way.
 #[cfg(all(test, unix))]
 pub(crate) mod tests {
     use std::time::Duration;

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::{estimate, tool_use, usage_object, Meta, SIGNATURE};
 use crate::engine::{Event as TurnEvent, TurnOutcome};
-use crate::http::core::{self, Encoder};
 use crate::http::errors::ApiError;
+use crate::http::turn::{self, Encoder};
 
 #[derive(PartialEq)]
 enum Open {
@@ -34,7 +34,7 @@ impl MessageEvents {
 
     fn ev(kind: &str, mut payload: Value) -> Event {
         payload["type"] = json!(kind);
-        core::typed_event(kind, &payload)
+        turn::typed_event(kind, &payload)
     }
 
     fn close(&mut self, events: &mut Vec<Event>) {
@@ -120,7 +120,7 @@ impl Encoder for MessageEvents {
                 events.push(Self::ev("message_delta", delta));
                 events.push(Self::ev("message_stop", json!({})));
             }
-            Err(e) => events.push(core::typed_event("error", &e.anthropic_body())),
+            Err(e) => events.push(turn::typed_event("error", &e.anthropic_body())),
         }
         events
     }
