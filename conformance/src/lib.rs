@@ -11,8 +11,16 @@
 //!   doing jobs with their own tools through `serve`, each configured as the README says.
 //! * `tests/http_suites/`: CompatCanary and llm-comply scoring `serve`.
 //!
+//! What the targets share is here: [`copilot`] (how Copilot CLI is run), and on Linux `serve`
+//! (`cursor-bridge serve` for one test) and `processes` (a process run to its end, and what it
+//! left behind), used by the three targets that run `serve`.
+//!
 //! `cargo xtask conformance` (a stage of `cargo xtask test`) installs them and runs all four
 //! (docs/cursor-acp.md, "The conformance test"; docs/client-tools.md, "Tested with a real client").
 
 pub mod copilot;
 pub mod fake_model;
+#[cfg(target_os = "linux")]
+pub mod processes;
+#[cfg(target_os = "linux")]
+pub mod serve;

@@ -7,7 +7,7 @@
 //! - Backends are folders of their own: no backend imports a sibling (`cursor/print/` and
 //!   `cursor/acp/`) or another agent's folder, and nothing shared at the backend root (nor above
 //!   it) imports an agent's folder (`cursor/`).
-//! - Processes start only through `backend/process/` (its front, `mod.rs`).
+//! - Processes start only through `backend/process/` (the files of that folder).
 //! - Only the writer touches stdout (`main.rs` prints `--version`/`--help` before serving).
 //! - rustfmt's output is the source (`rustfmt.toml` at the workspace root).
 //! - Every JSON example in protocol.md deserializes into its Rust type and serializes back to
@@ -441,24 +441,48 @@ fn the_backend_rule_catches_each_kind_of_violation() {
     );
 }
 
+/// The folder that may start processes: everything in it is the process helper.
+const PROCESS_HELPER: &str = "backend/process/";
+
+/// The lines of `name` that start a process other than through the process helper.
+fn starts_processes<'a>(name: &str, lines: &[&'a str]) -> Vec<&'a str> {
+    if name.starts_with(PROCESS_HELPER) {
+        return Vec::new();
+    }
+    lines
+        .iter()
+        .copied()
+        .filter(|line| {
+            line.contains("Command::new") || line.contains("process::Command") || line.contains("std::process::Child")
+        })
+        .collect()
+}
+
 #[test]
 fn processes_start_only_through_the_process_helper() {
     let mut wrong = Vec::new();
     for (_, path, text) in sources() {
         let name = path.display().to_string();
-        if name == "backend/process/mod.rs" {
-            continue;
-        }
-        for line in shipped_lines(&path, &text) {
-            if line.contains("Command::new")
-                || line.contains("process::Command")
-                || line.contains("std::process::Child")
-            {
-                wrong.push(format!("{name}: `{}`", line.trim()));
-            }
+        for line in starts_processes(&name, &shipped_lines(&path, &text)) {
+            wrong.push(format!("{name}: `{}`", line.trim()));
         }
     }
     assert!(wrong.is_empty(), "start processes with backend::process::spawn:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_process_rule_catches_a_process_started_elsewhere() {
+    // Any file of the helper's folder may start one; a file anywhere else, or one whose name only
+    // begins like the folder's, may not.
+    let lines = ["let mut cmd = Command::new(&spec.program);", "use tokio::process::Command;"];
+    for name in ["backend/process/mod.rs", "backend/process/start.rs", "backend/process/vfork.rs"] {
+        assert!(starts_processes(name, &lines).is_empty(), "{name} is the process helper");
+    }
+    for name in ["backend/cursor/locate.rs", "backend/processes.rs", "engine/core.rs"] {
+        assert_eq!(starts_processes(name, &lines), lines, "{name} passes");
+        assert_eq!(starts_processes(name, &["let c: std::process::Child = todo!();"]).len(), 1, "{name}");
+    }
+    assert!(starts_processes("backend/cursor/locate.rs", &["process::spawn(&spec)?;"]).is_empty());
 }
 
 /// std's canonicalize gives Windows paths a `\\?\` prefix, which changes the folder the CLI names

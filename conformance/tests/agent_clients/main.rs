@@ -17,16 +17,10 @@
 //! SIGTERM; elsewhere this test binary is empty.
 #![cfg(target_os = "linux")]
 
-#[allow(dead_code)]
-#[path = "../copilot_byok/processes.rs"]
-mod processes;
-#[allow(dead_code)]
-#[path = "../copilot_byok/serve.rs"]
-mod serve;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use acp_conformance::{processes, serve};
 use anyhow::{bail, ensure, Context, Result};
 use cursor_bridge::backend::process::{self, SpawnSpec};
 use cursor_bridge_test_client::{readme_snippet, shell_env};

@@ -24,14 +24,13 @@
 //! stopped with SIGTERM; elsewhere this test binary is empty.
 #![cfg(target_os = "linux")]
 
-mod processes;
-mod serve;
 mod tap;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acp_conformance::copilot::{self, Provider, BASE_ARGS};
+use acp_conformance::{processes, serve};
 use anyhow::{bail, ensure, Context, Result};
 use cursor_bridge::backend::process::{self, SpawnSpec};
 use cursor_bridge_test_client::{readme_snippet, shell_env};

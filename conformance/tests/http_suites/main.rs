@@ -15,16 +15,10 @@
 //! Linux only, as the other conformance targets (serve is stopped with SIGTERM).
 #![cfg(target_os = "linux")]
 
-#[allow(dead_code)]
-#[path = "../copilot_byok/processes.rs"]
-mod processes;
-#[allow(dead_code)]
-#[path = "../copilot_byok/serve.rs"]
-mod serve;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
+use acp_conformance::{processes, serve};
 use anyhow::{ensure, Context, Result};
 use cursor_bridge::backend::process::{self, SpawnSpec};
 use serde_json::Value;

@@ -1,24 +1,34 @@
-//! `cursor-bridge serve`: an OpenAI-compatible HTTP front door to the same engine, sessions and
-//! process pool as the stdio server (an `Engine` configured from the command line instead of by an
-//! `initialize` request). Routes: `GET /v1/models`, `POST /v1/chat/completions` and
-//! `POST /v1/responses` (plain and SSE), `POST /v1/messages` (Anthropic's, plain and SSE) with
+//! `cursor-bridge serve`: an HTTP front door to the same engine, sessions and process pool as the
+//! stdio server (an `Engine` configured from the command line instead of by an `initialize`
+//! request), speaking three dialects: OpenAI's Chat Completions and Responses APIs and
+//! Anthropic's Messages API. Routes: `GET /v1/models`, `POST /v1/chat/completions` and
+//! `POST /v1/responses` (plain and SSE), `POST /v1/messages` (plain and SSE) with
 //! `POST /v1/messages/count_tokens`, `GET /health`.
 //!
-//! - `core.rs` a request as one engine turn (any dialect), `routes.rs` handlers, `openai.rs` chat
-//!   wire types, `responses/` the Responses API, `messages/` Anthropic's Messages API, `errors.rs` OpenAI-shaped errors, `auth.rs` the
-//!   client key, `workspaces.rs` where turns run.
+//! - A dialect per folder, each with its `request.rs` and `stream.rs`: `chat/` Chat Completions,
+//!   `responses/` the Responses API, `messages/` Anthropic's Messages API.
+//! - What the dialects share: `checks.rs` what a request must be before its turn (JSON, caller,
+//!   model, mode), `turn.rs` a request as one engine turn (collected, or streamed through a
+//!   dialect's `Encoder`), `usage.rs` token counts and their estimates, `structured/` answers
+//!   held to a format, `images.rs` a request's images, `errors.rs` OpenAI-shaped errors.
+//! - The rest of the server: `models.rs` `GET /v1/models`, `health.rs` `GET /health`,
+//!   `fallback.rs` 404 and 405, `auth.rs` the client key, `workspaces.rs` where turns run.
 //! - Safe by default: loopback only unless a client key is set; a request never picks the folder
 //!   the CLI works in; bodies are capped.
 
 mod auth;
-mod core;
+mod chat;
+mod checks;
 mod errors;
+mod fallback;
+mod health;
 mod images;
 mod messages;
-mod openai;
+mod models;
 mod responses;
-mod routes;
 mod structured;
+mod turn;
+mod usage;
 mod workspaces;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -195,14 +205,14 @@ pub struct RequestId(pub String);
 
 pub fn router(state: Arc<HttpState>) -> Router {
     Router::new()
-        .route("/v1/models", get(routes::models))
-        .route("/v1/chat/completions", post(routes::chat_completions))
+        .route("/v1/models", get(models::models))
+        .route("/v1/chat/completions", post(chat::create))
         .route("/v1/responses", post(responses::create))
         .route("/v1/messages", post(messages::create))
         .route("/v1/messages/count_tokens", post(messages::count_tokens))
-        .route("/health", get(routes::health))
-        .fallback(routes::not_found)
-        .method_not_allowed_fallback(routes::method_not_allowed)
+        .route("/health", get(health::health))
+        .fallback(fallback::not_found)
+        .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         // Outermost last: every response, a 401 included, carries the request id.
         .layer(middleware::from_fn_with_state(state.clone(), auth::require_key))

@@ -1,12 +1,15 @@
-//! Every message of protocol v1 and every method name, one file per method group. With the shared
-//! terms of `vocab/` (whose serde the messages carry unchanged) it is all that derives
-//! `Serialize`/`Deserialize` for the stdio wire; `protocol.md` documents it and a test keeps the
-//! two in step (`tests/process/protocol_doc.rs`).
-//! `vscode-client/src/protocol.ts` mirrors it, field by field (`mirror.rs` compares them).
+//! The stdio wire, protocol v1: every message (params, results, notifications, `error.data`) and
+//! every method name, one file per method group (`initialize.rs`, `options.rs`, `models.rs`,
+//! `chat.rs`, `sessions.rs`, `status.rs`, `doctor.rs`, `probe.rs`; `methods.rs` the names and
+//! codes, `errors.rs` `error.data` and each kind's JSON-RPC code). The messages are made of the
+//! shared terms of `vocab/`, whose serde they carry unchanged; with those it is all that derives
+//! `Serialize`/`Deserialize` for the wire. Everything, the `vocab` terms included, is re-exported
+//! here, so callers name `protocol::ChatSendParams`, not the file.
 //!
-//! The messages are made of the shared terms in `vocab/` (re-exported here, as the wire carries
-//! them unchanged). Everything is re-exported here, so callers name `protocol::ChatSendParams`,
-//! not the file. Only the front doors import this module (tidy).
+//! Kept in step with its two other copies: `protocol.md` documents it
+//! (`tests/process/protocol_doc.rs`; tidy round-trips its examples), and
+//! `vscode-client/src/protocol.ts` mirrors it field by field (`mirror.rs` compares them). Only the front doors import it (tidy); where it sits among the
+//! layers, and how `translate.rs` converts it for the engine, is docs/architecture.md.
 
 mod chat;
 mod doctor;

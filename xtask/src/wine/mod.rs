@@ -39,7 +39,7 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(600);
 /// that names no test of the binary fails the stage (a renamed test must not leave a stale row).
 pub const NOT_UNDER_WINE: &[(&str, &str)] = &[
     (
-        "backend::process::windows_tests::input_reaches_the_child_and_a_normal_exit_is_reported",
+        "backend::process::child::windows_tests::input_reaches_the_child_and_a_normal_exit_is_reported",
         "it pipes a line through findstr.exe, and Wine 8.0's findstr is a stub (it prints \
          `fixme:findstr:wmain stub:` and no output); CI's Windows runner runs it",
     ),

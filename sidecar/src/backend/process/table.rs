@@ -165,3 +165,8 @@ pub(super) fn descendants_in(table: &[Proc], pid: u32) -> Vec<Proc> {
     }
     out
 }
+
+/// All descendants of `pid` now.
+pub(super) fn descendants(pid: u32) -> Vec<Proc> {
+    descendants_in(&proc_table(), pid)
+}

@@ -1,6 +1,6 @@
 //! `POST /v1/messages` (Anthropic's Messages API, Claude Code's wire) and
 //! `POST /v1/messages/count_tokens`, on the same engine turn as the OpenAI routes
-//! (`http/core.rs`): `request.rs` maps the request, `stream.rs` writes Anthropic's events. Errors
+//! (`http/turn.rs`): `request.rs` maps the request, `stream.rs` writes Anthropic's events. Errors
 //! come in Anthropic's shape (`{"type": "error", "error": {…}}`).
 //!
 //! Models: a listed Cursor id runs as asked; a Claude model id Cursor does not list (Claude Code
@@ -19,8 +19,8 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::core;
 use super::errors::ApiError;
+use super::{checks, turn, usage};
 use super::{json_body, HttpState, RequestId};
 use crate::vocab::{ToolCall, Usage};
 
@@ -30,7 +30,7 @@ pub async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    core::answer(&headers, "message", ApiError::into_anthropic_response, |owner| {
+    checks::answer(&headers, "message", ApiError::into_anthropic_response, |owner| {
         respond(state, request_id, owner, body)
     })
     .await
@@ -39,10 +39,10 @@ pub async fn create(
 /// `count_tokens`: an estimate (`o200k_base`; the CLI has no counter), marked as one in
 /// `x-cursor-bridge-usage: estimate`.
 pub async fn count_tokens(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
-    if !core::is_json(&headers) {
-        return core::not_json().into_anthropic_response();
+    if !checks::is_json(&headers) {
+        return checks::not_json().into_anthropic_response();
     }
-    let checked = core::parse_body::<request::MessagesRequest>(body).and_then(request::MessagesRequest::check);
+    let checked = checks::parse_body::<request::MessagesRequest>(body).and_then(request::MessagesRequest::check);
     match checked {
         Ok(checked) => {
             let tools = checked.tools.as_ref().map_or(0, |t| {
@@ -52,7 +52,7 @@ pub async fn count_tokens(headers: HeaderMap, body: Result<Bytes, BytesRejection
                     .sum()
             });
             let mut response = json_body(&json!({"input_tokens": input_estimate(&checked.messages) + tools}));
-            core::estimate_headers(&mut response);
+            usage::estimate_headers(&mut response);
             response
         }
         Err(e) => e.into_anthropic_response(),
@@ -63,7 +63,7 @@ pub async fn count_tokens(headers: HeaderMap, body: Result<Bytes, BytesRejection
 /// server's `--model`, anything else is refused (404) by the turn's model check.
 fn cursor_model(models: &[crate::vocab::ModelInfo], asked: &str, fallback: &str) -> String {
     let claude = asked.starts_with("claude-") || asked.starts_with("anthropic/");
-    if claude && !core::is_listed(models, asked) {
+    if claude && !checks::is_listed(models, asked) {
         fallback.to_string()
     } else {
         asked.to_string()
@@ -76,7 +76,7 @@ async fn respond(
     owner: String,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let request: request::MessagesRequest = core::parse_body(body)?;
+    let request: request::MessagesRequest = checks::parse_body(body)?;
     let checked = request.check_create()?;
     let models = state.engine.models(false).await?;
     let model = cursor_model(&models, &checked.model, &state.claude_model);
@@ -84,7 +84,7 @@ async fn respond(
         tracing::debug!(asked = %checked.model, %model, "a Claude model id runs the --model model");
     }
     let input_tokens = input_estimate(&checked.messages);
-    let ask = core::TurnAsk {
+    let ask = checks::TurnAsk {
         model,
         messages: checked.messages,
         mode: checked.mode,
@@ -92,12 +92,12 @@ async fn respond(
         format: checked.format,
         images: checked.images,
     };
-    let params = core::turn_request(&state, &request_id, owner, ask).await?;
-    let meta = Meta { id: core::new_id("msg_"), model: checked.model, input_tokens };
+    let params = checks::turn_request(&state, &request_id, owner, ask).await?;
+    let meta = Meta { id: turn::new_id("msg_"), model: checked.model, input_tokens };
     if checked.stream {
-        core::stream(&state, params, stream::MessageEvents::new(meta)).await
+        turn::stream(&state, params, stream::MessageEvents::new(meta)).await
     } else {
-        let (got, outcome) = core::collect(&state, params).await?;
+        let (got, outcome) = turn::collect(&state, params).await?;
         let mut content = Vec::new();
         if !got.thinking.is_empty() {
             content.push(json!({"type": "thinking", "thinking": got.thinking, "signature": SIGNATURE}));
@@ -125,9 +125,9 @@ async fn respond(
         });
         let mut response = json_body(&body);
         if estimated {
-            core::estimate_headers(&mut response);
+            usage::estimate_headers(&mut response);
         }
-        core::session_headers(&mut response, got.session.as_ref());
+        turn::session_headers(&mut response, got.session.as_ref());
         Ok(response)
     }
 }
@@ -150,14 +150,14 @@ pub(crate) fn tool_use(call: &ToolCall) -> Value {
     json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": call.input, "caller": {"type": "direct"}})
 }
 
-pub(crate) use core::estimate_tokens as estimate;
-use core::input_estimate;
+pub(crate) use usage::estimate_tokens as estimate;
+use usage::input_estimate;
 
 /// Anthropic's usage: `input_tokens` excludes cached input, which has fields of its own. Without
 /// the CLI's counts (Cursor's ACP mode reports none) the estimate, marked `estimated: true`:
 /// Claude Code needs numbers here to decide when to compact.
 pub(crate) fn usage_object(usage: Option<Usage>, input_estimate: u64, output_estimate: u64) -> Value {
-    let c = core::counted(usage, input_estimate, output_estimate);
+    let c = usage::counted(usage, input_estimate, output_estimate);
     // The rest of the fields Anthropic's schema requires: no server tool ran, nothing is known of
     // the cache's lifetimes beyond the write, no region or tier applies.
     let mut v = json!({
@@ -173,7 +173,7 @@ pub(crate) fn usage_object(usage: Option<Usage>, input_estimate: u64, output_est
     });
     if c.estimated {
         v["estimated"] = json!(true);
-        v["tokenizer"] = json!(core::estimator());
+        v["tokenizer"] = json!(usage::estimator());
     }
     v
 }

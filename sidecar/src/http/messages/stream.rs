@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use super::{tool_use, usage_object, Meta, SIGNATURE};
 use crate::engine::{Event as TurnEvent, TurnOutcome};
-use crate::http::core::{self, Encoder};
 use crate::http::errors::ApiError;
+use crate::http::turn::{self, Encoder};
+use crate::http::usage;
 
 #[derive(PartialEq)]
 enum Open {
@@ -24,17 +25,17 @@ pub struct MessageEvents {
     next: u32,
     open: Option<Open>,
     /// The output so far, for the estimate when the CLI reports no counts.
-    output: core::Streamed,
+    output: usage::Streamed,
 }
 
 impl MessageEvents {
     pub fn new(meta: Meta) -> Self {
-        MessageEvents { meta, next: 0, open: None, output: core::Streamed::default() }
+        MessageEvents { meta, next: 0, open: None, output: usage::Streamed::default() }
     }
 
     fn ev(kind: &str, mut payload: Value) -> Event {
         payload["type"] = json!(kind);
-        core::typed_event(kind, &payload)
+        turn::typed_event(kind, &payload)
     }
 
     fn close(&mut self, events: &mut Vec<Event>) {
@@ -120,7 +121,7 @@ impl Encoder for MessageEvents {
                 events.push(Self::ev("message_delta", delta));
                 events.push(Self::ev("message_stop", json!({})));
             }
-            Err(e) => events.push(core::typed_event("error", &e.anthropic_body())),
+            Err(e) => events.push(turn::typed_event("error", &e.anthropic_body())),
         }
         events
     }

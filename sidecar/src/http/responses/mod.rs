@@ -1,5 +1,5 @@
 //! `POST /v1/responses`, OpenAI's Responses API (Codex CLI's only wire), on the same engine turn as
-//! chat completions (`http/core.rs`): `request.rs` maps the request, `stream.rs` writes the typed
+//! chat completions (`http/turn.rs`): `request.rs` maps the request, `stream.rs` writes the typed
 //! SSE events, `store.rs` keeps responses for `previous_response_id`. The output items are built
 //! here, for both the whole response and the stream's `output_item.done` events.
 
@@ -17,8 +17,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::core;
 use super::errors::ApiError;
+use super::{checks, turn, usage};
 use super::{json_body, HttpState, RequestId};
 use crate::vocab::{ChatMessage, Role, ToolCall};
 
@@ -30,7 +30,7 @@ pub async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    core::answer(&headers, "response", IntoResponse::into_response, |owner| respond(state, request_id, owner, body))
+    checks::answer(&headers, "response", IntoResponse::into_response, |owner| respond(state, request_id, owner, body))
         .await
 }
 
@@ -58,7 +58,7 @@ async fn respond(
     owner: String,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let request: request::ResponsesRequest = core::parse_body(body)?;
+    let request: request::ResponsesRequest = checks::parse_body(body)?;
     let checked = request.check()?;
     let mut history = match &checked.previous_response_id {
         Some(id) => state.responses.get(id, &owner).ok_or_else(|| {
@@ -82,13 +82,13 @@ async fn respond(
     let mut model = checked.model.clone();
     if let Some(effort) = &checked.effort {
         let models = state.engine.models(false).await?;
-        if let Some(sku) = core::sku_for_effort(&models, &model, effort) {
+        if let Some(sku) = checks::sku_for_effort(&models, &model, effort) {
             tracing::debug!(%model, %effort, %sku, "reasoning effort picks a variant");
             model = sku;
         }
     }
-    let input_tokens = core::input_estimate(&messages);
-    let ask = core::TurnAsk {
+    let input_tokens = usage::input_estimate(&messages);
+    let ask = checks::TurnAsk {
         model,
         messages,
         mode: checked.mode,
@@ -96,11 +96,11 @@ async fn respond(
         format: checked.format,
         images: checked.images,
     };
-    let params = core::turn_request(&state, &request_id, owner.clone(), ask).await?;
+    let params = checks::turn_request(&state, &request_id, owner.clone(), ask).await?;
     let meta = Meta {
-        id: core::new_id("resp_"),
+        id: turn::new_id("resp_"),
         model: checked.model,
-        created_at: core::unix_now(),
+        created_at: turn::unix_now(),
         echo: checked.echo,
         previous_response_id: checked.previous_response_id,
         store: checked.store,
@@ -111,24 +111,24 @@ async fn respond(
         input_tokens,
     };
     if checked.stream {
-        core::stream(&state, params, stream::ResponseEvents::new(state.clone(), meta)).await
+        turn::stream(&state, params, stream::ResponseEvents::new(state.clone(), meta)).await
     } else {
-        let (got, outcome) = core::collect(&state, params).await?;
+        let (got, outcome) = turn::collect(&state, params).await?;
         let mut output = Vec::new();
         if !got.thinking.is_empty() {
-            output.push(reasoning_item(&core::new_id("rs_"), &got.thinking));
+            output.push(reasoning_item(&turn::new_id("rs_"), &got.thinking));
         }
         if !got.text.is_empty() || got.calls.is_empty() {
-            output.push(message_item(&core::new_id("msg_"), &got.text, "completed"));
+            output.push(message_item(&turn::new_id("msg_"), &got.text, "completed"));
         }
         output.extend(got.calls.iter().map(|c| call_item(&meta, c, "completed")));
         remember(&state, &meta, &got.text, &got.calls);
-        let output_tokens = core::output_estimate(&got.text, &got.thinking, &got.calls);
-        let counted = core::counted(outcome.usage, meta.input_tokens, output_tokens);
+        let output_tokens = usage::output_estimate(&got.text, &got.thinking, &got.calls);
+        let counted = usage::counted(outcome.usage, meta.input_tokens, output_tokens);
         let body = response_object(&meta, "completed", output, Some(counted), None);
         let mut response = json_body(&body);
-        core::mark_estimate(&mut response, &counted);
-        core::session_headers(&mut response, got.session.as_ref());
+        usage::mark_estimate(&mut response, &counted);
+        turn::session_headers(&mut response, got.session.as_ref());
         Ok(response)
     }
 }
@@ -198,7 +198,7 @@ fn call_item_of(
 /// CLI reported no counts) says so: `estimated: true`. Reasoning tokens are the agent's count
 /// where it gives one (ACP's `thoughtTokens`); the schema requires the field, so 0 stands for
 /// "not counted" only when the agent said nothing.
-pub(crate) fn usage_object(c: core::Counted) -> Value {
+pub(crate) fn usage_object(c: usage::Counted) -> Value {
     let u = c.usage;
     let input = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
     let mut v = json!({
@@ -210,7 +210,7 @@ pub(crate) fn usage_object(c: core::Counted) -> Value {
     });
     if c.estimated {
         v["estimated"] = json!(true);
-        v["tokenizer"] = json!(core::estimator());
+        v["tokenizer"] = json!(usage::estimator());
     }
     v
 }
@@ -220,12 +220,12 @@ pub(crate) fn response_object(
     meta: &Meta,
     status: &str,
     output: Vec<Value>,
-    usage: Option<core::Counted>,
+    usage: Option<usage::Counted>,
     error: Option<Value>,
 ) -> Value {
     // The fields the Open Responses schema requires, with the values they had in effect: the CLI
     // has no sampling knobs, so none of the request's were applied.
-    let completed_at = (status == "completed").then(core::unix_now);
+    let completed_at = (status == "completed").then(turn::unix_now);
     json!({
         "id": meta.id,
         "object": "response",
@@ -296,12 +296,12 @@ mod tests {
             cache_write_tokens: 1,
             reasoning_tokens: None,
         };
-        let u = usage_object(core::counted(Some(cli), 0, 0));
+        let u = usage_object(usage::counted(Some(cli), 0, 0));
         assert!(u.get("estimated").is_none());
-        assert_eq!(usage_object(core::counted(None, 7, 2))["estimated"], true);
+        assert_eq!(usage_object(usage::counted(None, 7, 2))["estimated"], true);
         assert_eq!((u["input_tokens"].as_u64(), u["total_tokens"].as_u64()), (Some(111), Some(116)));
         assert_eq!(u["input_tokens_details"]["cached_tokens"], 100);
         let thought = Usage { reasoning_tokens: Some(7), ..cli };
-        assert_eq!(usage_object(core::counted(Some(thought), 0, 0))["output_tokens_details"]["reasoning_tokens"], 7);
+        assert_eq!(usage_object(usage::counted(Some(thought), 0, 0))["output_tokens_details"]["reasoning_tokens"], 7);
     }
 }

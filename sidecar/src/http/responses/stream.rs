@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 
 use super::{call_item, message_item, reasoning_item, remember, response_object, Meta};
 use crate::engine::{Event as TurnEvent, TurnOutcome};
-use crate::http::core::{self, Encoder};
 use crate::http::errors::ApiError;
+use crate::http::turn::{self, Encoder};
+use crate::http::usage;
 use crate::http::HttpState;
 use crate::vocab::ToolCall;
 
@@ -54,7 +55,7 @@ impl ResponseEvents {
         payload["type"] = json!(kind);
         payload["sequence_number"] = json!(self.seq);
         self.seq += 1;
-        core::typed_event(kind, &payload)
+        turn::typed_event(kind, &payload)
     }
 
     fn index(&self) -> usize {
@@ -96,7 +97,7 @@ impl ResponseEvents {
         let mut events = Vec::new();
         if !matches!(self.open, Some(Open::Message { .. })) {
             self.close(&mut events);
-            let id = core::new_id("msg_");
+            let id = turn::new_id("msg_");
             let index = self.index();
             let item = message_item(&id, "", "in_progress");
             events.push(self.ev("response.output_item.added", json!({"output_index": index, "item": item})));
@@ -118,7 +119,7 @@ impl ResponseEvents {
         let mut events = Vec::new();
         if !matches!(self.open, Some(Open::Reasoning { .. })) {
             self.close(&mut events);
-            let id = core::new_id("rs_");
+            let id = turn::new_id("rs_");
             let index = self.index();
             let item = reasoning_item(&id, "");
             events.push(self.ev("response.output_item.added", json!({"output_index": index, "item": item})));
@@ -204,7 +205,7 @@ impl Encoder for ResponseEvents {
             Ok(result) => {
                 if output.is_empty() {
                     // An empty answer is still a message (clients look for one).
-                    let item = message_item(&core::new_id("msg_"), "", "completed");
+                    let item = message_item(&turn::new_id("msg_"), "", "completed");
                     events.push(self.ev("response.output_item.added", json!({"output_index": 0, "item": item})));
                     events.push(self.ev("response.output_item.done", json!({"output_index": 0, "item": item.clone()})));
                     self.output.push(item);
@@ -212,8 +213,8 @@ impl Encoder for ResponseEvents {
                     self.output = output;
                 }
                 remember(&self.state, &self.meta, &self.text, &self.calls);
-                let output = core::output_estimate(&self.text, &self.thinking, &self.calls);
-                let usage = core::counted(result.usage, self.meta.input_tokens, output);
+                let output = usage::output_estimate(&self.text, &self.thinking, &self.calls);
+                let usage = usage::counted(result.usage, self.meta.input_tokens, output);
                 let response = response_object(&self.meta, "completed", self.output.clone(), Some(usage), None);
                 events.push(self.ev("response.completed", json!({"response": response})));
             }

@@ -20,7 +20,7 @@ const START_BOUND: Duration = Duration::from_secs(30);
 /// conformance` builds them first; a run by hand builds them here when they are missing.
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test's own path");
-    // target/<profile>/deps/copilot_byok-<hash>
+    // target/<profile>/deps/<test target>-<hash>
     let profile = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
     let path = profile.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !path.is_file() {
