@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::backend::select;
 use crate::backend::ProbePlan;
-use crate::engine::{Config, Engine};
+use crate::engine::Config;
 use crate::protocol::{CheckStatus, DoctorResult, Options, ProbeOutcome, ProbeResult};
 use crate::startup;
 use crate::translate;
@@ -91,13 +91,8 @@ pub fn main(args: &[String]) -> i32 {
     let report = started.runtime.block_on(async {
         let config =
             Config::new(translate::engine_settings(&options), vec![workspace], started.paths.state_dir.clone())?;
-        let settings = select::Settings {
-            neutral_dir: Some(config.neutral_folder()?),
-            probe_notes: config.probe_notes(),
-            ..translate::backend_settings(args.cli_path.clone(), None, &options)
-        };
-        let backend = select::backend(settings);
-        let engine = Engine::new(config, backend);
+        let settings = translate::backend_settings(args.cli_path.clone(), None, &options);
+        let engine = startup::engine(config, settings, select::backend)?;
         let report = if args.probe {
             let spend = args.yes || ask_to_spend(engine.probe_requests());
             Report::Probe(translate::probe(engine.probe(ProbePlan { spend }).await))

@@ -1,9 +1,12 @@
-//! What both front doors (stdio and `serve`) set up before serving and tear down after: logging,
-//! the panic hook, the subreaper flag, the async runtime.
+//! What the front doors (stdio, `serve`, `doctor`) set up before serving and tear down after:
+//! logging, the panic hook, the subreaper flag, the async runtime, and the engine itself.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use crate::backend::process;
+use crate::backend::{process, select, Backend};
+use crate::engine::{Config, Engine};
+use crate::error::BridgeError;
 use crate::logging::{self, Logging};
 use crate::util::state_dir;
 
@@ -23,6 +26,20 @@ impl Paths {
     pub fn state_dir_from_env() -> (Option<PathBuf>, state_dir::Moved) {
         state_dir::choose(std::env::var_os(ENV_STATE_DIR).filter(|v| !v.is_empty()).map(PathBuf::from))
     }
+}
+
+/// The engine of a front door, made the same way by all three: the door decides its engine's
+/// `config` and its backend's `settings`; the folders the backend needs from the engine's state
+/// (the private folder its subcommands run in, the probe's notes) are filled in here, and `make`
+/// builds the backend (`select::backend`, or a test's).
+pub fn engine(
+    config: Config,
+    settings: select::Settings,
+    make: impl FnOnce(select::Settings) -> Arc<dyn Backend>,
+) -> Result<Arc<Engine>, BridgeError> {
+    let settings =
+        select::Settings { neutral_dir: Some(config.neutral_folder()?), probe_notes: config.probe_notes(), ..settings };
+    Ok(Engine::new(config, make(settings)))
 }
 
 pub struct Started {

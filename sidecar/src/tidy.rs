@@ -246,7 +246,7 @@ fn allowed(layer: &str) -> &'static [&'static str] {
         "protocol" => &["vocab", "error"],
         "backend" => FOUNDATION,
         "engine" => &["vocab", "error", "util", "backend"],
-        "startup" => &["protocol", "vocab", "error", "util", "backend", "logging"],
+        "startup" => &["protocol", "vocab", "error", "util", "backend", "engine", "logging"],
         "translate" => &["protocol", "vocab", "error", "util", "backend", "engine"],
         "stdio" | "http" | "doctor" => {
             &["protocol", "vocab", "error", "util", "backend", "engine", "startup", "translate"]

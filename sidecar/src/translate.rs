@@ -38,6 +38,7 @@ pub fn backend_settings(cli_path: Option<String>, api_key: Option<Secret>, o: &p
             kept: o.warm_sessions,
             kept_idle: std::time::Duration::from_secs(o.warm_idle_seconds),
         },
+        // The engine's folders, filled in by `startup::engine` for every door.
         neutral_dir: None,
         env: backend::contract::EnvPolicy::Inherit,
         probe_notes: None,

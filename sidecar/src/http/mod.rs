@@ -369,20 +369,17 @@ async fn serve(
     // environment, never on a command line); the rest of the server's environment stays behind
     // (`EnvPolicy::Minimal`), but for what the operator passes on purpose.
     let api_key = std::env::var("CURSOR_API_KEY").ok().filter(|k| !k.is_empty()).map(Secret::new);
-    let neutral_dir = match config.neutral_folder() {
-        Ok(dir) => dir,
+    let settings = select::Settings {
+        env: EnvPolicy::Minimal { pass: args.pass_env.clone() },
+        ..translate::backend_settings(args.cli_path.clone(), api_key, &options)
+    };
+    let engine = match crate::startup::engine(config, settings, select::backend) {
+        Ok(engine) => engine,
         Err(e) => {
             eprintln!("cursor-bridge serve: {}", e.message);
             return 1;
         }
     };
-    let settings = select::Settings {
-        neutral_dir: Some(neutral_dir),
-        probe_notes: config.probe_notes(),
-        env: EnvPolicy::Minimal { pass: args.pass_env.clone() },
-        ..translate::backend_settings(args.cli_path.clone(), api_key, &options)
-    };
-    let engine = Engine::new(config, select::backend(settings));
     // Warm start, as `initialize` does for the editor: a chat id ready for the first turn (only
     // with a fixed folder: private ones are made per conversation).
     let warm: Vec<PathBuf> = match &workspaces {

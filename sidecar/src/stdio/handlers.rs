@@ -13,10 +13,9 @@ use tokio::sync::mpsc;
 
 use super::deltas;
 use super::state::Connection;
-use crate::backend::select;
 use crate::engine::sessions::ClearScope;
 use crate::engine::tools::ToolSet;
-use crate::engine::{Config, Engine, TurnOutcome, TurnRequest};
+use crate::engine::{Config, TurnOutcome, TurnRequest};
 use crate::error::BridgeError;
 use crate::protocol::*;
 use crate::translate;
@@ -142,13 +141,8 @@ async fn initialize(conn: &Arc<Connection>, p: Params<'static>) -> RpcResult<Ini
     let config = Config::new(translate::engine_settings(&params.options), folders, conn.paths.state_dir.clone())?;
     let api_key = params.api_key.clone().filter(|k| !k.expose().is_empty());
     let has_key = api_key.is_some();
-    let settings = select::Settings {
-        neutral_dir: Some(config.neutral_folder()?),
-        probe_notes: config.probe_notes(),
-        ..translate::backend_settings(params.cli_path.clone(), api_key, &params.options)
-    };
-    let backend = conn.backend(settings);
-    let engine = Engine::new(config, backend);
+    let settings = translate::backend_settings(params.cli_path.clone(), api_key, &params.options);
+    let engine = crate::startup::engine(config, settings, |s| conn.backend(s))?;
     conn.set_engine(engine.clone())?;
     tracing::info!(client = %client, workspaces = engine.config().workspaces.len(), api_key = has_key, "initialized");
 
