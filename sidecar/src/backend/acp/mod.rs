@@ -14,9 +14,11 @@
 //! [`Event`]: crate::backend::Event
 
 pub mod agent;
+pub mod build_note;
 pub mod connection;
 pub mod pool;
 pub mod quirks;
+pub mod sessions;
 pub mod tools;
 pub mod turn;
 pub mod updates;
@@ -24,9 +26,11 @@ pub mod updates;
 // What an agent's backend builds on, offered here: an agent's folder uses the generic client
 // through this front, never a file of it (tidy: `a_backend_folder_is_used_only_through_its_front`).
 pub use agent::{cancelled_outcome, permission_answer, Agent, Launch, SessionConfig, CONFIG_TIMEOUT};
+pub use build_note::{BuildNote, REPROBE_AFTER};
 pub use connection::{Incoming, RpcError};
 pub use pool::{retire, Fresh, Pool};
 pub use quirks::{AgentQuirks, ExtensionAnswer, StartError, StartFailure, TurnError};
+pub use sessions::{session_in, AcpAgent, AcpBackend};
 pub use tools::ToolHost;
 pub use turn::{run as prompt, Slot};
 pub use updates::Updates;

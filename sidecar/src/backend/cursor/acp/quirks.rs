@@ -188,6 +188,24 @@ impl AgentQuirks for CursorQuirks {
                 }
                 error
             }
+            TurnError::OtherBackendsChat => {
+                BridgeError::new(ErrorKind::CliFailed, "This conversation's chat belongs to print mode")
+            }
+            TurnError::LoadStopped => BridgeError::new(
+                ErrorKind::CliFailed,
+                "Cursor's agent stopped while loading this conversation's session",
+            ),
+            TurnError::LoadRefused => {
+                BridgeError::new(ErrorKind::CliFailed, "Cursor could not load this conversation's session")
+            }
+            TurnError::ToolsNotListed => {
+                BridgeError::new(ErrorKind::CliFailed, "Cursor's session did not take the client's tools")
+            }
+            TurnError::ImagesNotTaken => BridgeError::invalid_params(
+                "this Cursor CLI's ACP mode does not take images (its `initialize` does not advertise \
+                 `promptCapabilities.image`)",
+            )
+            .hint("Send text only, or update the Cursor CLI."),
         }
     }
 

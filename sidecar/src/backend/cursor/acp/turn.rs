@@ -1,51 +1,19 @@
-//! One prompt of Cursor's in a warm session: the session's mode and model set first if they
-//! changed (`session/set_mode`, `session/set_config_option` with Cursor's model values), then
-//! the generic prompt (`backend/acp/turn.rs`: the message, updates as events, permissions by
-//! policy, cancel), whose chat id becomes this backend's (`acp:<session>`).
+//! Before a prompt of Cursor's (the generic backend's, `backend/acp/sessions.rs`): the session's
+//! mode and model set if they changed (`session/set_mode`, `session/set_config_option` with
+//! Cursor's model values).
 
 use serde_json::{json, Value};
 
 use super::agent::{Agent, CONFIG_TIMEOUT};
 use super::model_options::{Choice, ModelConfig};
-use crate::backend::acp::{self as acp, RpcError};
-use crate::backend::contract::{TurnEnd, TurnFailure, TurnSpec};
-use crate::backend::events::EventSink;
+use crate::backend::acp::RpcError;
+use crate::backend::contract::TurnFailure;
 use crate::error::BridgeError;
 use crate::vocab::{ErrorKind, Mode};
 
-/// The slot a warm session lives in, locked by the turn that uses it.
-pub type Slot = acp::Slot<ModelConfig>;
-
-/// What a turn leaves: the slot (`None` inside when the agent died or was killed) and the outcome.
-pub async fn run(
-    mut slot: Slot,
-    spec: &TurnSpec,
-    model: Option<&Choice>,
-    sink: &mut EventSink,
-) -> (Option<Slot>, Result<TurnEnd, TurnFailure>) {
-    let agent = slot.as_mut().expect("a turn runs on a live agent");
-    // Before the agent is asked anything: a prompt it could not take whole is refused, not cut.
-    if !spec.images.is_empty() && !agent.prompt_images {
-        let error = BridgeError::invalid_params(
-            "this Cursor CLI's ACP mode does not take images (its `initialize` does not advertise \
-             `promptCapabilities.image`)",
-        )
-        .hint("Send text only, or update the Cursor CLI.");
-        return (Some(slot), Err(error.into()));
-    }
-    if let Err(failure) = configure(agent, spec.mode, model).await {
-        agent.end_turn().await;
-        agent.end_what_the_turn_started(false);
-        return (Some(slot), Err(failure));
-    }
-    let (slot, outcome) = acp::prompt(slot, spec, sink).await;
-    let outcome = outcome.map(|end| TurnEnd { chat_id: end.chat_id.as_deref().map(super::chat_id), ..end });
-    (slot, outcome)
-}
-
 /// Mode first (ask mode means no permission prompts), then the model and its selects
 /// (`None`: the session keeps its own).
-async fn configure(agent: &mut Agent, mode: Mode, model: Option<&Choice>) -> Result<(), TurnFailure> {
+pub async fn configure(agent: &mut Agent, mode: Mode, model: Option<&Choice>) -> Result<(), TurnFailure> {
     let session = agent.session_id.clone();
     if agent.config.current_mode.as_deref() != Some(mode.as_str()) {
         let params = json!({"sessionId": session, "modeId": mode.as_str()});
