@@ -66,6 +66,11 @@ pub enum TurnError<'a> {
     PromptFailed { code: i64, message: &'a str },
     /// The agent's process ended during the turn; the tail of its stderr.
     AgentExited { stderr: &'a str },
+    /// A request inside the session (`session/set_mode`, `session/set_config_option`) was
+    /// refused (or the agent's output ended).
+    ConfigRefused { method: &'a str, error: &'a RpcError },
+    /// It was not answered within this bound.
+    ConfigTimeout { method: &'a str, within: Duration },
     /// The conversation's chat is another backend's (the engine replays it in a new session).
     OtherBackendsChat,
     /// The agent stopped while loading the conversation's session (it goes on in a new one).

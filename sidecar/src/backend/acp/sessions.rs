@@ -27,7 +27,7 @@ use crate::backend::contract::{BoxFuture, Chat, TurnEnd, TurnFailure, TurnSpec, 
 use crate::backend::events::EventSink;
 use crate::error::BridgeError;
 use crate::util::sync::lock;
-use crate::vocab::{Mode, ToolDefinition};
+use crate::vocab::ToolDefinition;
 
 /// How often idle sessions are looked at.
 const SWEEP: Duration = Duration::from_secs(5);
@@ -108,11 +108,10 @@ pub trait AcpAgent: Send + Sync + 'static {
     /// What serves the client's `model` in `config`: `Ok(None)` keeps the session's own model.
     fn choose(&self, config: &Self::Config, model: &str) -> Result<Option<Self::Choice>, BridgeError>;
 
-    /// Set the session to the turn's `mode` and `model` before its prompt.
+    /// Set the session to the turn's `model` before its prompt (its mode is set already).
     fn configure<'a>(
         &'a self,
         agent: &'a mut Agent<Self::Config>,
-        mode: Mode,
         model: Option<&'a Self::Choice>,
     ) -> BoxFuture<'a, Result<(), TurnFailure>>;
 }
@@ -487,7 +486,12 @@ impl<A: AcpAgent> AcpBackend<A> {
             let error = agent.quirks().turn_error(TurnError::ImagesNotTaken);
             return (Some(slot), Err(error.into()));
         }
-        if let Err(failure) = self.agent.configure(agent, spec.mode, model).await {
+        // Mode first (ask mode means no permission prompts), then the agent's model set-up.
+        let configured = match agent.set_mode(spec.mode).await {
+            Ok(()) => self.agent.configure(agent, model).await,
+            Err(failure) => Err(failure),
+        };
+        if let Err(failure) = configured {
             agent.end_turn().await;
             agent.end_what_the_turn_started(false);
             return (Some(slot), Err(failure));

@@ -41,7 +41,7 @@ use crate::backend::process;
 use crate::backend::reports::CliStatus;
 use crate::error::BridgeError;
 use crate::util::sync::lock;
-use crate::vocab::{ErrorKind, Mode, ModelInfo};
+use crate::vocab::{ErrorKind, ModelInfo};
 
 /// Chat ids of this backend say so: a print-mode chat id is never sent to `session/load`, nor an
 /// ACP session id to `--resume`.
@@ -161,10 +161,9 @@ impl AcpAgent for CursorAgent {
     fn configure<'a>(
         &'a self,
         agent: &'a mut Agent,
-        mode: Mode,
         model: Option<&'a Choice>,
     ) -> BoxFuture<'a, Result<(), TurnFailure>> {
-        Box::pin(turn::configure(agent, mode, model))
+        Box::pin(turn::configure(agent, model))
     }
 }
 

@@ -1,25 +1,17 @@
-//! Before a prompt of Cursor's (the generic backend's, `backend/acp/sessions.rs`): the session's
-//! mode and model set if they changed (`session/set_mode`, `session/set_config_option` with
-//! Cursor's model values).
+//! Before a prompt of Cursor's (the generic backend's, `backend/acp/sessions.rs`, which sets the
+//! session's mode first): the session's model set if it changed (`session/set_config_option`
+//! with Cursor's model values and its selects).
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::agent::{Agent, CONFIG_TIMEOUT};
+use super::agent::Agent;
 use super::model_options::{Choice, ModelConfig};
-use crate::backend::acp::RpcError;
 use crate::backend::contract::TurnFailure;
-use crate::error::BridgeError;
-use crate::vocab::{ErrorKind, Mode};
 
-/// Mode first (ask mode means no permission prompts), then the model and its selects
-/// (`None`: the session keeps its own).
-pub async fn configure(agent: &mut Agent, mode: Mode, model: Option<&Choice>) -> Result<(), TurnFailure> {
+/// The model and its selects (`None`: the session keeps its own); the mode is set before, by the
+/// generic backend.
+pub async fn configure(agent: &mut Agent, model: Option<&Choice>) -> Result<(), TurnFailure> {
     let session = agent.session_id.clone();
-    if agent.config.current_mode.as_deref() != Some(mode.as_str()) {
-        let params = json!({"sessionId": session, "modeId": mode.as_str()});
-        config_request(agent, "session/set_mode", params).await?;
-        agent.config.current_mode = Some(mode.as_str().to_owned());
-    }
     let Some(model) = model else { return Ok(()) };
     let mut sets: Vec<(&str, &str)> = Vec::new();
     if agent.config.current.as_deref() != Some(model.value.as_str()) {
@@ -33,7 +25,7 @@ pub async fn configure(agent: &mut Agent, mode: Mode, model: Option<&Choice>) ->
     }
     for (id, value) in sets {
         let params = json!({"sessionId": session, "configId": id, "value": value});
-        let result = config_request(agent, "session/set_config_option", params).await?;
+        let result = agent.config_request("session/set_config_option", params).await?;
         let mode = agent.config.current_mode.clone();
         agent.config = ModelConfig::parse(&result);
         if agent.config.current_mode.is_none() {
@@ -44,23 +36,4 @@ pub async fn configure(agent: &mut Agent, mode: Mode, model: Option<&Choice>) ->
         }
     }
     Ok(())
-}
-
-async fn config_request(agent: &Agent, method: &str, params: Value) -> Result<Value, TurnFailure> {
-    match tokio::time::timeout(CONFIG_TIMEOUT, agent.conn.request(method, params)).await {
-        Ok(Ok(result)) => Ok(result),
-        Ok(Err(RpcError::Remote { code: -32602, message, .. })) if method == "session/set_config_option" => {
-            Err(BridgeError::new(ErrorKind::InvalidModel, format!("Cursor's ACP mode refused the model: {message}"))
-                .hint(crate::backend::cursor::failures::HINT_MODEL)
-                .into())
-        }
-        Ok(Err(e)) => Err(BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `{method}`: {e}"))
-            .hint("See Cursor Bridge logs for details.")
-            .into()),
-        Err(_) => Err(BridgeError::new(
-            ErrorKind::Timeout,
-            format!("Cursor's ACP mode did not answer `{method}` within {} s", CONFIG_TIMEOUT.as_secs()),
-        )
-        .into()),
-    }
 }
