@@ -6,10 +6,13 @@
 //! agent's own requests, errors told from answers, `session/cancel` when dropped); `updates.rs` turns `session/update` notifications into [`Event`]s;
 //! `tools.rs` hosts the client's tools for one agent (the MCP host of `backend/mcp/`, calls
 //! handed to the running turn); `quirks.rs` is [`AgentQuirks`](quirks::AgentQuirks), what one
-//! agent reads its own way. Lenient on
+//! agent reads its own way; `sessions.rs` is an agent as a warm backend
+//! ([`AcpBackend`](sessions::AcpBackend): which session a turn runs in, load into a new process,
+//! spares, one-shot turns, the client's tools, a retried start), with what is the agent's own
+//! behind [`AcpAgent`](sessions::AcpAgent); `build_note.rs` is what was learnt per build. Lenient on
 //! purpose: agents add fields and update kinds between builds (docs/cursor-acp.md §7, §10), so
-//! anything unknown is skipped, never fatal. A backend for one agent (its quirks, its session
-//! lifetimes) builds on these.
+//! anything unknown is skipped, never fatal. A backend for one agent (its launch, its quirks, its
+//! catalogue) builds on these.
 //!
 //! [`Event`]: crate::backend::Event
 
