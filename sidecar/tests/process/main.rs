@@ -30,6 +30,7 @@ mod http_tool_choice;
 mod images;
 mod isolation;
 mod orphans;
+mod plain_agent;
 mod probe;
 mod protocol_abuse;
 mod protocol_doc;

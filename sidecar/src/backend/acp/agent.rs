@@ -26,7 +26,7 @@ use tokio::time::Instant;
 
 use super::connection::{Connection, Incoming, RpcError};
 pub use super::quirks::StartFailure;
-use super::quirks::{AgentQuirks, StartError};
+use super::quirks::{AgentQuirks, StartError, TurnError};
 use super::tools::ToolHost;
 use crate::backend::mcp::McpLimits;
 use crate::backend::process::{self, ChildProcess, SpawnSpec};
@@ -70,6 +70,14 @@ pub struct Launch<'a> {
 /// `session/new` or `session/load` the agent's way.
 pub trait SessionConfig: Default + Send + Sync {
     fn from_opened(result: &Value) -> Self;
+
+    /// The session's current mode (ACP's `modes`), as far as it is known (`None`: set it).
+    fn current_mode(&self) -> Option<&str> {
+        None
+    }
+
+    /// `session/set_mode` set the session's mode to `mode`.
+    fn mode_was_set(&mut self, _mode: &str) {}
 }
 
 /// An agent whose sessions configure nothing the bridge sets per turn.
@@ -296,6 +304,32 @@ impl<C: SessionConfig> Agent<C> {
                 Ok(())
             }
             Err(e) => Err(BridgeError::internal(format!("cannot start the server for the client's tools: {e}"))),
+        }
+    }
+
+    /// The session's mode set to `mode` (standard ACP `session/set_mode`), unless it is that
+    /// already: ask mode means no permission prompts.
+    pub async fn set_mode(&mut self, mode: crate::vocab::Mode) -> Result<(), crate::backend::contract::TurnFailure> {
+        if self.config.current_mode() == Some(mode.as_str()) {
+            return Ok(());
+        }
+        let params = json!({"sessionId": self.session_id, "modeId": mode.as_str()});
+        self.config_request("session/set_mode", params).await?;
+        self.config.mode_was_set(mode.as_str());
+        Ok(())
+    }
+
+    /// A short request inside the session (its mode, its model), bounded by [`CONFIG_TIMEOUT`];
+    /// a failure in the agent's words ([`TurnError::ConfigRefused`]).
+    pub async fn config_request(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, crate::backend::contract::TurnFailure> {
+        match tokio::time::timeout(CONFIG_TIMEOUT, self.conn.request(method, params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(self.quirks.turn_error(TurnError::ConfigRefused { method, error: &error }).into()),
+            Err(_) => Err(self.quirks.turn_error(TurnError::ConfigTimeout { method, within: CONFIG_TIMEOUT }).into()),
         }
     }
 

@@ -66,6 +66,22 @@ pub enum TurnError<'a> {
     PromptFailed { code: i64, message: &'a str },
     /// The agent's process ended during the turn; the tail of its stderr.
     AgentExited { stderr: &'a str },
+    /// A request inside the session (`session/set_mode`, `session/set_config_option`) was
+    /// refused (or the agent's output ended).
+    ConfigRefused { method: &'a str, error: &'a RpcError },
+    /// It was not answered within this bound.
+    ConfigTimeout { method: &'a str, within: Duration },
+    /// The conversation's chat is another backend's (the engine replays it in a new session).
+    OtherBackendsChat,
+    /// The agent stopped while loading the conversation's session (it goes on in a new one).
+    LoadStopped,
+    /// The agent could not load the conversation's session (it goes on in a new one).
+    LoadRefused,
+    /// The session did not list the client's tools in time (they go in the prompt instead).
+    ToolsNotListed,
+    /// The prompt carries images and the agent's `initialize` did not advertise
+    /// `promptCapabilities.image`.
+    ImagesNotTaken,
 }
 
 /// The answer to one of the agent's own requests ([`AgentQuirks::extension_request`]).

@@ -50,7 +50,7 @@ pub fn acp_backend(settings: &Settings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(settings);
     let quiet = Settings { warmth: Warmth { ahead: 0, ..settings.warmth.clone() }, ..settings.clone() };
     let print = print::CursorPrint::new(&quiet, cli.clone());
-    probe::Probing::new(acp::CursorAcp::new(settings, cli.clone()), probe::ProbePrint::Own(print), cli)
+    probe::Probing::new(acp::backend(settings, cli.clone()), probe::ProbePrint::Own(print), cli)
 }
 
 /// `auto`: ACP with print mode as the fallback, both driving one program (one [`cli::CursorCli`]:
@@ -58,6 +58,6 @@ pub fn acp_backend(settings: &Settings) -> Arc<dyn Backend> {
 pub fn auto_backend(settings: &Settings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(settings);
     let print = print::CursorPrint::new(settings, cli.clone());
-    let acp = acp::CursorAcp::new(settings, cli.clone());
+    let acp = acp::backend(settings, cli.clone());
     probe::Probing::new(auto::Auto::new(print.clone(), acp), probe::ProbePrint::Serving(print), cli)
 }

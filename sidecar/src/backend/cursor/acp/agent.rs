@@ -21,6 +21,14 @@ impl SessionConfig for ModelConfig {
     fn from_opened(result: &serde_json::Value) -> Self {
         ModelConfig::parse(result)
     }
+
+    fn current_mode(&self) -> Option<&str> {
+        self.current_mode.as_deref()
+    }
+
+    fn mode_was_set(&mut self, mode: &str) {
+        self.current_mode = Some(mode.to_owned());
+    }
 }
 
 /// Start `agent acp` in `workspace` and complete the handshake (`authenticate` unless a key is

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::backend::acp::{cancelled_outcome, AgentQuirks, ExtensionAnswer, StartError, StartFailure, TurnError};
+use crate::backend::acp::{
+    cancelled_outcome, AgentQuirks, ExtensionAnswer, RpcError, StartError, StartFailure, TurnError,
+};
 use crate::backend::cursor::failures::{classify, HINT_AUTH, HINT_CLI_VERSION, HINT_NETWORK};
 use crate::backend::mcp::McpLimits;
 use crate::error::BridgeError;
@@ -188,6 +190,37 @@ impl AgentQuirks for CursorQuirks {
                 }
                 error
             }
+            TurnError::ConfigRefused {
+                method: "session/set_config_option",
+                error: RpcError::Remote { code: -32602, message, .. },
+            } => BridgeError::new(ErrorKind::InvalidModel, format!("Cursor's ACP mode refused the model: {message}"))
+                .hint(crate::backend::cursor::failures::HINT_MODEL),
+            TurnError::ConfigRefused { method, error } => {
+                BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `{method}`: {error}"))
+                    .hint("See Cursor Bridge logs for details.")
+            }
+            TurnError::ConfigTimeout { method, within } => BridgeError::new(
+                ErrorKind::Timeout,
+                format!("Cursor's ACP mode did not answer `{method}` within {} s", within.as_secs()),
+            ),
+            TurnError::OtherBackendsChat => {
+                BridgeError::new(ErrorKind::CliFailed, "This conversation's chat belongs to print mode")
+            }
+            TurnError::LoadStopped => BridgeError::new(
+                ErrorKind::CliFailed,
+                "Cursor's agent stopped while loading this conversation's session",
+            ),
+            TurnError::LoadRefused => {
+                BridgeError::new(ErrorKind::CliFailed, "Cursor could not load this conversation's session")
+            }
+            TurnError::ToolsNotListed => {
+                BridgeError::new(ErrorKind::CliFailed, "Cursor's session did not take the client's tools")
+            }
+            TurnError::ImagesNotTaken => BridgeError::invalid_params(
+                "this Cursor CLI's ACP mode does not take images (its `initialize` does not advertise \
+                 `promptCapabilities.image`)",
+            )
+            .hint("Send text only, or update the Cursor CLI."),
         }
     }
 

@@ -1,57 +1,17 @@
-//! One prompt of Cursor's in a warm session: the session's mode and model set first if they
-//! changed (`session/set_mode`, `session/set_config_option` with Cursor's model values), then
-//! the generic prompt (`backend/acp/turn.rs`: the message, updates as events, permissions by
-//! policy, cancel), whose chat id becomes this backend's (`acp:<session>`).
+//! Before a prompt of Cursor's (the generic backend's, `backend/acp/sessions.rs`, which sets the
+//! session's mode first): the session's model set if it changed (`session/set_config_option`
+//! with Cursor's model values and its selects).
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::agent::{Agent, CONFIG_TIMEOUT};
+use super::agent::Agent;
 use super::model_options::{Choice, ModelConfig};
-use crate::backend::acp::{self as acp, RpcError};
-use crate::backend::contract::{TurnEnd, TurnFailure, TurnSpec};
-use crate::backend::events::EventSink;
-use crate::error::BridgeError;
-use crate::vocab::{ErrorKind, Mode};
+use crate::backend::contract::TurnFailure;
 
-/// The slot a warm session lives in, locked by the turn that uses it.
-pub type Slot = acp::Slot<ModelConfig>;
-
-/// What a turn leaves: the slot (`None` inside when the agent died or was killed) and the outcome.
-pub async fn run(
-    mut slot: Slot,
-    spec: &TurnSpec,
-    model: Option<&Choice>,
-    sink: &mut EventSink,
-) -> (Option<Slot>, Result<TurnEnd, TurnFailure>) {
-    let agent = slot.as_mut().expect("a turn runs on a live agent");
-    // Before the agent is asked anything: a prompt it could not take whole is refused, not cut.
-    if !spec.images.is_empty() && !agent.prompt_images {
-        let error = BridgeError::invalid_params(
-            "this Cursor CLI's ACP mode does not take images (its `initialize` does not advertise \
-             `promptCapabilities.image`)",
-        )
-        .hint("Send text only, or update the Cursor CLI.");
-        return (Some(slot), Err(error.into()));
-    }
-    if let Err(failure) = configure(agent, spec.mode, model).await {
-        agent.end_turn().await;
-        agent.end_what_the_turn_started(false);
-        return (Some(slot), Err(failure));
-    }
-    let (slot, outcome) = acp::prompt(slot, spec, sink).await;
-    let outcome = outcome.map(|end| TurnEnd { chat_id: end.chat_id.as_deref().map(super::chat_id), ..end });
-    (slot, outcome)
-}
-
-/// Mode first (ask mode means no permission prompts), then the model and its selects
-/// (`None`: the session keeps its own).
-async fn configure(agent: &mut Agent, mode: Mode, model: Option<&Choice>) -> Result<(), TurnFailure> {
+/// The model and its selects (`None`: the session keeps its own); the mode is set before, by the
+/// generic backend.
+pub async fn configure(agent: &mut Agent, model: Option<&Choice>) -> Result<(), TurnFailure> {
     let session = agent.session_id.clone();
-    if agent.config.current_mode.as_deref() != Some(mode.as_str()) {
-        let params = json!({"sessionId": session, "modeId": mode.as_str()});
-        config_request(agent, "session/set_mode", params).await?;
-        agent.config.current_mode = Some(mode.as_str().to_owned());
-    }
     let Some(model) = model else { return Ok(()) };
     let mut sets: Vec<(&str, &str)> = Vec::new();
     if agent.config.current.as_deref() != Some(model.value.as_str()) {
@@ -65,7 +25,7 @@ async fn configure(agent: &mut Agent, mode: Mode, model: Option<&Choice>) -> Res
     }
     for (id, value) in sets {
         let params = json!({"sessionId": session, "configId": id, "value": value});
-        let result = config_request(agent, "session/set_config_option", params).await?;
+        let result = agent.config_request("session/set_config_option", params).await?;
         let mode = agent.config.current_mode.clone();
         agent.config = ModelConfig::parse(&result);
         if agent.config.current_mode.is_none() {
@@ -76,23 +36,4 @@ async fn configure(agent: &mut Agent, mode: Mode, model: Option<&Choice>) -> Res
         }
     }
     Ok(())
-}
-
-async fn config_request(agent: &Agent, method: &str, params: Value) -> Result<Value, TurnFailure> {
-    match tokio::time::timeout(CONFIG_TIMEOUT, agent.conn.request(method, params)).await {
-        Ok(Ok(result)) => Ok(result),
-        Ok(Err(RpcError::Remote { code: -32602, message, .. })) if method == "session/set_config_option" => {
-            Err(BridgeError::new(ErrorKind::InvalidModel, format!("Cursor's ACP mode refused the model: {message}"))
-                .hint(crate::backend::cursor::failures::HINT_MODEL)
-                .into())
-        }
-        Ok(Err(e)) => Err(BridgeError::new(ErrorKind::CliFailed, format!("Cursor's ACP mode refused `{method}`: {e}"))
-            .hint("See Cursor Bridge logs for details.")
-            .into()),
-        Err(_) => Err(BridgeError::new(
-            ErrorKind::Timeout,
-            format!("Cursor's ACP mode did not answer `{method}` within {} s", CONFIG_TIMEOUT.as_secs()),
-        )
-        .into()),
-    }
 }
