@@ -118,6 +118,36 @@ fn resolve() -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
+/// The workspace's `rust-version` (`[workspace.package]` in the root `Cargo.toml`), as (major,
+/// minor): cargo refuses an older compiler for every member.
+fn workspace_rust_version(root: &Path) -> Result<(u32, u32)> {
+    let path = root.join("Cargo.toml");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("rust-version = ").map(|v| v.trim_matches('"').to_string()))
+        .and_then(|v| major_minor(&v))
+        .with_context(|| format!("{} names no `rust-version = \"X.Y\"`", path.display()))
+}
+
+/// `1.85.0+dfsg3-1~deb12u3` (a Debian version) or `1.89` → (1, 85) / (1, 89).
+fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// The packages, if the archive's `rustc-web` is at least the workspace's `rust-version`.
+fn new_enough(packages: Vec<(String, String)>, needed: (u32, u32)) -> Result<Vec<(String, String)>> {
+    let offered = packages.iter().find(|(n, _)| n == "rustc-web").map(|(_, v)| v.clone()).unwrap_or_default();
+    match major_minor(&offered) {
+        Some(v) if v >= needed => Ok(packages),
+        _ => bail!(
+            "Debian's archive offers rustc-web {offered}, older than the workspace's rust-version {}.{}",
+            needed.0,
+            needed.1
+        ),
+    }
+}
+
 /// `rustc` and `clippy-driver` in `target/cross`: Debian's, run with their own shared libraries.
 ///
 /// With -Zbuild-std, cargo gives integration tests no `CARGO_BIN_EXE_<name>` (seen with cargo
@@ -172,14 +202,18 @@ pub fn ensure(root: &Path) -> Result<Toolchain> {
     let dir = root.join("target").join("cross");
     let toolchain = Toolchain { rustc: dir.join("rustc"), clippy_driver: dir.join("clippy-driver"), dir: dir.clone() };
     let stamp = dir.join("root").join(".xtask-packages");
-    let packages = match resolve() {
+    let needed = workspace_rust_version(root)?;
+    let packages = match resolve().and_then(|p| new_enough(p, needed)) {
         Ok(p) => p,
-        // Stale or missing package lists (a new machine): refresh them once.
+        // Stale or missing package lists (a new machine's are as old as its image, and offer
+        // an older rustc-web than the workspace builds with): refresh them once.
         Err(first) => {
             eprintln!("xtask: cross-check: {first:#}; running apt-get update");
             crate::run_cmd(Command::new("apt-get").arg("update").arg("-qq"))
                 .context("the cross-check toolchain cannot be set up: `apt-get update` failed")?;
-            resolve().context("the cross-check toolchain cannot be set up from Debian's archive")?
+            resolve()
+                .and_then(|p| new_enough(p, needed))
+                .context("the cross-check toolchain cannot be set up from Debian's archive")?
         }
     };
     let listing: String = packages.iter().map(|(n, v)| format!("{n}={v}\n")).collect();
@@ -315,12 +349,27 @@ mod tests {
     /// Every release target is one `cargo xtask dist --target` can package, under the VS Code
     /// platform the workflow names its artifact after.
     #[test]
+    fn an_archive_older_than_the_workspace_is_refused_so_the_lists_are_refreshed() {
+        // A new machine's package lists offered bookworm's 1.85 while the workspace needs 1.89.
+        assert_eq!(major_minor("1.85.0+dfsg3-1~deb12u3"), Some((1, 85)));
+        assert_eq!(major_minor("1.89"), Some((1, 89)));
+        let with =
+            |v: &str| vec![("rustc-web".to_string(), v.to_string()), ("libllvm19".to_string(), "1:19".to_string())];
+        let refused = new_enough(with("1.85.0+dfsg3-1~deb12u3"), (1, 89)).unwrap_err().to_string();
+        assert!(refused.contains("rustc-web 1.85.0+dfsg3-1~deb12u3") && refused.contains("1.89"), "{refused}");
+        assert!(new_enough(with("1.96.0+dfsg1-1~deb12u1"), (1, 89)).is_ok());
+        assert!(new_enough(with("1.89.0+dfsg1-1"), (1, 89)).is_ok());
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        assert!(workspace_rust_version(root).unwrap() >= (1, 85));
+    }
+
+    #[test]
     fn release_targets_match_the_packaging() {
         let root = crate::project_root();
         let targets = release_targets(&root).unwrap();
         assert!(!targets.is_empty());
         for t in &targets {
-            assert_eq!(crate::vsce_target(&t.target).unwrap(), t.code_target, "{t:?}");
+            assert_eq!(crate::dist::vsce_target(&t.target).unwrap(), t.code_target, "{t:?}");
         }
         let cross = cross_targets(&root).unwrap();
         for wanted in

@@ -14,9 +14,12 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
-use crate::{cargo, extension, run_cmd};
+use crate::{
+    bench, cargo, conformance, cross_check, e2e, extension, fuzz, leftovers, project_root, run_cmd, summary, workflows,
+    FUZZ_SECONDS,
+};
 
 /// The heavy tier on print mode, after the workspace run that leaves it out (the ACP pass of the
 /// integration suite runs it with the rest, `--run-ignored all`). Only the process suite's
@@ -70,5 +73,161 @@ pub fn quick(root: &Path) -> Result<()> {
         "xtask: quick tests passed in {:.0?} (not run: the integration suite, {HEAVY_TIER}, conformance, fuzzing, benchmarks, e2e: `cargo xtask test`)",
         started.elapsed()
     );
+    Ok(())
+}
+
+pub fn has_nextest() -> bool {
+    cargo().args(["nextest", "--version"]).output().is_ok_and(|o| o.status.success())
+}
+
+pub fn full(extra: &[String]) -> Result<()> {
+    let started = Instant::now();
+    let root = project_root();
+    let mut tally = summary::Tally::default();
+    // Figures from an earlier run must not be mistaken for this run's.
+    let _ = std::fs::remove_dir_all(root.join("target").join("reliability"));
+    // After every stage, passed or failed: nothing this run started may outlive it.
+    let watch = leftovers::Watch::start(&root);
+    let stages = test_stages(extra, &root, &mut tally);
+    let left = watch.finish(&root);
+    stages?;
+    if left > 0 {
+        tally.print(&root);
+        bail!("{left} process(es) started by this run outlived it (listed above)");
+    }
+    eprintln!("xtask: all tests passed in {:.0?}", started.elapsed());
+    tally.print(&root);
+    Ok(())
+}
+
+/// Every stage of `test`, in order; the first failure stops them.
+fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Result<()> {
+    // First and quick: a broken workflow fails here, not on GitHub after a push.
+    let lint_started = Instant::now();
+    workflows::check(root)?;
+    eprintln!("xtask: workflow lint passed in {:.0?}", lint_started.elapsed());
+
+    let started = Instant::now();
+    // Build every binary first: integration tests run the real `cursor-bridge` against the CLI
+    // double, both from target/debug.
+    run_cmd(cargo().args(["build", "--workspace", "--all-targets", "--locked"]))?;
+    if has_nextest() {
+        let lines = summary::run_scanned(
+            cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]).args(extra),
+            |l| l.contains(" tests run: "),
+        )?;
+        let last = lines.last().map(String::as_str).unwrap_or("");
+        tally.add(
+            "cargo nextest",
+            summary::number_before(last, " passed").unwrap_or(0),
+            summary::number_before(last, " failed").unwrap_or(0),
+        );
+        // The heavy tier, which the run above leaves out as a plain `cargo test` does (tiers.rs).
+        let heavy_started = Instant::now();
+        let lines = summary::run_scanned(cargo().args(HEAVY_TIER_ON_PRINT).args(extra), |l| {
+            l.contains(" tests run: ") || l.contains(" test run: ")
+        })?;
+        let last = lines.last().map(String::as_str).unwrap_or("");
+        tally.add(
+            "heavy tier",
+            summary::number_before(last, " passed").unwrap_or(0),
+            summary::number_before(last, " failed").unwrap_or(0),
+        );
+        eprintln!("xtask: {} passed in {:.0?}", HEAVY_TIER, heavy_started.elapsed());
+        // The integration suite again on the ACP backend (it runs on print mode above): both
+        // backends must pass all of it, fault matrix and soak included.
+        let acp_started = Instant::now();
+        let lines = summary::run_scanned(
+            cargo()
+                .args(["nextest", "run", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"])
+                .args(["--run-ignored", "all"])
+                .args(extra)
+                .env("CURSOR_BRIDGE_TEST_BACKEND", "acp"),
+            |l| l.contains(" tests run: "),
+        )?;
+        let last = lines.last().map(String::as_str).unwrap_or("");
+        tally.add(
+            "integration on ACP",
+            summary::number_before(last, " passed").unwrap_or(0),
+            summary::number_before(last, " failed").unwrap_or(0),
+        );
+        eprintln!("xtask: integration tests on ACP passed in {:.0?}", acp_started.elapsed());
+    } else {
+        eprintln!("xtask: cargo-nextest not found; using `cargo test`");
+        run_cmd(cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]).args(extra))?;
+        // The heavy tier, ignored above (libtest cannot leave out the conformance tests by name).
+        let process = ["test", "-p", "cursor-bridge", "--test", "process", "--locked", "--no-fail-fast"];
+        run_cmd(cargo().args(process).args(extra).args(["--", "--ignored"]))?;
+        let mut cmd = cargo();
+        cmd.args(process).args(extra).args(["--", "--include-ignored"]);
+        run_cmd(cmd.env("CURSOR_BRIDGE_TEST_BACKEND", "acp"))?;
+    }
+    eprintln!("xtask: cargo tests passed in {:.0?}", started.elapsed());
+
+    // The ACP client against a real agent no one here wrote, and that agent against `serve`
+    // (installed once, run offline).
+    let conformance_started = Instant::now();
+    conformance::run(root, tally)?;
+    eprintln!("xtask: conformance passed in {:.0?}", conformance_started.elapsed());
+
+    // Windows and macOS type-checked and linted (cross_check.rs), beside the stages up to the
+    // benchmark, which mostly wait or use one core.
+    let cross = cross_check::start_in_background(root)?;
+    let beside = run_beside_cross_check(root, tally);
+    let crossed = cross.finish();
+    beside?;
+    crossed?;
+
+    // The sidecar's Windows tests and one turn run under Wine (wine.rs), beside the benchmark smoke
+    // run and e2e, which mostly wait; after the cross-check, which sets up the toolchain it uses.
+    let wine_log = root.join("target").join("wine").join("wine-test.log");
+    let wine = cross_check::Background::start(root, "wine-test", "the benchmark smoke run and e2e", wine_log)?;
+    let beside = run_beside_wine_test(root, tally);
+    let wined = wine.finish();
+    beside?;
+    wined
+}
+
+/// The stages `wine-test` runs beside: the benchmark smoke run, then the end-to-end test.
+fn run_beside_wine_test(root: &Path, tally: &mut summary::Tally) -> Result<()> {
+    // One iteration of every benchmark figure, so the harness cannot rot (targets not enforced).
+    let bench_started = Instant::now();
+    bench::run(root, true)?;
+    eprintln!("xtask: benchmark smoke run passed in {:.0?}", bench_started.elapsed());
+
+    // Last, the slowest: the VSIX in a real VS Code, typed into like a person would.
+    let e2e_started = Instant::now();
+    e2e::run(root, &[])?;
+    let check_log = std::fs::read_to_string(root.join("target/e2e/latest/check.log")).unwrap_or_default();
+    let closing = check_log.lines().rev().find(|l| l.starts_with("e2e: ")).unwrap_or("");
+    tally.add(
+        "end-to-end (VS Code)",
+        summary::number_before(closing, " passed").unwrap_or(0),
+        summary::number_before(closing, " failed").unwrap_or(0),
+    );
+    eprintln!("xtask: end-to-end test passed in {:.0?}", e2e_started.elapsed());
+    Ok(())
+}
+
+/// The stages `cross-check` runs beside: fuzzing, then the extension's typecheck and unit tests.
+fn run_beside_cross_check(root: &Path, tally: &mut summary::Tally) -> Result<()> {
+    // Coverage-guided fuzzing of the input parsers, bounded in time (fuzz/README.md).
+    let fuzz_started = Instant::now();
+    let fuzzed = fuzz::run(root, FUZZ_SECONDS)?;
+    let reliability = root.join("target").join("reliability");
+    std::fs::create_dir_all(&reliability)?;
+    std::fs::write(reliability.join("fuzz.txt"), fuzzed.to_string())?;
+    eprintln!("xtask: fuzzing found no crash in {:.0?}", fuzz_started.elapsed());
+
+    // The VS Code extension: typecheck, then its unit tests (which also drive the debug sidecar
+    // built above against the CLI double, so they must not be skipped here).
+    let npm_started = Instant::now();
+    extension::check(root)?;
+    eprintln!("xtask: extension typecheck, format and lint passed in {:.0?}", npm_started.elapsed());
+    let unit_started = Instant::now();
+    let (passed, failed) = extension::unit_tests(root)?;
+    tally.add("extension unit tests", passed, failed);
+    eprintln!("xtask: extension unit tests passed in {:.0?}", unit_started.elapsed());
+
     Ok(())
 }
