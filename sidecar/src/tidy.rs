@@ -79,12 +79,123 @@ fn calls_macro(line: &str, name: &str) -> bool {
     line.match_indices(name).any(|(at, _)| !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
-/// Module paths this file's code refers to through `crate::`, `super::` or `self::`.
-fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
+/// `use` and `pub use` (any visibility): the rest of the line after `use `, if it is one.
+fn use_item_start(line: &str) -> Option<&str> {
+    let mut t = line.trim_start();
+    if let Some(r) = t.strip_prefix("pub") {
+        let r = if r.starts_with('(') { &r[r.find(')')? + 1..] } else { r };
+        t = r.strip_prefix(' ')?;
+    }
+    t.strip_prefix("use ")
+}
+
+/// The paths a `use` tree names, each with the name it binds: `a::{b, c::{self, d as e}, *}` is
+/// `a::b` (b), `a::c` (c), `a::c::d` (e) and `a` (*). rustfmt wraps long groups over many lines
+/// and may open the tree with a group (`use crate::{a::X, b::Y}`), so a tree is read whole.
+fn use_tree_paths(text: &str) -> Vec<(Vec<String>, String)> {
+    let mut tokens: Vec<String> = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_alphanumeric() || c == '_' {
+            let mut word = String::new();
+            while let Some(&c) = chars.peek().filter(|c| c.is_alphanumeric() || **c == '_') {
+                word.push(c);
+                chars.next();
+            }
+            tokens.push(word);
+        } else if c == ':' {
+            chars.next();
+            if chars.next_if_eq(&':').is_some() {
+                tokens.push("::".into());
+            }
+        } else {
+            chars.next();
+            if matches!(c, '{' | '}' | ',' | '*') {
+                tokens.push(c.to_string());
+            }
+        }
+    }
+    fn tree(tokens: &[String], pos: &mut usize, mut prefix: Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+        loop {
+            let Some(tok) = tokens.get(*pos) else { return };
+            *pos += 1;
+            match tok.as_str() {
+                "{" => {
+                    while tokens.get(*pos).is_some_and(|t| t != "}") {
+                        tree(tokens, pos, prefix.clone(), out);
+                        if tokens.get(*pos).is_some_and(|t| t == ",") {
+                            *pos += 1;
+                        }
+                    }
+                    *pos += 1;
+                    return;
+                }
+                "*" => return out.push((prefix, "*".into())),
+                "}" | "," | "::" => return *pos -= 1,
+                ident => {
+                    let followed = tokens.get(*pos).is_some_and(|t| t == "::");
+                    if ident == "self" && !followed && !prefix.is_empty() {
+                        let name = prefix.last().cloned().unwrap_or_default();
+                        return out.push((prefix, name));
+                    }
+                    prefix.push(ident.to_string());
+                    if followed {
+                        *pos += 1;
+                        continue;
+                    }
+                    let mut name = ident.to_string();
+                    if tokens.get(*pos).is_some_and(|t| t == "as") {
+                        name = tokens.get(*pos + 1).cloned().unwrap_or_default();
+                        *pos += 2;
+                    }
+                    return out.push((prefix, name));
+                }
+            }
+        }
+    }
     let mut out = Vec::new();
-    // Inline modules (`mod tests {`): inside one, `super::` is the file's own module.
+    let mut pos = 0;
+    while pos < tokens.len() {
+        let before = pos;
+        tree(&tokens, &mut pos, Vec::new(), &mut out);
+        pos = pos.max(before + 1);
+    }
+    out
+}
+
+/// A path from `crate::`, `super::` or `self::`, seen from module `here`, as a module path from the
+/// crate root; `None` for any other path (another crate's).
+fn resolve(here: &[String], path: &[String]) -> Option<Vec<String>> {
+    if !matches!(path.first().map(String::as_str), Some("crate" | "super" | "self")) {
+        return None;
+    }
+    let mut base: Vec<String> = if path[0] == "crate" { Vec::new() } else { here.to_vec() };
+    let mut rest = path;
+    while let Some((first, tail)) = rest.split_first() {
+        match first.as_str() {
+            "crate" | "self" => {}
+            "super" => {
+                base.pop();
+            }
+            _ => break,
+        }
+        rest = tail;
+    }
+    base.extend(rest.iter().cloned());
+    Some(base)
+}
+
+/// Text of a file with the module it is in (inline modules, `mod tests {`, count: inside one,
+/// `super::` is the file's own module).
+type InModule = (Vec<String>, String);
+
+/// The `use` items of a file, each read whole (up to its `;`), and the file's other code lines,
+/// each with the module it is in.
+fn items(module: &[String], text: &str) -> (Vec<InModule>, Vec<InModule>) {
+    let (mut uses, mut other) = (Vec::new(), Vec::new());
     let mut inline: Vec<(String, i32)> = Vec::new();
     let mut depth = 0i32;
+    let mut pending: Option<String> = None;
     for line in code_lines(text) {
         let trimmed = line.trim_start();
         let opens_mod = trimmed.trim_start_matches("pub ").strip_prefix("mod ").and_then(|r| r.strip_suffix(" {"));
@@ -98,88 +209,67 @@ fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
         }
         let mut here = module.to_vec();
         here.extend(inline.iter().map(|(n, _)| n.clone()));
+        let Some(item) = pending.take().map(|p| p + " " + line).or_else(|| use_item_start(line).map(str::to_string))
+        else {
+            other.push((here, line.to_string()));
+            continue;
+        };
+        match item.find(';') {
+            Some(end) => uses.push((here, item[..end].to_string())),
+            None => pending = Some(item),
+        }
+    }
+    (uses, other)
+}
+
+/// Module paths this file's code refers to through `crate::`, `super::` or `self::`: every path
+/// of every `use` tree, and paths written out in the code.
+fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let (uses, other) = items(module, text);
+    let mut out: Vec<Vec<String>> = uses
+        .iter()
+        .flat_map(|(here, tree)| use_tree_paths(tree).into_iter().filter_map(move |(path, _)| resolve(here, &path)))
+        .collect();
+    for (here, line) in &other {
         for (at, _) in
             line.match_indices("crate::").chain(line.match_indices("super::")).chain(line.match_indices("self::"))
         {
-            // `super::` inside `crate::a::super::`… does not occur; skip matches inside identifiers.
+            // Skip matches inside identifiers and inside a longer path (`a::self::`).
             if at > 0 && line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
                 continue;
             }
-            let rest = &line[at..];
-            // `self::` is the module the line is in, `super::` its parent.
-            let mut base: Vec<String> = if rest.starts_with("crate::") { Vec::new() } else { here.clone() };
-            let mut path = rest;
-            loop {
-                if let Some(r) = path.strip_prefix("crate::") {
-                    path = r;
-                } else if let Some(r) = path.strip_prefix("super::") {
-                    base.pop();
-                    path = r;
-                } else if let Some(r) = path.strip_prefix("self::") {
-                    path = r;
-                } else {
-                    break;
-                }
-            }
-            let mut targets = Vec::new();
-            let segs: Vec<&str> = path
+            let segs: Vec<String> = line[at..]
                 .split("::")
-                .take_while(|s| !s.is_empty() && !s.starts_with('{'))
-                .map(|s| s.trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_')))
+                .map(|s| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(""))
                 .take_while(|s| !s.is_empty())
+                .map(str::to_string)
                 .collect();
-            let mut prefix = base.clone();
-            prefix.extend(segs.iter().map(|s| s.to_string()));
-            if let Some(group) = path.find("::{").filter(|i| path[..*i].split("::").count() == segs.len()) {
-                // `use a::b::{c, d::e}`: each member is a path of its own.
-                let inner = &path[group + 3..];
-                let inner = &inner[..inner.find('}').unwrap_or(inner.len())];
-                for member in inner.split(',') {
-                    let first = member.trim().split("::").next().unwrap_or("").trim();
-                    if !first.is_empty() && first != "self" {
-                        let mut t = prefix.clone();
-                        t.push(first.to_string());
-                        targets.push(t);
-                    }
-                }
-            }
-            targets.push(prefix);
-            out.extend(targets);
+            out.extend(resolve(here, &segs));
         }
     }
     out
 }
 
-/// Paths written through a module imported by name: after `use super::acp::{self, …};` or
-/// `use crate::backend::process;`, a later `acp::agent::X` reaches `acp::agent`, which
-/// `references` alone (paths from `crate::`, `super::`, `self::`) would not see.
+/// Paths written through a module imported by name: after `use super::acp::{self, …};`,
+/// `use super::{acp, print};` or `use crate::backend::process;`, a later `acp::agent::X` reaches
+/// `acp::agent`, which `references` alone (paths from `crate::`, `super::`, `self::`) would not see.
 fn aliased_references(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let (uses, other) = items(module, text);
     let mut aliases: Vec<(String, Vec<String>)> = Vec::new();
-    for line in code_lines(text) {
-        let Some(used) = line.trim_start().trim_start_matches("pub ").strip_prefix("use ") else { continue };
-        let used = used.trim_end().trim_end_matches(';');
-        let name = if let Some((head, group)) = used.split_once("::{") {
-            if !group.split([',', '}']).any(|m| m.trim() == "self") {
+    for (here, tree) in &uses {
+        for (path, name) in use_tree_paths(tree) {
+            let is_module =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit());
+            if !is_module || matches!(name.as_str(), "self" | "super" | "crate") {
                 continue;
             }
-            head.rsplit("::").next().unwrap_or("")
-        } else {
-            used.rsplit("::").next().unwrap_or("")
-        };
-        let is_module =
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit());
-        if !is_module || matches!(name, "self" | "super" | "crate") {
-            continue;
-        }
-        if let Some(path) = references(module, line).pop() {
-            aliases.push((name.to_string(), path));
+            if let Some(path) = resolve(here, &path) {
+                aliases.push((name, path));
+            }
         }
     }
     let mut out = Vec::new();
-    for line in code_lines(text) {
-        if line.trim_start().starts_with("use ") || line.trim_start().starts_with("pub use ") {
-            continue;
-        }
+    for (_, line) in &other {
         for (name, path) in &aliases {
             let pattern = format!("{name}::");
             for (at, _) in line.match_indices(&pattern) {
@@ -328,9 +418,37 @@ fn the_graph_sees_real_imports() {
     assert!(has("backend/cursor/print/run.rs", "util/io.rs"));
     assert!(has("stdio/dispatch.rs", "stdio/outbox.rs"), "grouped `use super::{{…}}` members");
     assert!(has("backend/cursor/locate.rs", "backend/cursor/discovery.rs"), "`use super::discovery::{{self, …}}`");
+    assert!(has("backend/cursor/probe.rs", "backend/cursor/acp/mod.rs"), "`use super::{{acp, print}}`: a group first");
     assert_eq!(layer("stdio/handlers.rs"), "stdio");
     assert!(!allowed("engine").contains(&"stdio") && !allowed("backend").contains(&"engine"));
     assert!(!allowed("http").contains(&"stdio") && !allowed("stdio").contains(&"http"));
+}
+
+#[test]
+fn every_form_of_use_tree_is_read_whole() {
+    // Forms rustfmt writes that a line-by-line reading missed (an outside review found them): a
+    // tree that opens with a group, a group wrapped over lines, nested groups, `self`, renames.
+    let engine = ["engine".to_string(), "core".to_string()];
+    let refs =
+        |text: &str| -> BTreeSet<String> { references(&engine, text).into_iter().map(|p| p.join("::")).collect() };
+    let seen = refs("use crate::{protocol::ChatSendParams, vocab::Mode};\n");
+    assert!(seen.contains("protocol::ChatSendParams") && seen.contains("vocab::Mode"), "{seen:?}");
+    let seen = refs("use crate::backend::acp::{\n    pool::Pool,\n    quirks::{self, AgentQuirks as Q},\n};\n");
+    for want in ["backend::acp::pool::Pool", "backend::acp::quirks", "backend::acp::quirks::AgentQuirks"] {
+        assert!(seen.contains(want), "{want} not in {seen:?}");
+    }
+    let seen = refs("pub(crate) use super::{turn, sessions::*};\nfn f() { let x = crate::util::ids::new(); }\n");
+    for want in ["engine::turn", "engine::sessions", "util::ids::new"] {
+        assert!(seen.contains(want), "{want} not in {seen:?}");
+    }
+    assert!(refs("use std::{fmt, io::Write};\n").is_empty(), "another crate's paths are not ours");
+    // A module imported by name, then used through it.
+    let aliased: BTreeSet<String> =
+        aliased_references(&engine, "use super::{\n    turn,\n};\nfn f() { turn::plan::go(); }\n")
+            .into_iter()
+            .map(|p| p.join("::"))
+            .collect();
+    assert!(aliased.contains("engine::turn::plan::go"), "{aliased:?}");
 }
 
 /// The backend root's modules that any agent shares: every file at the root but the two below,
@@ -456,6 +574,40 @@ fn starts_processes<'a>(name: &str, lines: &[&'a str]) -> Vec<&'a str> {
             line.contains("Command::new") || line.contains("process::Command") || line.contains("std::process::Child")
         })
         .collect()
+}
+
+/// PR_SET_PDEATHSIG fires when the forking thread exits, and tokio's blocking pool ends idle
+/// threads: a process started inside `spawn_blocking` could be killed mid-turn
+/// (`backend/process/mod.rs`). Every `spawn_blocking` in the crate must be one of these, each
+/// safe for the reason given.
+#[test]
+fn no_process_starts_on_a_blocking_pool_thread() {
+    let allowed: &[(&str, &str)] = &[
+        ("backend/process/sweep.rs", "runtime.spawn_blocking(sweep_orphans)"),
+        ("backend/cursor/print/run.rs", "tokio::task::spawn_blocking(process::sweep_orphans)"),
+        // CLI discovery probes candidates with `--version` from the blocking pool; each probe
+        // is awaited (block_on) before the closure returns, so none outlives the thread.
+        ("backend/cursor/locate.rs", "tokio::task::spawn_blocking(move || {"),
+        // Removing folders; starts nothing.
+        ("http/mod.rs", "spawn_blocking(move || engine.sweep_conversation_folders(FOLDER_GRACE))"),
+        // Reading and writing the session file; starts nothing.
+        ("engine/session_io.rs", "runtime.spawn_blocking(run)"),
+        ("engine/session_io.rs", "tokio::task::spawn_blocking(work)"),
+    ];
+    let needle = concat!("spawn_", "blocking(");
+    let mut unexplained = Vec::new();
+    for (_, path, text) in sources() {
+        let file = path.display().to_string();
+        if file == "tidy.rs" {
+            continue; // the list above
+        }
+        for line in code_lines(&text).map(str::trim) {
+            if line.contains(needle) && !allowed.iter().any(|(f, l)| *f == file && line.contains(l)) {
+                unexplained.push(format!("{file}: {line}"));
+            }
+        }
+    }
+    assert!(unexplained.is_empty(), "spawn_blocking that may start a process:\n{}", unexplained.join("\n"));
 }
 
 #[test]

@@ -42,6 +42,29 @@ KEY = os.environ["KEY"]
 # No retries: an error must show up as the first answer, not after the client's back-off.
 client = openai.OpenAI(base_url=OPEN_URL, api_key="unused", max_retries=0, timeout=60)
 
+# How the backends differ for these checks, stated once (as the Rust process suite's `Expected`
+# tables do) instead of in branches through the checks.
+EXPECTED = {
+    "print": {
+        # Stop kills the turn's CLI process: the cancelled turn needs no conversation before it.
+        "warm_agent_survives_stop": False,
+        # The prompt protocol: a tool's result is a prompt of the resumed chat, and a required or
+        # named tool choice is said in the prompt the CLI reads.
+        "results_resume_the_chat_by_flag": True,
+        "tool_choice_said_in_the_prompt": True,
+    },
+    "acp": {
+        # One agent per conversation stays warm; Stop ends the turn, not the agent. A new session
+        # whose very first turn is stopped is one nobody can continue (its id never reached the
+        # engine), so its agent is retired instead: the check stops a conversation's second turn.
+        "warm_agent_survives_stop": True,
+        # The tools are the agent's own (MCP): a result goes into the call still waiting, and the
+        # tool choice is said before the prompt, in a record this client does not read
+        # (http_tool_choice.rs checks it on both backends).
+        "results_resume_the_chat_by_flag": False,
+        "tool_choice_said_in_the_prompt": False,
+    },
+}[BACKEND]
 
 
 def root(url):
@@ -156,10 +179,8 @@ def check_disconnect_stops_the_turn():
     answer = "".join(chr(ord("a") + i % 26) for i in range(60))
     content = directed(marker, answer=answer, chunkChars=1, deltaDelayMs=150)
     messages = [{"role": "user", "content": content}]
-    if BACKEND == "acp":
-        # Stop ends the turn, not the conversation's agent: a conversation that has an answer
-        # already. (A new session whose very first turn is stopped is one nobody can continue,
-        # its id never reached the engine, so its agent is retired instead of kept warm.)
+    if EXPECTED["warm_agent_survives_stop"]:
+        # A conversation that has an answer already (EXPECTED says why).
         first = unique("before the slow one")
         r1 = client.chat.completions.create(model="auto", messages=[{"role": "user", "content": first}])
         messages = [{"role": "user", "content": first}, {"role": "assistant", "content": r1.choices[0].message.content}] + messages
@@ -170,9 +191,9 @@ def check_disconnect_stops_the_turn():
             got += c.choices[0].delta.content
             if len(got) >= 2:
                 break
-    if BACKEND == "acp":
-        # One agent per conversation stays warm; Stop ends the turn, not the agent: the turn must
-        # end as cancelled (the double stores it then, with what it streamed) within 2 s.
+    if EXPECTED["warm_agent_survives_stop"]:
+        # The turn must end as cancelled (the double stores it then, with what it streamed)
+        # within 2 s, and its agent stay.
         stream.close()
         closed = time.time()
         turn = run_with(marker, latest=True)
@@ -308,7 +329,7 @@ def check_function_calling_round_trip():
     assert r.choices[0].finish_reason == "stop", r.choices[0]
     assert not r.choices[0].message.tool_calls
     assert "sunny, 21 C" in r.choices[0].message.content, r.choices[0].message.content
-    if BACKEND == "print":
+    if EXPECTED["results_resume_the_chat_by_flag"]:
         run = run_with("sunny, 21 C", latest=True)
         assert resume_id(run), "the result went to the chat that made the call, resumed"
         assert run["prompt"].startswith(f"TOOL_RESULT (call_id={calls[0].id}, name=get_weather):"), run["prompt"]
@@ -370,7 +391,7 @@ def check_tool_choice():
         tool_choice="required",
     )
     assert r.choices[0].message.tool_calls[0].function.name == "get_weather", r.choices[0]
-    if BACKEND == "print":
+    if EXPECTED["tool_choice_said_in_the_prompt"]:
         assert "You must call a tool" in run_with(marker, latest=True)["prompt"], run_with(marker, latest=True)["prompt"]
     marker = unique("named")
     r = client.chat.completions.create(
@@ -379,7 +400,7 @@ def check_tool_choice():
         tools=[TOOL, CLOCK],
         tool_choice={"type": "function", "function": {"name": "get_weather"}},
     )
-    if BACKEND == "print":
+    if EXPECTED["tool_choice_said_in_the_prompt"]:
         prompt = run_with(marker, latest=True)["prompt"]
         assert "You must call `get_weather`" in prompt and "get_time" not in prompt, prompt
     assert r.choices[0].message.tool_calls[0].function.name == "get_weather"

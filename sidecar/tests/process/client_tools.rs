@@ -390,8 +390,7 @@ fn a_connection_drop_after_an_unannounced_client_tool_call_never_sends_the_promp
 }
 
 fn drop_after_a_client_tool_call(mcp_updates: &str) {
-    if test_backend() == "print" {
-        println!("skipped on print mode: the MCP path needs the ACP backend (print mode uses the prompt protocol)");
+    if skipped(expected().mcp_round_trip) {
         return;
     }
     let dir = TestDir::new();

@@ -53,7 +53,9 @@ fn per_backend_differences_live_in_expectation_tables() {
         }
         let text = std::fs::read_to_string(entry.path()).unwrap();
         for (n, line) in text.lines().enumerate() {
-            if line.contains("acp()") && !line.trim_start().starts_with("//") {
+            let asks =
+                line.contains("acp()") || line.contains("test_backend() ==") || line.contains("test_backend() !=");
+            if asks && !line.trim_start().starts_with("//") {
                 branching.push(format!("{name}:{}: {}", n + 1, line.trim()));
             }
         }

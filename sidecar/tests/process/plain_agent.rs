@@ -1,4 +1,4 @@
-//! The generic ACP backend (`backend/acp/sessions.rs`) serves an agent that is not Cursor's: an
+//! The generic ACP backend (`backend/acp/backend.rs`) serves an agent that is not Cursor's: an
 //! `AcpAgent` written here, outside the crate, with the protocol's plain reading
 //! (`acp::quirks::PLAIN`) and nothing of `backend/cursor/` — the CLI double launched as a plain
 //! ACP agent. A new chat opens a session and answers; its chat id is this agent's; the next turn
