@@ -25,13 +25,13 @@ use std::collections::HashSet;
 
 use cursor_bridge::backend::cursor::acp::quirks::MCP_LIMITS;
 use cursor_bridge::backend::mcp::methods::{self, Step};
-use cursor_bridge::backend::mcp::offer::{Catalog, SERVER_NAME};
+use cursor_bridge::backend::mcp::offer::{ToolOffer, SERVER_NAME};
 use cursor_bridge::backend::mcp::{names, schema, OfferedTool};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
 fuzz_target!(|data: &[u8]| {
-    let fixed = Catalog::new(
+    let fixed = ToolOffer::new(
         vec![
             tool("create_file", json!({"type": "object", "properties": {"path": {"type": "string"}}})),
             tool("mcp.github/search issues", json!({})),
@@ -51,8 +51,8 @@ fuzz_target!(|data: &[u8]| {
             unique.push(*line);
         }
     }
-    let built = Catalog::new(lines.iter().map(|n| tool(n, json!({"type": "object"}))).collect(), MCP_LIMITS);
-    check_catalog(&built, &unique);
+    let built = ToolOffer::new(lines.iter().map(|n| tool(n, json!({"type": "object"}))).collect(), MCP_LIMITS);
+    check_offer(&built, &unique);
     exchange(&built, &unique, data);
 
     if let Ok(value) = serde_json::from_slice::<Value>(data) {
@@ -67,8 +67,8 @@ fn tool(name: &str, input_schema: Value) -> OfferedTool {
     OfferedTool { name: name.to_string(), description: format!("{name} does it"), input_schema }
 }
 
-fn check_catalog(catalog: &Catalog, clients: &[&str]) {
-    let listed = catalog.listing()["tools"].as_array().expect("tools/list has tools").clone();
+fn check_offer(offer: &ToolOffer, clients: &[&str]) {
+    let listed = offer.listing()["tools"].as_array().expect("tools/list has tools").clone();
     assert!(listed.len() <= MCP_LIMITS.listed, "{} tools listed", listed.len());
     let budget = MCP_LIMITS.combined - SERVER_NAME.len();
     let mut seen = HashSet::new();
@@ -85,7 +85,7 @@ fn check_catalog(catalog: &Catalog, clients: &[&str]) {
         if names::fits(client, budget) {
             assert_eq!(name, client, "a name that fits is kept");
         }
-        let (resolved, _) = catalog.resolve(name, None).expect("a listed name resolves");
+        let (resolved, _) = offer.resolve(name, None).expect("a listed name resolves");
         assert_eq!(resolved, client, "listed {name:?} resolves to the wrong tool");
     }
     assert_eq!(listed.len(), clients.len().min(MCP_LIMITS.listed));
@@ -100,8 +100,8 @@ fn request_id(m: &Value) -> Option<&Value> {
     ok.then_some(id)
 }
 
-fn exchange(catalog: &Catalog, clients: &[&str], data: &[u8]) {
-    let handled = match methods::handle(catalog, data) {
+fn exchange(offer: &ToolOffer, clients: &[&str], data: &[u8]) {
+    let handled = match methods::handle(offer, data) {
         Ok(handled) => handled,
         Err(refused) => {
             assert_eq!(refused["jsonrpc"], "2.0", "{refused}");

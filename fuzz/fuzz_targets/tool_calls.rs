@@ -16,7 +16,7 @@ use cursor_bridge::engine::tools::calls::{parse_block, validate};
 use cursor_bridge::engine::tools::prompt_protocol::MARKER;
 use cursor_bridge::engine::tools::hold::Hold;
 use cursor_bridge::engine::tools::ToolSet;
-use cursor_bridge::protocol::{ToolChoice, ToolDefinition};
+use cursor_bridge::vocab::{ToolChoice, ToolDefinition};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -34,11 +34,14 @@ impl Paths {
 /// builds the backend (`select::backend`, or a test's).
 pub fn engine(
     config: Config,
-    settings: select::Settings,
-    make: impl FnOnce(select::Settings) -> Arc<dyn Backend>,
+    settings: select::BackendSettings,
+    make: impl FnOnce(select::BackendSettings) -> Arc<dyn Backend>,
 ) -> Result<Arc<Engine>, BridgeError> {
-    let settings =
-        select::Settings { neutral_dir: Some(config.neutral_folder()?), probe_notes: config.probe_notes(), ..settings };
+    let settings = select::BackendSettings {
+        neutral_dir: Some(config.neutral_folder()?),
+        probe_notes: config.probe_notes(),
+        ..settings
+    };
     Ok(Engine::new(config, make(settings)))
 }
 

@@ -27,11 +27,15 @@ pub fn engine_settings(o: &protocol::Options) -> engine::Settings {
 
 /// The backends' half: warm capacity and the backend choice (the option, else
 /// `CURSOR_BRIDGE_BACKEND`, else `auto`).
-pub fn backend_settings(cli_path: Option<String>, api_key: Option<Secret>, o: &protocol::Options) -> select::Settings {
-    select::Settings {
+pub fn backend_settings(
+    cli_path: Option<String>,
+    api_key: Option<Secret>,
+    o: &protocol::Options,
+) -> select::BackendSettings {
+    select::BackendSettings {
         cli_path,
         api_key,
-        backend: o.backend.or_else(backend::contract::backend_from_env).unwrap_or_default(),
+        backend: o.backend.or_else(select::backend_from_env).unwrap_or_default(),
         warmth: select::Warmth {
             ahead: o.spares,
             ahead_idle: std::time::Duration::from_secs(o.spare_idle_seconds),

@@ -141,10 +141,10 @@ pub enum Warm {
 
 /// What every backend may need from the front door's set-up.
 #[derive(Debug, Clone, Default)]
-pub struct Settings {
+pub struct BackendSettings {
     /// The agent program's path setting (else discovery).
     pub cli_path: Option<String>,
-    /// The Cursor API key, only ever for the agent's environment.
+    /// The chosen agent's API key (Cursor's), only ever for the agent's environment.
     pub api_key: Option<crate::vocab::Secret>,
     pub backend: BackendChoice,
     /// Capacity prepared ahead of need, for a backend that can.
@@ -188,19 +188,6 @@ pub enum EnvPolicy {
     /// (or `PREFIX*` patterns) the operator passes on purpose (`serve`: a server's environment
     /// is the operator's, not something to hand to every HTTP client's turns).
     Minimal { pass: Vec<String> },
-}
-
-/// `CURSOR_BRIDGE_BACKEND`, the default when a client names none (how a test suite runs every
-/// front door on one backend).
-pub fn backend_from_env() -> Option<BackendChoice> {
-    let value = std::env::var("CURSOR_BRIDGE_BACKEND").ok()?;
-    match value.parse() {
-        Ok(choice) => Some(choice),
-        Err(e) => {
-            tracing::warn!("CURSOR_BRIDGE_BACKEND: {e}");
-            None
-        }
-    }
 }
 
 /// Where the agent program is.

@@ -7,14 +7,27 @@
 use std::sync::Arc;
 
 use super::contract::Backend;
-pub use super::contract::{EnvPolicy, Settings, Warmth};
+pub use super::contract::{BackendSettings, EnvPolicy, Warmth};
 use super::cursor;
 use crate::vocab::BackendChoice;
 
-pub fn backend(settings: Settings) -> Arc<dyn Backend> {
+pub fn backend(settings: BackendSettings) -> Arc<dyn Backend> {
     match settings.backend {
         BackendChoice::Print => cursor::print_backend(&settings),
         BackendChoice::Acp => cursor::acp_backend(&settings),
         BackendChoice::Auto => cursor::auto_backend(&settings),
+    }
+}
+
+/// `CURSOR_BRIDGE_BACKEND`, the default when a client names none (how a test suite runs every
+/// front door on one backend).
+pub fn backend_from_env() -> Option<BackendChoice> {
+    let value = std::env::var("CURSOR_BRIDGE_BACKEND").ok()?;
+    match value.parse() {
+        Ok(choice) => Some(choice),
+        Err(e) => {
+            tracing::warn!("CURSOR_BRIDGE_BACKEND: {e}");
+            None
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! The engine's state, set up once per front door: configuration, the backend, sessions, the
-//! model cache, the pool, and the background work (model checks) it started. The
+//! model cache, the turn slots, and the background work (model checks) it started. The
 //! operations live beside it: a turn in `turn/`, the model list in `models.rs`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,9 +10,9 @@ use tokio::sync::broadcast;
 use super::config::Config;
 use super::lanes::Lanes;
 use super::model_cache::ModelCache;
-use super::pool::Pool;
 use super::sessions::SessionSummary;
 use super::sessions::{ClearScope, Clock, SessionStore, SystemClock};
+use super::slots::Slots;
 use crate::backend::{Backend, Located, Warm};
 use crate::backend::{BackendStatus, CliStatus};
 use crate::error::Result;
@@ -35,7 +35,7 @@ pub struct Engine {
     /// Shared with the blocking threads that read and write its file (`session_io.rs`).
     pub(super) sessions: Arc<Mutex<SessionStore>>,
     pub(super) model_cache: ModelCache,
-    pub(super) pool: Pool,
+    pub(super) slots: Slots,
     pub(super) in_flight: AtomicUsize,
     /// One turn at a time per conversation.
     pub(super) lanes: Lanes,
@@ -67,7 +67,7 @@ impl Engine {
         Arc::new(Engine {
             model_cache: ModelCache::open(state.as_ref().map(|d| d.join("models.json"))),
             sessions: Arc::new(Mutex::new(sessions)),
-            pool: Pool::new(o.max_concurrent),
+            slots: Slots::new(o.max_concurrent),
             in_flight: AtomicUsize::new(0),
             lanes: Lanes::default(),
             model_changes: broadcast::channel(4).0,

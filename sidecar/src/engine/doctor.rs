@@ -1,4 +1,4 @@
-//! `doctor`: what stands between this set-up and a working Cursor model, one check at a time, each
+//! `doctor`: what stands between this set-up and a working model of the agent's, one check at a time, each
 //! with what was found and what to do about it. Both the `cursor-bridge doctor` command and the
 //! stdio `doctor` method (the editor's "Check Setup") run this. A check that depends on one that
 //! failed is reported as not checked, so exactly the check at fault fails.
@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use super::core::Engine;
-use crate::backend::{VersionCheck, VersionVerdict};
+use crate::backend::{AgentWords, CliStatus, VersionCheck, VersionVerdict};
 use crate::vocab::ModelInfo;
 
-/// What stands between this set-up and a working Cursor model, check by check.
+/// What stands between this set-up and a working model, check by check.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     /// No check failed.
@@ -35,7 +35,7 @@ pub enum CheckStatus {
     Ok,
     /// Works, but not as well as it could.
     Warn,
-    /// Cursor models will not answer until this is fixed.
+    /// The agent's models will not answer until this is fixed.
     Fail,
     /// Nothing to judge.
     Info,
@@ -69,138 +69,52 @@ impl Engine {
         self.backend.probe_requests()
     }
 
+    /// The checks in the order a person fixes them: the agent, its version, the login, the
+    /// models, then where turns run, who serves them and where state is kept.
     pub async fn doctor(self: &Arc<Self>) -> Report {
-        let mut checks = Vec::new();
         let cli = self.backend.health().await;
         // The agent's own terms: its name, its commands, its fixes (the backend's).
-        let words = self.backend.words();
-        let no_agent = format!("no {}", words.name);
-
-        // The agent, where it is.
-        let cli_title = words.name.to_string();
-        let version_title = format!("{} version", words.name);
-        let login_title = format!("{} login", words.vendor);
-        let found = cli.found;
-        checks.push(match (&cli.path, found) {
-            (Some(path), true) => check("cli", &cli_title, CheckStatus::Ok, format!("Found at {path}.")),
-            _ => with_fix(
-                check(
-                    "cli",
-                    &cli_title,
-                    CheckStatus::Fail,
-                    match &cli.problem {
-                        Some(why) => format!("{why}."),
-                        None => words.not_found.to_string(),
-                    },
-                ),
-                cli.hint.clone().unwrap_or_else(|| words.install_fix.into()),
-            ),
-        });
-
-        // Its version.
-        const VERSION: &str = "cliVersion";
-        checks.push(match (&cli.version, found) {
-            (_, false) => not_checked(VERSION, &version_title, &no_agent),
-            (None, true) => with_fix(
-                check(
-                    VERSION,
-                    &version_title,
-                    CheckStatus::Warn,
-                    format!("`{}` printed no version.", words.version_command),
-                ),
-                words.no_version_fix,
-            ),
-            (Some(v), true) => match self.backend.judge_version(v) {
-                VersionCheck { verdict: VersionVerdict::KnownGood, oldest, newest } => check(
-                    VERSION,
-                    &version_title,
-                    CheckStatus::Ok,
-                    format!("{v}: known to work (builds {oldest} to {newest} were checked)."),
-                ),
-                VersionCheck { verdict: VersionVerdict::Newer, newest, .. } => check(
-                    VERSION,
-                    &version_title,
-                    CheckStatus::Ok,
-                    format!("{v}: newer than any build checked (up to {newest}); expected to work."),
-                ),
-                VersionCheck { verdict: VersionVerdict::TooOld, oldest, .. } => with_fix(
-                    check(
-                        VERSION,
-                        &version_title,
-                        CheckStatus::Fail,
-                        format!("{v} is too old: the bridge needs {oldest} or newer."),
-                    ),
-                    words.update_fix,
-                ),
-                VersionCheck { verdict: VersionVerdict::Unrecognised, newest, .. } => with_fix(
-                    check(
-                        VERSION,
-                        &version_title,
-                        CheckStatus::Warn,
-                        format!("`{v}` is not a {} version (expected a date, e.g. {newest}-…).", words.name),
-                    ),
-                    words.not_this_agent_fix,
-                ),
-            },
-        });
-
-        // Logged in, or a key.
-        const LOGIN: &str = "login";
-        let key = cli.api_key || cli.key_in_environment;
-        let login = match (found, cli.logged_in, key) {
-            (false, _, _) => not_checked(LOGIN, &login_title, &no_agent),
-            (true, Some(true), _) => check(
-                LOGIN,
-                &login_title,
-                CheckStatus::Ok,
-                match &cli.account {
-                    Some(a) => format!("Logged in as {a}."),
-                    None => "Logged in.".to_string(),
-                },
-            ),
-            (true, _, true) => {
-                check(LOGIN, &login_title, CheckStatus::Ok, format!("A {} API key is set.", words.vendor))
-            }
-            (true, Some(false), false) => with_fix(
-                check(LOGIN, &login_title, CheckStatus::Fail, "Not logged in, and no API key is set."),
-                cli.hint.clone().unwrap_or_else(|| words.login_fix.into()),
-            ),
-            (true, None, false) => with_fix(
-                check(
-                    LOGIN,
-                    &login_title,
-                    CheckStatus::Warn,
-                    format!("`{}` did not say whether you are logged in.", words.status_command),
-                ),
-                words.unknown_login_fix,
-            ),
-        };
+        let agent = Agent { cli: &cli, words: self.backend.words() };
+        let login = agent.login();
         let logged_out = login.status == CheckStatus::Fail;
-        checks.push(login);
+        let checks = vec![
+            agent.found(),
+            agent.version(|v| self.backend.judge_version(v)),
+            login,
+            self.models_check(&agent, logged_out).await,
+            self.trust_check(agent.words),
+            self.backend_check(agent.words),
+            self.state_check(),
+        ];
+        let ok = checks.iter().all(|c| c.status != CheckStatus::Fail);
+        Report { ok, checks }
+    }
 
-        // The models.
+    async fn models_check(self: &Arc<Self>, agent: &Agent<'_>, logged_out: bool) -> Check {
         const MODELS: (&str, &str) = ("models", "Models");
-        checks.push(if !found {
-            not_checked(MODELS.0, MODELS.1, &no_agent)
-        } else if logged_out {
-            not_checked(MODELS.0, MODELS.1, "not logged in")
-        } else {
-            match self.models(true).await {
-                Ok(models) => check(MODELS.0, MODELS.1, CheckStatus::Ok, models_summary(&models)),
-                Err(e) => {
-                    let mut c = check(MODELS.0, MODELS.1, CheckStatus::Fail, e.message.clone());
-                    c.fix = e.hint.clone();
-                    c.detail = e.detail.clone();
-                    c
-                }
+        if !agent.cli.found {
+            return not_checked(MODELS.0, MODELS.1, &agent.none());
+        }
+        if logged_out {
+            return not_checked(MODELS.0, MODELS.1, "not logged in");
+        }
+        match self.models(true).await {
+            Ok(models) => check(MODELS.0, MODELS.1, CheckStatus::Ok, models_summary(&models)),
+            Err(e) => {
+                let mut c = check(MODELS.0, MODELS.1, CheckStatus::Fail, e.message.clone());
+                c.fix = e.hint.clone();
+                c.detail = e.detail.clone();
+                c
             }
-        });
+        }
+    }
 
-        // Where turns run.
+    /// Where turns run.
+    fn trust_check(&self, words: &AgentWords) -> Check {
         const TRUST: (&str, &str) = ("workspaceTrust", "Workspace trust");
         let folders = &self.config.workspaces;
-        checks.push(if !self.config.settings.workspace_trusted {
-            with_fix(
+        if !self.config.settings.workspace_trusted {
+            return with_fix(
                 check(
                     TRUST.0,
                     TRUST.1,
@@ -211,20 +125,27 @@ impl Engine {
                     ),
                 ),
                 TRUST_FIX,
-            )
-        } else if folders.is_empty() {
-            check(TRUST.0, TRUST.1, CheckStatus::Info, "No folder is open: turns run in a private scratch folder.")
-        } else {
-            let list: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
-            check(
+            );
+        }
+        if folders.is_empty() {
+            return check(
                 TRUST.0,
                 TRUST.1,
-                CheckStatus::Ok,
-                format!("Trusted: agent mode may edit files and run commands in {}.", list.join(", ")),
-            )
-        });
+                CheckStatus::Info,
+                "No folder is open: turns run in a private scratch folder.",
+            );
+        }
+        let list: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
+        check(
+            TRUST.0,
+            TRUST.1,
+            CheckStatus::Ok,
+            format!("Trusted: agent mode may edit files and run commands in {}.", list.join(", ")),
+        )
+    }
 
-        // Who serves, and why when it is not what was asked for.
+    /// Who serves, and why when it is not what was asked for.
+    fn backend_check(&self, words: &AgentWords) -> Check {
         let served = self.backend.status();
         let what = |b: &str| match words.backends.iter().find(|(name, _)| *name == b) {
             Some((_, meaning)) => meaning.to_string(),
@@ -234,12 +155,14 @@ impl Engine {
         if let Some(reason) = &served.reason {
             summary.push_str(&format!(" {reason}."));
         }
-        checks.push(check("backend", "Backend", CheckStatus::Info, summary));
+        check("backend", "Backend", CheckStatus::Info, summary)
+    }
 
-        // Where state is kept.
+    /// Where state is kept.
+    fn state_check(&self) -> Check {
         const STATE: (&str, &str) = ("stateFolder", "State folder");
-        checks.push(match &self.config.state_dir {
-            None => with_fix(
+        let Some(dir) = &self.config.state_dir else {
+            return with_fix(
                 check(
                     STATE.0,
                     STATE.1,
@@ -247,20 +170,136 @@ impl Engine {
                     "No state folder: sessions and the model list live in memory only.",
                 ),
                 STATE_FIX,
+            );
+        };
+        match writable(dir) {
+            Ok(()) => check(STATE.0, STATE.1, CheckStatus::Ok, format!("{} (sessions, model cache).", dir.display())),
+            Err(e) => with_fix(
+                check(STATE.0, STATE.1, CheckStatus::Fail, format!("{} cannot be written: {e}.", dir.display())),
+                STATE_FIX,
             ),
-            Some(dir) => match writable(dir) {
-                Ok(()) => {
-                    check(STATE.0, STATE.1, CheckStatus::Ok, format!("{} (sessions, model cache).", dir.display()))
-                }
-                Err(e) => with_fix(
-                    check(STATE.0, STATE.1, CheckStatus::Fail, format!("{} cannot be written: {e}.", dir.display())),
-                    STATE_FIX,
-                ),
-            },
-        });
+        }
+    }
+}
 
-        let ok = checks.iter().all(|c| c.status != CheckStatus::Fail);
-        Report { ok, checks }
+/// The agent as its backend reports it (`health`), in its own words: the first three checks.
+struct Agent<'a> {
+    cli: &'a CliStatus,
+    words: &'a AgentWords,
+}
+
+impl Agent<'_> {
+    /// Why a check that needs the agent was not made.
+    fn none(&self) -> String {
+        format!("no {}", self.words.name)
+    }
+
+    /// The agent, where it is.
+    fn found(&self) -> Check {
+        let (cli, words) = (self.cli, self.words);
+        match (&cli.path, cli.found) {
+            (Some(path), true) => check("cli", words.name, CheckStatus::Ok, format!("Found at {path}.")),
+            _ => with_fix(
+                check(
+                    "cli",
+                    words.name,
+                    CheckStatus::Fail,
+                    match &cli.problem {
+                        Some(why) => format!("{why}."),
+                        None => words.not_found.to_string(),
+                    },
+                ),
+                cli.hint.clone().unwrap_or_else(|| words.install_fix.into()),
+            ),
+        }
+    }
+
+    /// Its version, as the backend judges it (`judge`, asked only when a version was printed).
+    fn version(&self, judge: impl FnOnce(&str) -> VersionCheck) -> Check {
+        const VERSION: &str = "cliVersion";
+        let (cli, words) = (self.cli, self.words);
+        let title = format!("{} version", words.name);
+        let v = match (&cli.version, cli.found) {
+            (_, false) => return not_checked(VERSION, &title, &self.none()),
+            (None, true) => {
+                return with_fix(
+                    check(
+                        VERSION,
+                        &title,
+                        CheckStatus::Warn,
+                        format!("`{}` printed no version.", words.version_command),
+                    ),
+                    words.no_version_fix,
+                )
+            }
+            (Some(v), true) => v,
+        };
+        match judge(v) {
+            VersionCheck { verdict: VersionVerdict::KnownGood, oldest, newest } => check(
+                VERSION,
+                &title,
+                CheckStatus::Ok,
+                format!("{v}: known to work (builds {oldest} to {newest} were checked)."),
+            ),
+            VersionCheck { verdict: VersionVerdict::Newer, newest, .. } => check(
+                VERSION,
+                &title,
+                CheckStatus::Ok,
+                format!("{v}: newer than any build checked (up to {newest}); expected to work."),
+            ),
+            VersionCheck { verdict: VersionVerdict::TooOld, oldest, .. } => with_fix(
+                check(
+                    VERSION,
+                    &title,
+                    CheckStatus::Fail,
+                    format!("{v} is too old: the bridge needs {oldest} or newer."),
+                ),
+                words.update_fix,
+            ),
+            VersionCheck { verdict: VersionVerdict::Unrecognised, newest, .. } => with_fix(
+                check(
+                    VERSION,
+                    &title,
+                    CheckStatus::Warn,
+                    format!("`{v}` is not a {} version (expected a date, e.g. {newest}-…).", words.name),
+                ),
+                words.not_this_agent_fix,
+            ),
+        }
+    }
+
+    /// Logged in, or a key.
+    fn login(&self) -> Check {
+        const LOGIN: &str = "login";
+        let (cli, words) = (self.cli, self.words);
+        let title = format!("{} login", words.vendor);
+        let key = cli.api_key || cli.key_in_environment;
+        match (cli.found, cli.logged_in, key) {
+            (false, _, _) => not_checked(LOGIN, &title, &self.none()),
+            (true, Some(true), _) => check(
+                LOGIN,
+                &title,
+                CheckStatus::Ok,
+                match &cli.account {
+                    Some(a) => format!("Logged in as {a}."),
+                    None => "Logged in.".to_string(),
+                },
+            ),
+            (true, _, true) => check(LOGIN, &title, CheckStatus::Ok, format!("A {} API key is set.", words.vendor)),
+            (true, Some(false), false) => with_fix(
+                check(LOGIN, &title, CheckStatus::Fail, "Not logged in, and no API key is set."),
+                cli.hint.clone().unwrap_or_else(|| words.login_fix.into()),
+            ),
+            (true, None, false) => with_fix(
+                check(
+                    LOGIN,
+                    &title,
+                    CheckStatus::Warn,
+                    format!("`{}` did not say whether you are logged in.", words.status_command),
+                ),
+                words.unknown_login_fix,
+            ),
+        }
     }
 }
 

@@ -84,7 +84,7 @@ pub struct TurnAsk {
     pub messages: Vec<ChatMessage>,
     pub mode: Option<Mode>,
     pub tools: Option<ToolSet>,
-    /// A structured answer's format (`structured.rs`).
+    /// A structured answer's format (`structured/`).
     pub format: Option<Format>,
     /// The new user message's images.
     pub images: Vec<crate::vocab::Image>,

@@ -1,7 +1,7 @@
 //! Image parts of every dialect, as the engine's images: inline data only. An http(s) URL is
 //! refused, naming why (the server fetches nothing: it has no policy for what it may reach), and
 //! so is anything that is not an image. Only the new user message's images reach the agent, as
-//! ACP `image` blocks when the agent takes them (`backend/acp/sessions.rs`); the backend
+//! ACP `image` blocks when the agent takes them (`backend/acp/backend.rs`); the backend
 //! refuses them otherwise (print mode: text only).
 
 use crate::http::errors::ApiError;

@@ -369,7 +369,7 @@ async fn serve(
     // environment, never on a command line); the rest of the server's environment stays behind
     // (`EnvPolicy::Minimal`), but for what the operator passes on purpose.
     let api_key = std::env::var("CURSOR_API_KEY").ok().filter(|k| !k.is_empty()).map(Secret::new);
-    let settings = select::Settings {
+    let settings = select::BackendSettings {
         env: EnvPolicy::Minimal { pass: args.pass_env.clone() },
         ..translate::backend_settings(args.cli_path.clone(), api_key, &options)
     };

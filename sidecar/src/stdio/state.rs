@@ -13,7 +13,7 @@ use crate::startup::Paths;
 use crate::util::sync::lock;
 
 /// Builds the backend `initialize` asks for (tests substitute a scripted one).
-pub type BackendFactory = Box<dyn Fn(select::Settings) -> Arc<dyn Backend> + Send + Sync>;
+pub type BackendFactory = Box<dyn Fn(select::BackendSettings) -> Arc<dyn Backend> + Send + Sync>;
 
 pub struct Connection {
     pub outbox: Outbox,
@@ -40,7 +40,7 @@ impl Connection {
         }
     }
 
-    pub fn backend(&self, settings: select::Settings) -> Arc<dyn Backend> {
+    pub fn backend(&self, settings: select::BackendSettings) -> Arc<dyn Backend> {
         (self.make_backend)(settings)
     }
 

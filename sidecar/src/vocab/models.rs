@@ -1,4 +1,4 @@
-//! A model as the sidecar lists it: a Cursor SKU, its base model and where it sits on that base's
+//! A model as the sidecar lists it: an agent's SKU (Cursor's), its base model and where it sits on that base's
 //! axes (effort, speed, thinking), and what it can do.
 
 use serde::{Deserialize, Serialize};

@@ -9,10 +9,7 @@
 //! on another's behalf. With one session per process every message is unambiguous, a crash loses
 //! one conversation's warmth only, and killing the tree on cancel touches nobody else.
 //!
-//! A router task reads what the agent sends: `session/update`s of our session and the agent's
-//! requests go to the turn that runs (if any); updates of other sessions (a `session/load`
-//! replay, an `available_commands_update` before `session/new` answered) are dropped; a request
-//! nobody runs a turn for is answered at once, so the agent never waits on us.
+//! What the agent sends is routed by `router.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +24,7 @@ use tokio::time::Instant;
 use super::connection::{Connection, Incoming, RpcError};
 pub use super::quirks::StartFailure;
 use super::quirks::{AgentQuirks, StartError, TurnError};
+use super::router::{self, cancelled_outcome, forget, Shared};
 use super::tools::ToolHost;
 use crate::backend::mcp::McpLimits;
 use crate::backend::process::{self, ChildProcess, SpawnSpec};
@@ -85,20 +83,6 @@ impl SessionConfig for () {
     fn from_opened(_result: &Value) -> Self {}
 }
 
-/// What the router shares with the agent's owner.
-struct Shared {
-    /// Our session, once `session/new` or `session/load` answered.
-    session: Mutex<Option<String>>,
-    /// The running turn's inbox.
-    turn: Mutex<Option<mpsc::Sender<Incoming>>>,
-    /// Ids of the agent's requests handed to a turn and not answered yet.
-    pending: Mutex<Vec<Value>>,
-    dead: AtomicBool,
-    /// The agent's messages the router has handled (forwarded, answered or dropped), to match
-    /// against [`Connection::request_marked`]'s mark.
-    routed: tokio::sync::watch::Sender<u64>,
-}
-
 pub struct Agent<C: SessionConfig> {
     pub conn: Arc<Connection>,
     child: ChildProcess,
@@ -144,7 +128,7 @@ impl<C: SessionConfig> Agent<C> {
             dead: AtomicBool::new(false),
             routed: tokio::sync::watch::channel(0).0,
         });
-        let router = tokio::spawn(route(incoming, conn.clone(), shared.clone()));
+        let router = tokio::spawn(router::route(incoming, conn.clone(), shared.clone()));
         let mut agent = Agent {
             conn,
             child,
@@ -450,75 +434,6 @@ impl<C: SessionConfig> Agent<C> {
     /// The agent's own readings and words.
     pub fn quirks(&self) -> &'static dyn AgentQuirks {
         self.quirks
-    }
-}
-
-fn forget(shared: &Shared, id: &Value) {
-    lock(&shared.pending).retain(|p| p != id);
-}
-
-pub fn cancelled_outcome() -> Value {
-    json!({"outcome": {"outcome": "cancelled"}})
-}
-
-/// The answer to a `session/request_permission` (its `params`): the first of `kinds`
-/// (`allow_once`, `reject_once`, …) among the options it offers, or cancelled when it offers none.
-pub fn permission_answer(params: &Value, kinds: &[&str]) -> Value {
-    let options = params.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let chosen = kinds.iter().find_map(|k| {
-        options.iter().find(|o| o.get("kind").and_then(Value::as_str) == Some(k)).and_then(|o| o.get("optionId"))
-    });
-    chosen.map_or_else(cancelled_outcome, |option| json!({"outcome": {"outcome": "selected", "optionId": option}}))
-}
-
-async fn route(mut incoming: mpsc::Receiver<Incoming>, conn: Arc<Connection>, shared: Arc<Shared>) {
-    while let Some(message) = incoming.recv().await {
-        route_one(message, &conn, &shared).await;
-        shared.routed.send_modify(|n| *n += 1);
-    }
-    shared.dead.store(true, Ordering::SeqCst);
-    lock(&shared.turn).take();
-}
-
-async fn route_one(message: Incoming, conn: &Connection, shared: &Shared) {
-    {
-        if let Incoming::Notification { method, params } = &message {
-            if method == "session/update" {
-                let ours = lock(&shared.session)
-                    .as_deref()
-                    .is_some_and(|s| params.get("sessionId").and_then(Value::as_str) == Some(s));
-                if !ours {
-                    return;
-                }
-            }
-        }
-        let turn = lock(&shared.turn).clone();
-        let Some(turn) = turn else {
-            answer_unattended(conn, message).await;
-            return;
-        };
-        if let Incoming::Request { id, .. } = &message {
-            lock(&shared.pending).push(id.clone());
-        }
-        if let Err(mpsc::error::SendError(message)) = turn.send(message).await {
-            if let Incoming::Request { id, .. } = &message {
-                forget(shared, id);
-            }
-            answer_unattended(conn, message).await;
-        }
-    }
-}
-
-/// Between turns nothing can be approved or answered: permission requests are cancelled, other
-/// requests refused, notifications dropped.
-async fn answer_unattended(conn: &Connection, message: Incoming) {
-    if let Incoming::Request { id, method, .. } = message {
-        tracing::debug!(%method, "the ACP agent asked something outside a turn; answered");
-        let _ = if method == "session/request_permission" {
-            conn.respond(id, cancelled_outcome()).await
-        } else {
-            conn.refuse(id, -32601, "Method not found").await
-        };
     }
 }
 

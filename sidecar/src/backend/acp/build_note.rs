@@ -1,7 +1,7 @@
 //! What an ACP backend learnt about one build of its agent (ACP does not start with it; its
 //! sessions ignore the client's MCP servers; the catalogue its sessions advertised), kept for a
 //! while: a note holds for the build it was taken on (the agent's own build identity, see
-//! [`AcpAgent::build_id`](super::sessions::AcpAgent::build_id)), until [`REPROBE_AFTER`] has
+//! [`AcpAgent::build_id`](super::backend::AcpAgent::build_id)), until [`REPROBE_AFTER`] has
 //! passed, so an updated agent, or the same one later, is tried again.
 
 use std::sync::Mutex;

@@ -14,9 +14,10 @@ use serde_json::{json, Value};
 use tokio::sync::OwnedMutexGuard;
 use tokio::task::JoinHandle;
 
-use super::agent::{permission_answer, Agent, SessionConfig};
+use super::agent::{Agent, SessionConfig};
 use super::connection::{Incoming, RpcError};
 use super::quirks::{AgentQuirks, TurnError};
+use super::router::permission_answer;
 use super::updates::Updates;
 use crate::backend::contract::{TurnEnd, TurnFailure, TurnSpec};
 use crate::backend::events::{Event, EventSink};

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use super::commands;
 use super::discovery::CliCommand;
 use super::env::{child_env, ChildEnv};
-use super::hints::LOGIN_HINT;
+use super::failures::HINT_AUTH;
 use super::locate::Locator;
 use super::models;
 use super::probe_notes::{Learnt, Notes};
-use crate::backend::contract::{EnvPolicy, Located, Settings};
+use crate::backend::contract::{BackendSettings, EnvPolicy, Located};
 use crate::backend::process;
 use crate::backend::reports::CliStatus;
 use crate::error::BridgeError;
@@ -35,7 +35,7 @@ pub struct CursorCli {
     /// Only ever for the children's environment.
     api_key: Option<Secret>,
     env_policy: EnvPolicy,
-    /// Where the CLI's own subcommands run: a private folder of ours (`Settings::neutral_dir`).
+    /// Where the CLI's own subcommands run: a private folder of ours (`BackendSettings::neutral_dir`).
     neutral: Neutral,
     locator: Locator,
     /// What `doctor --probe` learnt about builds (`probe_notes.rs`).
@@ -43,7 +43,7 @@ pub struct CursorCli {
 }
 
 impl CursorCli {
-    pub fn new(settings: &Settings) -> Arc<CursorCli> {
+    pub fn new(settings: &BackendSettings) -> Arc<CursorCli> {
         let neutral = Neutral::new(settings.neutral_dir.clone());
         Arc::new(CursorCli {
             api_key: settings.api_key.clone().filter(|k| !k.expose().is_empty()),
@@ -122,7 +122,7 @@ impl CursorCli {
         let env = self.env();
         let cwd = self.neutral_dir();
         let (version, login) = tokio::join!(commands::version(&cli, &env, cwd), commands::status(&cli, &env, cwd));
-        let hint = (login.logged_in == Some(false) && !api_key).then(|| LOGIN_HINT.to_string());
+        let hint = (login.logged_in == Some(false) && !api_key).then(|| HINT_AUTH.to_string());
         CliStatus {
             found: true,
             path: Some(cli.display.display().to_string()),

@@ -92,7 +92,7 @@ pub fn spawn_error(cli: &CliCommand, e: &std::io::Error) -> BridgeError {
     match e.kind() {
         Io::NotFound | Io::PermissionDenied => {
             BridgeError::new(ErrorKind::CliNotFound, format!("The Cursor CLI could not be started ({})", e.kind()))
-                .hint(super::hints::INSTALL_HINT)
+                .hint(super::failures::HINT_INSTALL)
                 .detail(format!("{}: {e}", cli.display.display()))
         }
         _ => BridgeError::new(ErrorKind::CliFailed, format!("The Cursor CLI could not be started: {e}"))
@@ -118,7 +118,7 @@ pub async fn list_models(cli: &CliCommand, env: &ChildEnv, cwd: &Path) -> Result
         Ok(models) => Ok(models),
         Err(ModelListError::AuthRequired) => {
             Err(BridgeError::new(ErrorKind::AuthRequired, "The Cursor CLI is not logged in, so it cannot list models")
-                .hint(super::hints::LOGIN_HINT))
+                .hint(super::failures::HINT_AUTH))
         }
         Err(ModelListError::NoModels) => {
             Err(BridgeError::new(ErrorKind::InvalidModel, "Your Cursor account has no models available")

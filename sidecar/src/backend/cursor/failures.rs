@@ -34,7 +34,13 @@ const QUOTE_MAX_CHARS: usize = 200;
 /// At most this many available model ids are named in an invalid-model message.
 const LISTED_MODELS: usize = 5;
 
-pub const HINT_AUTH: &str = "Run `agent login` in a terminal, or set an API key (Cursor Bridge: Set API Key).";
+/// What to tell a person, by failure: the one set of Cursor's fixes (a failed turn's, `status`'s
+/// and `doctor`'s, which say the same in the same words).
+pub const HINT_AUTH: &str =
+    "Run `agent login` in a terminal, or set an API key (command \"Cursor Bridge: Set API Key\").";
+pub const HINT_INSTALL: &str =
+    "Install the Cursor CLI (`curl https://cursor.com/install -fsS | bash`, see cursor.com/cli), \
+     or set `cursorBridge.cliPath` to the `cursor-agent` binary.";
 pub const HINT_MODEL: &str = "Pick another model in the model picker (run `agent models` to see yours).";
 pub const HINT_USAGE: &str =
     "Wait until your Cursor usage limit resets, or check your plan and spend limit in your Cursor account.";

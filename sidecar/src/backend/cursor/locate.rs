@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::commands;
 use super::discovery::{self, CliCommand, DiscoveryError, Lookup};
 use super::env::ChildEnv;
-use super::hints::INSTALL_HINT;
+use super::failures::HINT_INSTALL;
 use crate::error::{BridgeError, Result};
 use crate::util::sync::lock;
 use crate::vocab::ErrorKind;
@@ -101,7 +101,7 @@ fn not_found_error(e: &DiscoveryError) -> BridgeError {
         }
         DiscoveryError::NotFound { searched } => {
             BridgeError::new(ErrorKind::CliNotFound, "The Cursor CLI (`cursor-agent`) is not installed or not on PATH")
-                .hint(INSTALL_HINT)
+                .hint(HINT_INSTALL)
                 .detail(format!("searched: {}", searched.join(", ")))
         }
     }

@@ -1,7 +1,7 @@
 //! The Cursor CLI (`cursor-agent` / `agent`): what both of its backends share — the program
 //! itself (`cli`: found once, its environment, its model list and login), where it is
 //! (`discovery`, `locate`), the environment of its children (`env`), its short subcommands
-//! (`commands`), its model list (`models`, `sku`), its failure texts (`failures`, `hints`), the
+//! (`commands`), its model list (`models`, `sku`), its failure texts and the fixes it suggests (`failures`), the
 //! builds known to work (`known_builds`) and a folder where it may run only the client's tools
 //! (`isolation`) — with one folder per way of driving it: `print/` (a process per turn) and
 //! `acp/` (its ACP mode, warm), and `auto.rs`, the policy that picks between the two per turn.
@@ -14,7 +14,6 @@ pub mod commands;
 pub mod discovery;
 pub mod env;
 pub mod failures;
-pub mod hints;
 pub mod isolation;
 pub mod known_builds;
 pub mod locate;
@@ -34,11 +33,11 @@ pub use isolation::lock_down;
 pub use known_builds::check as check_build;
 pub use words::WORDS;
 
-use crate::backend::contract::{Backend, Settings, Warmth};
+use crate::backend::contract::{Backend, BackendSettings, Warmth};
 
 /// Print mode: a CLI process per turn. Each backend here can also probe the program
 /// (`doctor --probe`, `probe.rs`), print mode's question on a print backend of the same program.
-pub fn print_backend(settings: &Settings) -> Arc<dyn Backend> {
+pub fn print_backend(settings: &BackendSettings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(settings);
     let print = print::CursorPrint::new(settings, cli.clone());
     probe::Probing::new(print.clone(), probe::ProbePrint::Serving(print), cli)
@@ -46,16 +45,16 @@ pub fn print_backend(settings: &Settings) -> Arc<dyn Backend> {
 
 /// ACP mode: warm `agent acp` sessions (a print backend of the same program runs only the
 /// probe's print-mode question).
-pub fn acp_backend(settings: &Settings) -> Arc<dyn Backend> {
+pub fn acp_backend(settings: &BackendSettings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(settings);
-    let quiet = Settings { warmth: Warmth { ahead: 0, ..settings.warmth.clone() }, ..settings.clone() };
+    let quiet = BackendSettings { warmth: Warmth { ahead: 0, ..settings.warmth.clone() }, ..settings.clone() };
     let print = print::CursorPrint::new(&quiet, cli.clone());
     probe::Probing::new(acp::backend(settings, cli.clone()), probe::ProbePrint::Own(print), cli)
 }
 
 /// `auto`: ACP with print mode as the fallback, both driving one program (one [`cli::CursorCli`]:
 /// found once, one model list, one login check).
-pub fn auto_backend(settings: &Settings) -> Arc<dyn Backend> {
+pub fn auto_backend(settings: &BackendSettings) -> Arc<dyn Backend> {
     let cli = cli::CursorCli::new(settings);
     let print = print::CursorPrint::new(settings, cli.clone());
     let acp = acp::backend(settings, cli.clone());

@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
 use super::calls::{McpCall, McpLimits, OfferedTool};
-use super::offer::{Catalog, SERVER_NAME};
+use super::offer::{ToolOffer, SERVER_NAME};
 use super::server::{self, random_hex, Shared};
 use crate::util::sync::AbortOnDrop;
 use crate::vocab::Secret;
@@ -47,14 +47,16 @@ impl McpHost {
         let (listed_tx, listed) = watch::channel(false);
         let (stop, stopped) = watch::channel(());
         let offered = tools.len();
-        let shared = Arc::new(Shared::new(
-            Catalog::new(tools, limits),
-            Secret::new(path),
-            token.clone(),
+        let shared = Arc::new(Shared {
+            offer: ToolOffer::new(tools, limits),
+            path: Secret::new(path),
+            token: token.clone(),
             calls,
-            listed_tx,
-            stopped.clone(),
-        ));
+            listed: listed_tx,
+            stop: stopped.clone(),
+            sessions: Default::default(),
+            in_flight: Default::default(),
+        });
         let mut signal = stopped;
         let serve = axum::serve(listener, server::router(shared)).with_graceful_shutdown(async move {
             let _ = signal.changed().await;

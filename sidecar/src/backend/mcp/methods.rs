@@ -15,7 +15,7 @@
 use serde_json::{json, Value};
 
 use super::jsonrpc::{self, Body, Message, INVALID_PARAMS, METHOD_NOT_FOUND};
-use super::offer::Catalog;
+use super::offer::ToolOffer;
 
 /// Versions answered as asked; a client asking for another gets [`LATEST`] (and may then go).
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -55,7 +55,7 @@ pub struct Handled {
 }
 
 /// The steps of one body, or the error response (HTTP 400) for a body that is not a message.
-pub fn handle(catalog: &Catalog, body: &[u8]) -> Result<Handled, Value> {
+pub fn handle(offer: &ToolOffer, body: &[u8]) -> Result<Handled, Value> {
     let (messages, batch) = match jsonrpc::parse(body)? {
         // A lone invalid message is a body the server cannot accept; in a batch it is one answer.
         Body::Single(Message::Invalid { id, why }) => {
@@ -67,7 +67,7 @@ pub fn handle(catalog: &Catalog, body: &[u8]) -> Result<Handled, Value> {
     let mut handled = Handled { steps: Vec::with_capacity(messages.len()), batch, initialize: false, listed: false };
     for message in messages {
         let step = match message {
-            Message::Request { id, method, params } => request(catalog, id, &method, &params, &mut handled),
+            Message::Request { id, method, params } => request(offer, id, &method, &params, &mut handled),
             Message::Notification { method, params } => match method.as_str() {
                 "notifications/cancelled" => params.get("requestId").cloned().map_or(Step::Nothing, Step::Cancel),
                 _ => Step::Nothing,
@@ -80,7 +80,7 @@ pub fn handle(catalog: &Catalog, body: &[u8]) -> Result<Handled, Value> {
     Ok(handled)
 }
 
-fn request(catalog: &Catalog, id: Value, method: &str, params: &Value, handled: &mut Handled) -> Step {
+fn request(offer: &ToolOffer, id: Value, method: &str, params: &Value, handled: &mut Handled) -> Step {
     let answer = match method {
         "initialize" => {
             handled.initialize = true;
@@ -89,13 +89,13 @@ fn request(catalog: &Catalog, id: Value, method: &str, params: &Value, handled: 
         "ping" => json!({}),
         "tools/list" => {
             handled.listed = true;
-            catalog.listing().clone()
+            offer.listing().clone()
         }
         "tools/call" => {
             let Some(name) = params.get("name").and_then(Value::as_str) else {
                 return Step::Answer(jsonrpc::error(id, INVALID_PARAMS, "tools/call needs `name`, a string"));
             };
-            return match catalog.resolve(name, params.get("arguments")) {
+            return match offer.resolve(name, params.get("arguments")) {
                 Ok((tool, arguments)) => Step::Call(Pending { id, tool, arguments }),
                 Err(text) => Step::Answer(tool_result(id, &text, true)),
             };
@@ -142,13 +142,13 @@ mod tests {
 
     const FIXTURE: &str = include_str!("../../../tests/fixtures/mcp/exchanges.json");
 
-    fn catalog() -> Catalog {
+    fn offer() -> ToolOffer {
         let tool = |name: &str| OfferedTool {
             name: name.into(),
             description: format!("Does {name}."),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         };
-        Catalog::new(vec![tool("create_file"), tool("read.file")], crate::backend::mcp::TEST_LIMITS)
+        ToolOffer::new(vec![tool("create_file"), tool("read.file")], crate::backend::mcp::TEST_LIMITS)
     }
 
     /// `want` is contained in `got`: every key of an object, every item of an array (same length).
@@ -171,14 +171,14 @@ mod tests {
     fn exchanges_go_as_the_fixture_says() {
         let cases: Vec<Value> = serde_json::from_str(FIXTURE).unwrap();
         assert!(cases.len() >= 15, "the fixture lost its cases");
-        let catalog = catalog();
+        let offer = offer();
         for case in &cases {
             let why = case["why"].as_str().unwrap();
             let body = match case.get("raw") {
                 Some(raw) => raw.as_str().unwrap().to_string(),
                 None => case["send"].to_string(),
             };
-            let outcome = handle(&catalog, body.as_bytes());
+            let outcome = handle(&offer, body.as_bytes());
             if let Some(refused) = case.get("refused") {
                 let got = outcome.expect_err(why);
                 contained(refused, &got, "refused").unwrap_or_else(|e| panic!("{why}: {e}"));
@@ -212,9 +212,9 @@ mod tests {
     fn cancellation_names_the_request() {
         let body =
             br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4,"reason":"timeout"}}"#;
-        let handled = handle(&catalog(), body).unwrap();
+        let handled = handle(&offer(), body).unwrap();
         assert_eq!(handled.steps, [Step::Cancel(json!(4))]);
         let body = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#;
-        assert_eq!(handle(&catalog(), body).unwrap().steps, [Step::Nothing]);
+        assert_eq!(handle(&offer(), body).unwrap().steps, [Step::Nothing]);
     }
 }

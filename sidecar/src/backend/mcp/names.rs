@@ -3,7 +3,7 @@
 //! takes in a function name. A name that already fits is kept exactly (the model then sees the client's own names,
 //! which the client's prompts refer to); one that does not becomes a sanitised, cut prefix plus a
 //! hash of the whole name, so it stays recognisable and two long names with the same beginning
-//! stay apart. A shortened name cannot be turned back by itself: the catalogue keeps the table.
+//! stay apart. A shortened name cannot be turned back by itself: the offer (`offer::ToolOffer`) keeps the table.
 
 use std::collections::HashSet;
 

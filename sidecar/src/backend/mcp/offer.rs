@@ -30,7 +30,7 @@ struct Direct {
     wrapped: bool,
 }
 
-pub struct Catalog {
+pub struct ToolOffer {
     /// The `tools/list` result, built once.
     listing: Value,
     /// Offered name → the client's tool.
@@ -41,10 +41,10 @@ pub struct Catalog {
     all: HashSet<String>,
 }
 
-impl Catalog {
-    /// The catalogue of `tools` in the caller's order, within the agent's `limits`. A second tool
+impl ToolOffer {
+    /// The offer of `tools` in the caller's order, within the agent's `limits`. A second tool
     /// of the same name is dropped (the first is the one the caller ranked higher).
-    pub fn new(tools: Vec<OfferedTool>, limits: McpLimits) -> Catalog {
+    pub fn new(tools: Vec<OfferedTool>, limits: McpLimits) -> ToolOffer {
         let mut seen = HashSet::new();
         let tools: Vec<OfferedTool> = tools.into_iter().filter(|t| seen.insert(t.name.clone())).collect();
         let direct_count = if tools.len() > limits.listed { limits.listed - 1 } else { tools.len() };
@@ -76,7 +76,7 @@ impl Catalog {
             listing.push(entry(&name, &dispatcher_description(rest), dispatcher_schema(rest)));
             name
         });
-        Catalog {
+        ToolOffer {
             listing: json!({"tools": listing}),
             direct,
             dispatcher,
@@ -189,31 +189,31 @@ mod tests {
         }
     }
 
-    fn listed_names(catalog: &Catalog) -> Vec<String> {
-        catalog.listing()["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    fn listed_names(offer: &ToolOffer) -> Vec<String> {
+        offer.listing()["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
     }
 
     #[test]
     fn up_to_forty_tools_are_offered_directly_in_order() {
         for count in [0, 1, 39, 40] {
             let tools: Vec<OfferedTool> = (0..count).map(|i| tool(&format!("tool_{i}"))).collect();
-            let catalog = Catalog::new(tools.clone(), TEST_LIMITS);
+            let offer = ToolOffer::new(tools.clone(), TEST_LIMITS);
             let expected: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-            assert_eq!(listed_names(&catalog), expected, "{count} tools");
-            assert!(catalog.resolve(DISPATCHER, None).is_err(), "no dispatcher with {count} tools");
+            assert_eq!(listed_names(&offer), expected, "{count} tools");
+            assert!(offer.resolve(DISPATCHER, None).is_err(), "no dispatcher with {count} tools");
         }
     }
 
     #[test]
     fn beyond_forty_the_first_39_and_a_dispatcher_that_reaches_the_rest() {
         let tools: Vec<OfferedTool> = (0..128).map(|i| tool(&format!("tool_{i}"))).collect();
-        let catalog = Catalog::new(tools, TEST_LIMITS);
-        let listed = listed_names(&catalog);
+        let offer = ToolOffer::new(tools, TEST_LIMITS);
+        let listed = listed_names(&offer);
         assert_eq!(listed.len(), TEST_LIMITS.listed);
         assert_eq!(listed[..39], (0..39).map(|i| format!("tool_{i}")).collect::<Vec<_>>()[..]);
         assert_eq!(listed[39], DISPATCHER);
 
-        let dispatcher = &catalog.listing()["tools"][39];
+        let dispatcher = &offer.listing()["tools"][39];
         let description = dispatcher["description"].as_str().unwrap();
         assert!(description.contains("\n- tool_39(force?, path): Does tool_39."), "{description}");
         assert!(description.contains("\n- tool_127(force?, path): Does tool_127."));
@@ -221,31 +221,31 @@ mod tests {
         assert_eq!(dispatcher["inputSchema"]["properties"]["name"]["enum"].as_array().unwrap().len(), 128 - 39);
 
         let (tool, args) =
-            catalog.resolve(DISPATCHER, Some(&json!({"name": "tool_100", "arguments": {"path": "/w/a"}}))).unwrap();
+            offer.resolve(DISPATCHER, Some(&json!({"name": "tool_100", "arguments": {"path": "/w/a"}}))).unwrap();
         assert_eq!((tool.as_str(), args), ("tool_100", json!({"path": "/w/a"})));
-        let (tool, args) = catalog.resolve(DISPATCHER, Some(&json!({"name": "tool_50"}))).unwrap();
+        let (tool, args) = offer.resolve(DISPATCHER, Some(&json!({"name": "tool_50"}))).unwrap();
         assert_eq!((tool.as_str(), args), ("tool_50", json!({})));
         // A direct tool named through the dispatcher is still the client's tool.
-        assert_eq!(catalog.resolve(DISPATCHER, Some(&json!({"name": "tool_3"}))).unwrap().0, "tool_3");
-        let unknown = catalog.resolve(DISPATCHER, Some(&json!({"name": "rm_rf"}))).unwrap_err();
+        assert_eq!(offer.resolve(DISPATCHER, Some(&json!({"name": "tool_3"}))).unwrap().0, "tool_3");
+        let unknown = offer.resolve(DISPATCHER, Some(&json!({"name": "rm_rf"}))).unwrap_err();
         assert!(unknown.contains("`rm_rf`"), "{unknown}");
-        assert!(catalog.resolve(DISPATCHER, Some(&json!({"arguments": {}}))).unwrap_err().contains("needs `name`"));
-        assert!(catalog.resolve(DISPATCHER, Some(&json!({"name": 5}))).is_err());
+        assert!(offer.resolve(DISPATCHER, Some(&json!({"arguments": {}}))).unwrap_err().contains("needs `name`"));
+        assert!(offer.resolve(DISPATCHER, Some(&json!({"name": 5}))).is_err());
         // Only offered names are callable directly.
-        assert!(catalog.resolve("tool_100", None).unwrap_err().contains("`tool_100`"));
+        assert!(offer.resolve("tool_100", None).unwrap_err().contains("`tool_100`"));
     }
 
     #[test]
     fn a_client_tool_named_like_the_dispatcher_keeps_its_name() {
         let mut tools: Vec<OfferedTool> = vec![tool(DISPATCHER)];
         tools.extend((0..45).map(|i| tool(&format!("t{i}"))));
-        let catalog = Catalog::new(tools, TEST_LIMITS);
-        let listed = listed_names(&catalog);
+        let offer = ToolOffer::new(tools, TEST_LIMITS);
+        let listed = listed_names(&offer);
         assert_eq!(listed[0], DISPATCHER);
         let dispatcher = &listed[39];
         assert!(dispatcher.starts_with("call_tool_") && dispatcher != DISPATCHER, "{dispatcher}");
-        assert_eq!(catalog.resolve(DISPATCHER, Some(&json!({"path": "p"}))).unwrap().0, DISPATCHER);
-        assert_eq!(catalog.resolve(dispatcher, Some(&json!({"name": "t44"}))).unwrap().0, "t44");
+        assert_eq!(offer.resolve(DISPATCHER, Some(&json!({"path": "p"}))).unwrap().0, DISPATCHER);
+        assert_eq!(offer.resolve(dispatcher, Some(&json!({"name": "t44"}))).unwrap().0, "t44");
     }
 
     #[test]
@@ -260,35 +260,35 @@ mod tests {
             "",
             "create_file", // a duplicate: dropped
         ];
-        let catalog = Catalog::new(clients.iter().map(|n| tool(n)).collect(), TEST_LIMITS);
-        let listed = listed_names(&catalog);
+        let offer = ToolOffer::new(clients.iter().map(|n| tool(n)).collect(), TEST_LIMITS);
+        let listed = listed_names(&offer);
         assert_eq!(listed.len(), clients.len() - 1);
         assert_eq!(listed[0], "create_file", "a name that fits stays the same");
         let unique: HashSet<&String> = listed.iter().collect();
         assert_eq!(unique.len(), listed.len(), "{listed:?}");
         for (offered, client) in listed.iter().zip(clients) {
             assert!(names::fits(offered, TEST_LIMITS.combined - SERVER_NAME.len()), "{offered:?}");
-            let (tool, args) = catalog.resolve(offered, Some(&json!({"path": "p"}))).unwrap();
+            let (tool, args) = offer.resolve(offered, Some(&json!({"path": "p"}))).unwrap();
             assert_eq!((tool.as_str(), args), (client, json!({"path": "p"})));
         }
         // The shortened ones say which tool they are.
-        let description = catalog.listing()["tools"][2]["description"].as_str().unwrap();
+        let description = offer.listing()["tools"][2]["description"].as_str().unwrap();
         assert!(description.ends_with("(The editor's tool `mcp.github/create_issue`.)"), "{description}");
-        assert_eq!(catalog.listing()["tools"][0]["description"], "Does create_file.");
+        assert_eq!(offer.listing()["tools"][0]["description"], "Does create_file.");
     }
 
     #[test]
     fn arguments_are_checked_and_wrapped_schemas_unwrapped() {
         let wrapped =
             OfferedTool { name: "run".into(), description: String::new(), input_schema: json!({"type": "string"}) };
-        let catalog = Catalog::new(vec![tool("read"), wrapped], TEST_LIMITS);
-        let listing = catalog.listing();
+        let offer = ToolOffer::new(vec![tool("read"), wrapped], TEST_LIMITS);
+        let listing = offer.listing();
         assert!(listing["tools"][1].get("description").is_none(), "no empty description");
         assert_eq!(listing["tools"][1]["inputSchema"]["properties"][WRAP_KEY], json!({"type": "string"}));
-        assert_eq!(catalog.resolve("run", Some(&json!({WRAP_KEY: "ls -l"}))).unwrap(), ("run".into(), json!("ls -l")));
-        assert_eq!(catalog.resolve("read", None).unwrap(), ("read".into(), json!({})));
-        assert_eq!(catalog.resolve("read", Some(&Value::Null)).unwrap(), ("read".into(), json!({})));
-        let bad = catalog.resolve("read", Some(&json!("path"))).unwrap_err();
+        assert_eq!(offer.resolve("run", Some(&json!({WRAP_KEY: "ls -l"}))).unwrap(), ("run".into(), json!("ls -l")));
+        assert_eq!(offer.resolve("read", None).unwrap(), ("read".into(), json!({})));
+        assert_eq!(offer.resolve("read", Some(&Value::Null)).unwrap(), ("read".into(), json!({})));
+        let bad = offer.resolve("read", Some(&json!("path"))).unwrap_err();
         assert!(bad.contains("must be a JSON object"), "{bad}");
     }
 }

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use super::calls::{McpCall, McpReply};
 use super::jsonrpc::{self, INVALID_REQUEST, REQUEST_CANCELLED, SESSION_NOT_FOUND};
 use super::methods::{self, Pending, Step};
-use super::offer::Catalog;
+use super::offer::ToolOffer;
 use crate::util::redact::{bearer, constant_time_eq};
 use crate::util::sync::{lock, OnDrop};
 use crate::vocab::Secret;
@@ -49,7 +49,7 @@ type CallKey = (Option<String>, String);
 
 /// What every request of one host shares.
 pub struct Shared {
-    pub catalog: Catalog,
+    pub offer: ToolOffer,
     /// `/mcp/<random>`: the URL is a secret too, a second lock beside the token.
     pub path: Secret,
     pub token: Secret,
@@ -57,32 +57,13 @@ pub struct Shared {
     pub listed: watch::Sender<bool>,
     /// Its sender is the host's: when that is dropped, `changed()` returns and parked calls end.
     pub stop: watch::Receiver<()>,
-    sessions: Mutex<VecDeque<String>>,
+    /// The MCP sessions the agent opened (`Mcp-Session-Id`s), oldest first; none at the start.
+    pub(super) sessions: Mutex<VecDeque<String>>,
     /// Parked calls by (session, request id as JSON text), for `notifications/cancelled`.
-    in_flight: Mutex<HashMap<CallKey, Arc<Notify>>>,
+    pub(super) in_flight: Mutex<HashMap<CallKey, Arc<Notify>>>,
 }
 
 impl Shared {
-    pub fn new(
-        catalog: Catalog,
-        path: Secret,
-        token: Secret,
-        calls: mpsc::Sender<McpCall>,
-        listed: watch::Sender<bool>,
-        stop: watch::Receiver<()>,
-    ) -> Shared {
-        Shared {
-            catalog,
-            path,
-            token,
-            calls,
-            listed,
-            stop,
-            sessions: Mutex::new(VecDeque::new()),
-            in_flight: Mutex::new(HashMap::new()),
-        }
-    }
-
     fn open_session(&self) -> String {
         // Not a credential (the token is), so a failing system generator need not fail the call.
         let id = random_hex(16).unwrap_or_else(|_| format!("{:016x}", crate::util::ids::random_u64()));
@@ -182,7 +163,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         let refused = jsonrpc::error(Value::Null, INVALID_REQUEST, &format!("the body is over {MAX_BODY} bytes"));
         return json(StatusCode::PAYLOAD_TOO_LARGE, &refused, None);
     };
-    let handled = match methods::handle(&shared.catalog, &body) {
+    let handled = match methods::handle(&shared.offer, &body) {
         Ok(handled) => handled,
         Err(refused) => return json(StatusCode::BAD_REQUEST, &refused, None),
     };

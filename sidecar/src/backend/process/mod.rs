@@ -17,7 +17,7 @@
 //!   thread that may end before the child. tokio's runtime workers (async tasks) and the main
 //!   thread live as long as the sidecar; tokio's blocking pool (`spawn_blocking`) ends threads
 //!   that sat idle for 10 s, which would SIGKILL a turn in mid-answer. Start processes from async
-//!   code only (`start::tests::no_process_starts_on_a_blocking_pool_thread` checks the call sites).
+//!   code only (`tidy::no_process_starts_on_a_blocking_pool_thread` checks the call sites).
 //! * **Orphans are attributed before they are killed.** We are a child subreaper: a grandchild
 //!   whose parent exited (a dev server a turn's shell started) is re-parented to us. The sweep
 //!   leaves alone every orphan a running turn may own (see [`sweep_orphans`]).

@@ -304,49 +304,4 @@ mod tests {
             .expect("the watchdog did not kill the turn");
         assert!(!status.unwrap().success());
     }
-
-    /// PR_SET_PDEATHSIG fires when the forking thread exits, and tokio's blocking pool ends idle
-    /// threads: a process started inside `spawn_blocking` could be killed mid-turn. Every
-    /// `spawn_blocking` in the crate must be one of these, each safe for the reason given.
-    #[test]
-    fn no_process_starts_on_a_blocking_pool_thread() {
-        let allowed: &[(&str, &str)] = &[
-            ("backend/process/sweep.rs", "runtime.spawn_blocking(sweep_orphans)"),
-            ("backend/cursor/print/run.rs", "tokio::task::spawn_blocking(process::sweep_orphans)"),
-            // CLI discovery probes candidates with `--version` from the blocking pool; each probe
-            // is awaited (block_on) before the closure returns, so none outlives the thread.
-            ("backend/cursor/locate.rs", "tokio::task::spawn_blocking(move || {"),
-            // Removing folders; starts nothing.
-            ("http/mod.rs", "spawn_blocking(move || engine.sweep_conversation_folders(FOLDER_GRACE))"),
-            // Reading and writing the session file; starts nothing.
-            ("engine/session_io.rs", "runtime.spawn_blocking(run)"),
-            ("engine/session_io.rs", "tokio::task::spawn_blocking(work)"),
-        ];
-        let needle = concat!("spawn_", "blocking(");
-        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut found = Vec::new();
-        let mut stack = vec![src.clone()];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.extension().is_some_and(|e| e == "rs") {
-                    let text = std::fs::read_to_string(&path).unwrap();
-                    let rel = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
-                    for line in text.lines().map(str::trim) {
-                        if line.contains(needle) && !line.starts_with("//") && !line.starts_with("(\"") {
-                            found.push((rel.clone(), line.to_string()));
-                        }
-                    }
-                }
-            }
-        }
-        let unexplained: Vec<_> =
-            found.iter().filter(|(file, line)| !allowed.iter().any(|(f, l)| f == file && line.contains(l))).collect();
-        assert!(
-            unexplained.is_empty(),
-            "spawn_blocking that may start a process (see the module comment): {unexplained:?}"
-        );
-    }
 }

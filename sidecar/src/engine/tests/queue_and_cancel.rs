@@ -1,4 +1,4 @@
-//! The pool queues turns in order; a dropped turn (cancel) stops its backend run and leaves no
+//! The turn slots queue turns in order; a dropped turn (cancel) stops its backend run and leaves no
 //! trace in the sessions.
 
 use std::sync::atomic::Ordering;

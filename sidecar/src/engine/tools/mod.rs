@@ -1,5 +1,5 @@
 //! Client-owned tools (docs/client-tools.md): the client (Copilot's agent, an OpenAI agent CLI)
-//! owns the tools and Cursor's model calls them. This folder owns the tool set of a turn, our call
+//! owns the tools and the agent's model (Cursor's) calls them. This folder owns the tool set of a turn, our call
 //! ids, and the prompt protocol that works on every backend: the tools described in the prompt
 //! (`prompt_protocol.rs`), calls held back from the stream (`hold.rs`) and parsed and checked against the
 //! tools' schemas (`calls.rs`).

@@ -33,8 +33,8 @@ pub struct Running {
     pub calls: mpsc::Receiver<ClientCall>,
     /// The turn's activity: a parked call is waiting for the client, not the agent being silent.
     pub activity: Arc<Activity>,
-    /// Its pool slot, given back while it is parked (`engine/pool.rs`).
-    pub slot: crate::engine::pool::Held,
+    /// Its turn slot, given back while it is parked (`engine/slots.rs`).
+    pub slot: crate::engine::slots::Held,
 }
 
 impl Drop for Running {

@@ -4,7 +4,7 @@
 //! 1. `plan.rs`: where the turn runs, one turn at a time per conversation, the session it meets
 //!    (resume, replay or new) and its prompt; a tool round's results find the agent's turn parked
 //!    for them; how the client's tools reach the agent.
-//! 2. `run.rs`: a pool slot, then the backend while watching for silence, overruns and the
+//! 2. `run.rs`: a turn slot, then the backend while watching for silence, overruns and the
 //!    agent's own tools; a build that cannot host the client's tools falls back to the prompt
 //!    protocol, a resumed chat the agent lost to a new chat with the history replayed.
 //! 3. `record.rs`: the answer checked (and on the prompt protocol its calls read out), the

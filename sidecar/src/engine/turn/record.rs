@@ -128,7 +128,7 @@ impl Turn<'_> {
         let (resumed, replayed) = (self.plan.resumed, self.plan.replayed);
         let state = ParkedState { plan: self.plan, workspace: self.workspace, set: set.clone(), requests, answers };
         let waiting = running.activity.open();
-        // The client is working, not the agent: other turns may run meanwhile (`pool.rs`).
+        // The client is working, not the agent: other turns may run meanwhile (`slots.rs`).
         running.slot.release();
         let call_ids = pending.iter().map(|(id, _)| id.clone()).collect();
         let engine = self.engine;
@@ -201,7 +201,7 @@ impl Engine {
         tracing::info!("the client's tools are taking long; the agent is told their results come later");
         // The agent ends its turn: work, which takes a free slot if there is one, but never waits
         // for one (its call's deadline is near: that is why it is detached now).
-        if let Some(slot) = self.pool.try_slot() {
+        if let Some(slot) = self.slots.try_slot() {
             p.running.slot.hold(slot);
         }
         let pending_reply = |pending: Vec<(String, oneshot::Sender<ToolReply>)>| {

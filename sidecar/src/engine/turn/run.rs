@@ -1,4 +1,4 @@
-//! Running a turn: a pool slot, then the backend until it ends, the agent has been silent for
+//! Running a turn: a turn slot, then the backend until it ends, the agent has been silent for
 //! `idleTimeoutSeconds`, the turn took `requestTimeoutSeconds`, or (client-tools mode) one of the
 //! agent's own tools ran. Hosted tools run the backend's turn in a task of its own, which can
 //! outlive the request while the client runs them ([`parked`]); on the prompt protocol the calls
@@ -81,12 +81,12 @@ impl<'a> Turn<'a> {
     }
 
     /// The agent waits inside the call, against its own deadline: answered now, whatever the
-    /// pool says (`pool.rs`); a free slot is taken if there is one.
+    /// slots say (`slots.rs`); a free slot is taken if there is one.
     async fn continue_parked(&mut self, continued: Continued<'a>) -> Drive {
         let Continued { parked: p, results, set } = continued;
         parked::answer(p.pending, &results);
         drop(p.waiting);
-        match self.engine.pool.try_slot() {
+        match self.engine.slots.try_slot() {
             Some(slot) => p.running.slot.hold(slot),
             None => {
                 tracing::info!(turn = %self.req.turn_id, "the turn goes on beyond maxConcurrent: its agent is mid-turn")
@@ -150,7 +150,7 @@ impl<'a> Turn<'a> {
         let (engine, turn_id, act) = (self.engine.clone(), self.req.turn_id.clone(), activity.clone());
         let policy = self.policy.clone();
         // The slot is shared with the engine, which gives it back while the turn is parked.
-        let slot = crate::engine::pool::Held::default();
+        let slot = crate::engine::slots::Held::default();
         let held = slot.clone();
         let task = tokio::spawn(
             async move {
@@ -223,10 +223,10 @@ impl<'a> Turn<'a> {
 }
 
 impl Engine {
-    /// Wait for a pool slot, bounded like the turn itself.
+    /// Wait for a turn slot, bounded like the turn itself.
     async fn free_slot(&self, turn: &str) -> Result<tokio::sync::OwnedSemaphorePermit> {
         let options = &self.config.settings;
-        match tokio::time::timeout(self.config.turn_limit(), self.pool.slot(turn)).await {
+        match tokio::time::timeout(self.config.turn_limit(), self.slots.slot(turn)).await {
             Ok(slot) => slot,
             Err(_) => Err(BridgeError::new(
                 ErrorKind::Timeout,

@@ -34,7 +34,7 @@ use super::probe_notes::SessionTools;
 pub use crate::backend::acp::REPROBE_AFTER;
 use crate::backend::acp::{session_in, AcpAgent, AcpBackend, AgentQuirks};
 use crate::backend::contract::{
-    Backend, BoxFuture, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
+    Backend, BackendSettings, BoxFuture, Located, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
 };
 use crate::backend::events::EventSink;
 use crate::backend::process;
@@ -56,7 +56,7 @@ pub fn session_of(chat: &str) -> Option<&str> {
 pub type CursorAcp = AcpBackend<CursorAgent>;
 
 /// Cursor's ACP backend on `cli` (the program, shared with the print backend of the same door).
-pub fn backend(settings: &Settings, cli: Arc<CursorCli>) -> Arc<CursorAcp> {
+pub fn backend(settings: &BackendSettings, cli: Arc<CursorCli>) -> Arc<CursorAcp> {
     AcpBackend::new(&settings.warmth, CursorAgent { cli, names: Mutex::default() })
 }
 

@@ -1,4 +1,4 @@
-//! Before a prompt of Cursor's (the generic backend's, `backend/acp/sessions.rs`, which sets the
+//! Before a prompt of Cursor's (the generic backend's, `backend/acp/backend.rs`, which sets the
 //! session's mode first): the session's model set if it changed (`session/set_config_option`
 //! with Cursor's model values and its selects).
 

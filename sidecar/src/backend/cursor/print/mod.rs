@@ -29,7 +29,7 @@ use super::commands::{spawn_error, spawn_spec};
 use super::discovery::CliCommand;
 
 use crate::backend::contract::{
-    Backend, BoxFuture, Chat, Located, Settings, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
+    Backend, BackendSettings, BoxFuture, Chat, Located, TurnEnd, TurnFailure, TurnSpec, VersionCheck, Warm,
 };
 use crate::backend::events::EventSink;
 use crate::backend::process::{self, SpawnSpec};
@@ -52,7 +52,7 @@ pub struct CursorPrint {
 }
 
 impl CursorPrint {
-    pub fn new(config: &Settings, cli: Arc<CursorCli>) -> Arc<CursorPrint> {
+    pub fn new(config: &BackendSettings, cli: Arc<CursorCli>) -> Arc<CursorPrint> {
         let backend = Arc::new_cyclic(|me| CursorPrint {
             me: me.clone(),
             cli,

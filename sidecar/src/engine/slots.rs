@@ -1,4 +1,4 @@
-//! The process pool: at most `maxConcurrent` turns run at once, later ones queue in arrival order
+//! The turn slots: at most `maxConcurrent` turns run at once, later ones queue in arrival order
 //! (tokio's semaphore is fair). How long a turn waited is logged, so a queue is visible.
 //!
 //! A slot counts an agent at work, not an agent process: a turn parked on the client's tools
@@ -20,20 +20,20 @@ use crate::util::sync::lock;
 /// A wait longer than this is worth a line at info level.
 const NOTABLE_WAIT: Duration = Duration::from_millis(100);
 
-pub struct Pool {
+pub struct Slots {
     slots: Arc<Semaphore>,
 }
 
-impl Pool {
+impl Slots {
     pub fn new(size: usize) -> Self {
-        Pool { slots: Arc::new(Semaphore::new(size.max(1))) }
+        Slots { slots: Arc::new(Semaphore::new(size.max(1))) }
     }
 
     /// Wait for a slot; the turn runs while the permit lives.
     pub async fn slot(&self, turn: &str) -> Result<OwnedSemaphorePermit> {
         let started = tokio::time::Instant::now();
         let permit =
-            self.slots.clone().acquire_owned().await.map_err(|_| BridgeError::internal("process pool closed"))?;
+            self.slots.clone().acquire_owned().await.map_err(|_| BridgeError::internal("the turn slots are closed"))?;
         let waited = started.elapsed();
         if waited >= NOTABLE_WAIT {
             tracing::info!(turn, waited_ms = waited.as_millis() as u64, "turn waited for a free slot");
