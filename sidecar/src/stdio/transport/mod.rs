@@ -8,6 +8,8 @@
 //! arrives and never searched (a body holding `Content-Length:` text, a pasted log or a hostile
 //! one, must not turn into frames). Only bytes that are not a header are searched for the next one.
 
+pub mod invariants;
+
 use crate::util::text::cut_chars;
 use bytes_helpers::{find, find_ignore_ascii_case};
 use tokio_util::bytes::{Buf, BufMut, BytesMut};
@@ -349,6 +351,28 @@ mod tests {
         let mut dst = BytesMut::new();
         codec.encode("é".as_bytes(), &mut dst).unwrap();
         assert_eq!(&dst[..], "Content-Length: 2\r\n\r\né".as_bytes());
+    }
+
+    /// Every regression input of the fuzz target, as the garbage before a valid frame, through
+    /// the fuzz target's own rules (`invariants.rs`), in one read and in many.
+    #[test]
+    fn every_frame_codec_regression_keeps_the_fuzz_targets_rules() {
+        let dir = format!("{}/tests/fixtures/fuzz-regressions", env!("CARGO_MANIFEST_DIR"));
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("frame-codec-") {
+                continue;
+            }
+            let garbage = std::fs::read(entry.path()).unwrap();
+            for cap in [DEFAULT_MAX_FRAME, 1024, 16] {
+                for chunks in [&[][..], &[1][..], &[7, 3, 200][..]] {
+                    super::invariants::check_stream(&garbage, chunks, cap);
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked >= 2, "the frame-codec regressions are in {dir}");
     }
 
     fn regression(name: &str) -> Vec<u8> {
