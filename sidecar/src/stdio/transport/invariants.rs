@@ -1,7 +1,7 @@
 //! The promises the frame codec keeps for any bytes, checked in one place: the fuzz target
 //! (`fuzz/fuzz_targets/frame_codec.rs`) runs every input through [`check_input`], and the
-//! regression tests (`mod.rs`) run every `frame-codec-*` fixture through [`check_stream`], so a
-//! rule added here guards both at once. `FrameCodec` (LSP `Content-Length` framing) is fed
+//! regression test below runs every `frame-codec-*` fixture (`mod.rs` has a test of its own for
+//! each) through [`check_stream`], so a rule added here guards both at once. `FrameCodec` (LSP `Content-Length` framing) is fed
 //! arbitrary bytes, split at chosen points.
 //!
 //! The fuzz input's layout (all of it fuzzer-controlled; seeds in `fuzz/seeds/frame_codec/` start
@@ -172,4 +172,31 @@ fn swallowed(items: &[Item], garbage_len: usize, total: usize) -> bool {
 /// The sentinel frame came out as the last item, ending exactly at the end of the stream.
 fn recovered(items: &[Item], total: usize) -> bool {
     matches!(items.last(), Some(Item { item: Ok(body), end, .. }) if body == SENTINEL && *end == total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every regression input of the fuzz target, as the garbage before a valid frame, through
+    /// the fuzz target's own rules (`invariants.rs`), in one read and in many.
+    #[test]
+    fn every_frame_codec_regression_keeps_the_fuzz_targets_rules() {
+        let dir = format!("{}/tests/fixtures/fuzz-regressions", env!("CARGO_MANIFEST_DIR"));
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("frame-codec-") {
+                continue;
+            }
+            let garbage = std::fs::read(entry.path()).unwrap();
+            for cap in [DEFAULT_MAX_FRAME, 1024, 16] {
+                for chunks in [&[][..], &[1][..], &[7, 3, 200][..]] {
+                    check_stream(&garbage, chunks, cap);
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked >= 2, "the frame-codec regressions are in {dir}");
+    }
 }
