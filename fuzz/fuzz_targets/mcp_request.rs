@@ -1,6 +1,6 @@
 //! The loopback MCP host's request handling (`backend::mcp::methods::handle`, what the server
 //! runs on every authorised POST body, with parked calls answered as the client would) fed
-//! arbitrary bytes, against two catalogues: a fixed one (a name that fits, a shortened one, a
+//! arbitrary bytes, against two tool offers: a fixed one (a name that fits, a shortened one, a
 //! non-object schema) and one whose tool names are the input's own lines (non-UTF-8 replaced;
 //! more than 40 lines bring the dispatcher). The input is also converted as an input schema
 //! when it is JSON.
@@ -15,7 +15,7 @@
 //!    a body that is not a batch gets at most one answer, not in an array;
 //! 4. a parked call names one of the client's tools; a `tools/call` result is one text block and
 //!    a boolean `isError`;
-//! 5. the catalogue lists at most 40 tools with unique names of `[A-Za-z0-9_-]` that fit
+//! 5. the offer lists at most 40 tools with unique names of `[A-Za-z0-9_-]` that fit
 //!    beside the server name in 59 characters, a client name that fits is kept exactly, and each
 //!    listed name resolves to the client tool at its place (or is the dispatcher, last);
 //! 6. a converted schema is an object schema with `properties`, without `$schema`.

@@ -7,7 +7,9 @@
 //! - Backends are folders of their own: no backend imports a sibling (`cursor/print/` and
 //!   `cursor/acp/`) or another agent's folder, and nothing shared at the backend root (nor above
 //!   it) imports an agent's folder (`cursor/`).
-//! - Processes start only through `backend/process/` (the files of that folder).
+//! - Processes start only through `backend/process/` (the files of that folder), and never from
+//!   tokio's blocking pool (the parent-death signal follows the forking thread): every
+//!   `spawn_blocking` is listed with why it starts nothing.
 //! - Only the writer touches stdout (`main.rs` prints `--version`/`--help` before serving).
 //! - rustfmt's output is the source (`rustfmt.toml` at the workspace root).
 //! - Every JSON example in protocol.md deserializes into its Rust type and serializes back to
@@ -79,9 +81,13 @@ fn calls_macro(line: &str, name: &str) -> bool {
     line.match_indices(name).any(|(at, _)| !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
-/// `use` and `pub use` (any visibility): the rest of the line after `use `, if it is one.
+/// `use` and `pub use` (any visibility, after any attributes on the same line): the rest of the
+/// line after `use `, if it is one.
 fn use_item_start(line: &str) -> Option<&str> {
     let mut t = line.trim_start();
+    while let Some(attr) = t.strip_prefix("#[") {
+        t = attr[attr.find(']')? + 1..].trim_start();
+    }
     if let Some(r) = t.strip_prefix("pub") {
         let r = if r.starts_with('(') { &r[r.find(')')? + 1..] } else { r };
         t = r.strip_prefix(' ')?;
@@ -131,11 +137,17 @@ fn use_tree_paths(text: &str) -> Vec<(Vec<String>, String)> {
                     return;
                 }
                 "*" => return out.push((prefix, "*".into())),
-                "}" | "," | "::" => return *pos -= 1,
+                // A path from the extern prelude (`use ::std::fmt`): nothing of ours follows.
+                "::" => continue,
+                "}" | "," => return *pos -= 1,
                 ident => {
                     let followed = tokens.get(*pos).is_some_and(|t| t == "::");
                     if ident == "self" && !followed && !prefix.is_empty() {
-                        let name = prefix.last().cloned().unwrap_or_default();
+                        let mut name = prefix.last().cloned().unwrap_or_default();
+                        if tokens.get(*pos).is_some_and(|t| t == "as") {
+                            name = tokens.get(*pos + 1).cloned().unwrap_or_default();
+                            *pos += 2;
+                        }
                         return out.push((prefix, name));
                     }
                     prefix.push(ident.to_string());
@@ -209,13 +221,20 @@ fn items(module: &[String], text: &str) -> (Vec<InModule>, Vec<InModule>) {
         }
         let mut here = module.to_vec();
         here.extend(inline.iter().map(|(n, _)| n.clone()));
-        let Some(item) = pending.take().map(|p| p + " " + line).or_else(|| use_item_start(line).map(str::to_string))
+        // A comment after a member of a wrapped group is not part of the tree (a `;` or `}` in it
+        // would end the item or the group).
+        let code = |l: &str| l.split("//").next().unwrap_or("").to_string();
+        let Some(item) = pending.take().map(|p| p + " " + &code(line)).or_else(|| use_item_start(line).map(code))
         else {
             other.push((here, line.to_string()));
             continue;
         };
         match item.find(';') {
-            Some(end) => uses.push((here, item[..end].to_string())),
+            Some(end) => {
+                // Code after the item on the same line is read as code.
+                other.push((here.clone(), item[end + 1..].to_string()));
+                uses.push((here, item[..end].to_string()));
+            }
             None => pending = Some(item),
         }
     }
@@ -441,7 +460,12 @@ fn every_form_of_use_tree_is_read_whole() {
     for want in ["engine::turn", "engine::sessions", "util::ids::new"] {
         assert!(seen.contains(want), "{want} not in {seen:?}");
     }
-    assert!(refs("use std::{fmt, io::Write};\n").is_empty(), "another crate's paths are not ours");
+    assert!(refs("use std::{fmt, io::Write};\nuse ::std::fmt;\n").is_empty(), "another crate's paths are not ours");
+    let seen = refs("#[cfg(test)] use crate::{\n    util::ids, // one; of } ours\n    vocab::{self},\n};\n");
+    for want in ["util::ids", "vocab"] {
+        assert!(seen.contains(want), "{want} not in {seen:?}");
+    }
+    assert!(!seen.iter().any(|p| p.contains("ours") || p.contains("one")), "a comment is not a member: {seen:?}");
     // A module imported by name, then used through it.
     let aliased: BTreeSet<String> =
         aliased_references(&engine, "use super::{\n    turn,\n};\nfn f() { turn::plan::go(); }\n")
@@ -449,6 +473,12 @@ fn every_form_of_use_tree_is_read_whole() {
             .map(|p| p.join("::"))
             .collect();
     assert!(aliased.contains("engine::turn::plan::go"), "{aliased:?}");
+    let renamed: BTreeSet<String> =
+        aliased_references(&engine, "use crate::backend::cursor::{self as c};\nfn f() { c::print::run::go(); }\n")
+            .into_iter()
+            .map(|p| p.join("::"))
+            .collect();
+    assert!(renamed.contains("backend::cursor::print::run::go"), "`{{self as c}}`: {renamed:?}");
 }
 
 /// The backend root's modules that any agent shares: every file at the root but the two below,

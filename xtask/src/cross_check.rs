@@ -118,9 +118,9 @@ fn resolve() -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-/// The workspace's `rust-version` (`[workspace.package]` in the root `Cargo.toml`), as (major,
-/// minor): cargo refuses an older compiler for every member.
-fn workspace_rust_version(root: &Path) -> Result<(u32, u32)> {
+/// The workspace's `rust-version` (`[workspace.package]` in the root `Cargo.toml`): cargo refuses
+/// an older compiler for every member.
+fn workspace_rust_version(root: &Path) -> Result<(u32, u32, u32)> {
     let path = root.join("Cargo.toml");
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     text.lines()
@@ -129,21 +129,27 @@ fn workspace_rust_version(root: &Path) -> Result<(u32, u32)> {
         .with_context(|| format!("{} names no `rust-version = \"X.Y\"`", path.display()))
 }
 
-/// `1.85.0+dfsg3-1~deb12u3` (a Debian version) or `1.89` → (1, 85) / (1, 89).
-fn major_minor(version: &str) -> Option<(u32, u32)> {
+/// `1.85.0+dfsg3-1~deb12u3` (a Debian version, an epoch `N:` before it left out), `1.89` or
+/// `1.89.1` → (1, 85, 0) / (1, 89, 0) / (1, 89, 1).
+fn major_minor(version: &str) -> Option<(u32, u32, u32)> {
+    let version = version.split_once(':').map_or(version, |(_, v)| v);
     let mut parts = version.split(|c: char| !c.is_ascii_digit());
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    let (major, minor) = (parts.next()?.parse().ok()?, parts.next()?.parse().ok()?);
+    Some((major, minor, parts.next().and_then(|p| p.parse().ok()).unwrap_or(0)))
 }
 
 /// The packages, if the archive's `rustc-web` is at least the workspace's `rust-version`.
-fn new_enough(packages: Vec<(String, String)>, needed: (u32, u32)) -> Result<Vec<(String, String)>> {
+fn new_enough(packages: Vec<(String, String)>, needed: (u32, u32, u32)) -> Result<Vec<(String, String)>> {
     let offered = packages.iter().find(|(n, _)| n == "rustc-web").map(|(_, v)| v.clone()).unwrap_or_default();
     match major_minor(&offered) {
         Some(v) if v >= needed => Ok(packages),
         _ => bail!(
-            "Debian's archive offers rustc-web {offered}, older than the workspace's rust-version {}.{}",
+            "Debian's archive offers rustc-web {offered}, older than the workspace's rust-version {}.{}.{} \
+             (rustc-web's updates ship in bookworm-security: have it in the apt sources and run \
+             `apt-get update`)",
             needed.0,
-            needed.1
+            needed.1,
+            needed.2
         ),
     }
 }
@@ -346,23 +352,25 @@ impl Background {
 mod tests {
     use super::*;
 
-    /// Every release target is one `cargo xtask dist --target` can package, under the VS Code
-    /// platform the workflow names its artifact after.
     #[test]
     fn an_archive_older_than_the_workspace_is_refused_so_the_lists_are_refreshed() {
         // A new machine's package lists offered bookworm's 1.85 while the workspace needs 1.89.
-        assert_eq!(major_minor("1.85.0+dfsg3-1~deb12u3"), Some((1, 85)));
-        assert_eq!(major_minor("1.89"), Some((1, 89)));
+        assert_eq!(major_minor("1.85.0+dfsg3-1~deb12u3"), Some((1, 85, 0)));
+        assert_eq!(major_minor("1.89"), Some((1, 89, 0)));
+        assert_eq!(major_minor("1:1.96.2-1"), Some((1, 96, 2)), "an epoch is not the version");
         let with =
             |v: &str| vec![("rustc-web".to_string(), v.to_string()), ("libllvm19".to_string(), "1:19".to_string())];
-        let refused = new_enough(with("1.85.0+dfsg3-1~deb12u3"), (1, 89)).unwrap_err().to_string();
-        assert!(refused.contains("rustc-web 1.85.0+dfsg3-1~deb12u3") && refused.contains("1.89"), "{refused}");
-        assert!(new_enough(with("1.96.0+dfsg1-1~deb12u1"), (1, 89)).is_ok());
-        assert!(new_enough(with("1.89.0+dfsg1-1"), (1, 89)).is_ok());
+        let refused = new_enough(with("1.85.0+dfsg3-1~deb12u3"), (1, 89, 0)).unwrap_err().to_string();
+        assert!(refused.contains("rustc-web 1.85.0+dfsg3-1~deb12u3") && refused.contains("1.89.0"), "{refused}");
+        assert!(new_enough(with("1.96.0+dfsg1-1~deb12u1"), (1, 89, 0)).is_ok());
+        assert!(new_enough(with("1.89.0+dfsg1-1"), (1, 89, 0)).is_ok());
+        assert!(new_enough(with("1.89.0+dfsg1-1"), (1, 89, 1)).is_err(), "the patch level counts");
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        assert!(workspace_rust_version(root).unwrap() >= (1, 85));
+        assert!(workspace_rust_version(root).unwrap() >= (1, 85, 0));
     }
 
+    /// Every release target is one `cargo xtask dist --target` can package, under the VS Code
+    /// platform the workflow names its artifact after.
     #[test]
     fn release_targets_match_the_packaging() {
         let root = crate::project_root();

@@ -8,6 +8,9 @@
 //! rate because the usage-limit block is the more specific (and needs a different action).
 //! `429` only counts as a whole number (a request id containing `429` is not a rate limit).
 //!
+//! The `HINT_*` texts are what the person is told to do, for a failed turn and for a missing or
+//! logged-out CLI.
+//!
 //! [`Failure::detail`] is for logs and the editor's "details": the end of stderr, ANSI stripped,
 //! control characters removed, secrets redacted, at most [`DETAIL_MAX_CHARS`] characters.
 
@@ -34,8 +37,9 @@ const QUOTE_MAX_CHARS: usize = 200;
 /// At most this many available model ids are named in an invalid-model message.
 const LISTED_MODELS: usize = 5;
 
-/// What to tell a person, by failure: the one set of Cursor's fixes (a failed turn's, `status`'s
-/// and `doctor`'s, which say the same in the same words).
+/// What to tell a person, by failure: a failed turn's fixes, which `status` and `doctor` also give
+/// for a missing or logged-out CLI (the CLI's own hint); doctor's other fixes are the agent's
+/// words (`words.rs`).
 pub const HINT_AUTH: &str =
     "Run `agent login` in a terminal, or set an API key (command \"Cursor Bridge: Set API Key\").";
 pub const HINT_INSTALL: &str =
