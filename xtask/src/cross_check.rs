@@ -270,10 +270,10 @@ pub fn run(root: &Path, only: &[String]) -> Result<()> {
     let toolchain = ensure(root)?;
     for target in &targets {
         let target_started = Instant::now();
-        crate::run_cmd(toolchain.cargo("check", target).args(["--workspace", "--all-targets"]))
-            .with_context(|| format!("`cargo check` for {target} failed (errors above)"))?;
-        // clippy-driver wraps only the workspace's own crates, so std and the dependencies
-        // checked above are reused; CLIPPY_ARGS is how cargo-clippy hands it its lint flags.
+        // One `cargo check` with clippy-driver wrapping the workspace's own crates: it reports
+        // the compiler's errors as a plain check does, plus clippy's lints (so a second, plain
+        // check of the same crates would only cost time). std and the dependencies are checked
+        // by the plain compiler. CLIPPY_ARGS is how cargo-clippy hands it its lint flags.
         crate::run_cmd(
             toolchain
                 .cargo("check", target)
@@ -281,7 +281,7 @@ pub fn run(root: &Path, only: &[String]) -> Result<()> {
                 .env("RUSTC_WORKSPACE_WRAPPER", &toolchain.clippy_driver)
                 .env("CLIPPY_ARGS", "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"),
         )
-        .with_context(|| format!("clippy for {target} found problems (listed above)"))?;
+        .with_context(|| format!("check and clippy for {target} found problems (listed above)"))?;
         eprintln!("xtask: cross-check: {target} passed check and clippy in {:.0?}", target_started.elapsed());
     }
     eprintln!("xtask: cross-check passed for {} in {:.0?}", targets.join(", "), started.elapsed());
