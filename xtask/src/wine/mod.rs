@@ -383,8 +383,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let wine = Wine { prefix: dir.path().join("prefix"), pipe_grace: Duration::from_millis(500) };
         let mut cmd = Command::new("sh");
-        // The shell exits at once; its background sleep keeps stdout open for 3 s.
-        cmd.args(["-c", "echo done; sleep 3 &"]);
+        // The shell exits at once; its background sleep keeps stdout open for 3 s. Its stderr
+        // goes nowhere, so the straggler does not hold the test harness's own output open
+        // (nextest reports that as a leak).
+        cmd.args(["-c", "echo done; sleep 3 &"]).stderr(std::process::Stdio::null());
         let started = Instant::now();
         let result = wine.bounded(cmd, Duration::from_secs(5), "a run with a straggler", false);
         assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
