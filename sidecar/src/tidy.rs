@@ -466,18 +466,13 @@ fn every_form_of_use_tree_is_read_whole() {
         assert!(seen.contains(want), "{want} not in {seen:?}");
     }
     assert!(!seen.iter().any(|p| p.contains("ours") || p.contains("one")), "a comment is not a member: {seen:?}");
-    // A module imported by name, then used through it.
-    let aliased: BTreeSet<String> =
-        aliased_references(&engine, "use super::{\n    turn,\n};\nfn f() { turn::plan::go(); }\n")
-            .into_iter()
-            .map(|p| p.join("::"))
-            .collect();
-    assert!(aliased.contains("engine::turn::plan::go"), "{aliased:?}");
-    let renamed: BTreeSet<String> =
-        aliased_references(&engine, "use crate::backend::cursor::{self as c};\nfn f() { c::print::run::go(); }\n")
-            .into_iter()
-            .map(|p| p.join("::"))
-            .collect();
+    // A module imported by name (or renamed), then used through it.
+    let aliased = |text: &str| -> BTreeSet<String> {
+        aliased_references(&engine, text).into_iter().map(|p| p.join("::")).collect()
+    };
+    let seen = aliased("use super::{\n    turn,\n};\nfn f() { turn::plan::go(); }\n");
+    assert!(seen.contains("engine::turn::plan::go"), "{seen:?}");
+    let renamed = aliased("use crate::backend::cursor::{self as c};\nfn f() { c::print::run::go(); }\n");
     assert!(renamed.contains("backend::cursor::print::run::go"), "`{{self as c}}`: {renamed:?}");
 }
 
