@@ -142,20 +142,16 @@ fn use_tree_paths(text: &str) -> Vec<(Vec<String>, String)> {
                 "}" | "," => return *pos -= 1,
                 ident => {
                     let followed = tokens.get(*pos).is_some_and(|t| t == "::");
-                    if ident == "self" && !followed && !prefix.is_empty() {
-                        let mut name = prefix.last().cloned().unwrap_or_default();
-                        if tokens.get(*pos).is_some_and(|t| t == "as") {
-                            name = tokens.get(*pos + 1).cloned().unwrap_or_default();
-                            *pos += 2;
-                        }
-                        return out.push((prefix, name));
-                    }
-                    prefix.push(ident.to_string());
                     if followed {
+                        prefix.push(ident.to_string());
                         *pos += 1;
                         continue;
                     }
-                    let mut name = ident.to_string();
+                    // A leaf: `self` names the group's own path, anything else is one more step.
+                    if ident != "self" || prefix.is_empty() {
+                        prefix.push(ident.to_string());
+                    }
+                    let mut name = prefix.last().cloned().unwrap_or_default();
                     if tokens.get(*pos).is_some_and(|t| t == "as") {
                         name = tokens.get(*pos + 1).cloned().unwrap_or_default();
                         *pos += 2;
@@ -241,69 +237,50 @@ fn items(module: &[String], text: &str) -> (Vec<InModule>, Vec<InModule>) {
     (uses, other)
 }
 
-/// Module paths this file's code refers to through `crate::`, `super::` or `self::`: every path
-/// of every `use` tree, and paths written out in the code.
-fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
-    let (uses, other) = items(module, text);
-    let mut out: Vec<Vec<String>> = uses
-        .iter()
-        .flat_map(|(here, tree)| use_tree_paths(tree).into_iter().filter_map(move |(path, _)| resolve(here, &path)))
-        .collect();
-    for (here, line) in &other {
-        for (at, _) in
-            line.match_indices("crate::").chain(line.match_indices("super::")).chain(line.match_indices("self::"))
-        {
-            // Skip matches inside identifiers and inside a longer path (`a::self::`).
-            if at > 0 && line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
-                continue;
-            }
-            let segs: Vec<String> = line[at..]
-                .split("::")
-                .map(|s| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(""))
-                .take_while(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect();
-            out.extend(resolve(here, &segs));
-        }
-    }
-    out
+/// The identifiers of a path written out in code, from its start: `a::b::C<T>(` is `a`, `b`, `C`.
+fn path_segments(text: &str) -> Vec<String> {
+    text.split("::")
+        .map(|s| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(""))
+        .take_while(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
-/// Paths written through a module imported by name: after `use super::acp::{self, …};`,
-/// `use super::{acp, print};` or `use crate::backend::process;`, a later `acp::agent::X` reaches
-/// `acp::agent`, which `references` alone (paths from `crate::`, `super::`, `self::`) would not see.
-fn aliased_references(module: &[String], text: &str) -> Vec<Vec<String>> {
+/// Where `pattern` starts a path of its own in `line` (not the tail of an identifier or of a longer
+/// path, `a::self::`).
+fn path_starts<'a>(line: &'a str, pattern: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    line.match_indices(pattern)
+        .filter(|(at, _)| !line[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':'))
+        .map(|(at, _)| &line[at..])
+}
+
+/// Module paths this file's code refers to: every path of every `use` tree; paths written out
+/// from `crate::`, `super::` or `self::`; and paths written through a module imported by name
+/// (after `use super::acp::{self, …};`, `use super::{acp, print};` or `use crate::backend::process;`,
+/// a later `acp::agent::X` reaches `acp::agent`). The file is read once.
+fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
     let (uses, other) = items(module, text);
+    let mut out = Vec::new();
     let mut aliases: Vec<(String, Vec<String>)> = Vec::new();
     for (here, tree) in &uses {
         for (path, name) in use_tree_paths(tree) {
+            let Some(path) = resolve(here, &path) else { continue };
             let is_module =
                 !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit());
-            if !is_module || matches!(name.as_str(), "self" | "super" | "crate") {
-                continue;
+            if is_module && !matches!(name.as_str(), "self" | "super" | "crate") {
+                aliases.push((name, path.clone()));
             }
-            if let Some(path) = resolve(here, &path) {
-                aliases.push((name, path));
-            }
+            out.push(path);
         }
     }
-    let mut out = Vec::new();
-    for (_, line) in &other {
+    for (here, line) in &other {
+        for start in ["crate::", "super::", "self::"] {
+            out.extend(path_starts(line, start).filter_map(|path| resolve(here, &path_segments(path))));
+        }
         for (name, path) in &aliases {
             let pattern = format!("{name}::");
-            for (at, _) in line.match_indices(&pattern) {
-                if line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
-                    continue;
-                }
-                let rest = &line[at + pattern.len()..];
-                let mut target = path.clone();
-                target.extend(
-                    rest.split("::")
-                        .map(|s| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(""))
-                        .take_while(|s| !s.is_empty())
-                        .map(str::to_string),
-                );
-                out.push(target);
+            for written in path_starts(line, &pattern) {
+                out.push([path.clone(), path_segments(&written[pattern.len()..])].concat());
             }
         }
     }
@@ -323,7 +300,7 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
             continue; // main: the binary crate (imports the library by name); tidy: quotes paths
         }
         let mut edges = BTreeSet::new();
-        for target in references(module, text).into_iter().chain(aliased_references(module, text)) {
+        for target in references(module, text) {
             // The longest prefix that is a module of ours.
             let found = (0..=target.len()).rev().find_map(|n| modules.get(&target[..n]));
             if let Some(file) = found {
@@ -467,12 +444,9 @@ fn every_form_of_use_tree_is_read_whole() {
     }
     assert!(!seen.iter().any(|p| p.contains("ours") || p.contains("one")), "a comment is not a member: {seen:?}");
     // A module imported by name (or renamed), then used through it.
-    let aliased = |text: &str| -> BTreeSet<String> {
-        aliased_references(&engine, text).into_iter().map(|p| p.join("::")).collect()
-    };
-    let seen = aliased("use super::{\n    turn,\n};\nfn f() { turn::plan::go(); }\n");
+    let seen = refs("use super::{\n    turn,\n};\nfn f() { turn::plan::go(); }\n");
     assert!(seen.contains("engine::turn::plan::go"), "{seen:?}");
-    let renamed = aliased("use crate::backend::cursor::{self as c};\nfn f() { c::print::run::go(); }\n");
+    let renamed = refs("use crate::backend::cursor::{self as c};\nfn f() { c::print::run::go(); }\n");
     assert!(renamed.contains("backend::cursor::print::run::go"), "`{{self as c}}`: {renamed:?}");
 }
 
