@@ -125,13 +125,13 @@ fn workspace_rust_version(root: &Path) -> Result<(u32, u32, u32)> {
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     text.lines()
         .find_map(|l| l.trim().strip_prefix("rust-version = ").map(|v| v.trim_matches('"').to_string()))
-        .and_then(|v| major_minor(&v))
+        .and_then(|v| version_triple(&v))
         .with_context(|| format!("{} names no `rust-version = \"X.Y\"`", path.display()))
 }
 
 /// `1.85.0+dfsg3-1~deb12u3` (a Debian version, an epoch `N:` before it left out), `1.89` or
 /// `1.89.1` → (1, 85, 0) / (1, 89, 0) / (1, 89, 1).
-fn major_minor(version: &str) -> Option<(u32, u32, u32)> {
+fn version_triple(version: &str) -> Option<(u32, u32, u32)> {
     let version = version.split_once(':').map_or(version, |(_, v)| v);
     let mut parts = version.split(|c: char| !c.is_ascii_digit());
     let (major, minor) = (parts.next()?.parse().ok()?, parts.next()?.parse().ok()?);
@@ -141,7 +141,7 @@ fn major_minor(version: &str) -> Option<(u32, u32, u32)> {
 /// The packages, if the archive's `rustc-web` is at least the workspace's `rust-version`.
 fn new_enough(packages: Vec<(String, String)>, needed: (u32, u32, u32)) -> Result<Vec<(String, String)>> {
     let offered = packages.iter().find(|(n, _)| n == "rustc-web").map(|(_, v)| v.clone()).unwrap_or_default();
-    match major_minor(&offered) {
+    match version_triple(&offered) {
         Some(v) if v >= needed => Ok(packages),
         _ => bail!(
             "Debian's archive offers rustc-web {offered}, older than the workspace's rust-version {}.{}.{} \
@@ -355,9 +355,9 @@ mod tests {
     #[test]
     fn an_archive_older_than_the_workspace_is_refused_so_the_lists_are_refreshed() {
         // A new machine's package lists offered bookworm's 1.85 while the workspace needs 1.89.
-        assert_eq!(major_minor("1.85.0+dfsg3-1~deb12u3"), Some((1, 85, 0)));
-        assert_eq!(major_minor("1.89"), Some((1, 89, 0)));
-        assert_eq!(major_minor("1:1.96.2-1"), Some((1, 96, 2)), "an epoch is not the version");
+        assert_eq!(version_triple("1.85.0+dfsg3-1~deb12u3"), Some((1, 85, 0)));
+        assert_eq!(version_triple("1.89"), Some((1, 89, 0)));
+        assert_eq!(version_triple("1:1.96.2-1"), Some((1, 96, 2)), "an epoch is not the version");
         let with =
             |v: &str| vec![("rustc-web".to_string(), v.to_string()), ("libllvm19".to_string(), "1:19".to_string())];
         let refused = new_enough(with("1.85.0+dfsg3-1~deb12u3"), (1, 89, 0)).unwrap_err().to_string();

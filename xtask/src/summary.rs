@@ -19,6 +19,11 @@ impl Tally {
         self.rows.push((runner.to_string(), passed, failed));
     }
 
+    /// The counts a runner's closing line gives (`… 637 passed, 0 failed`, nextest's or e2e's).
+    pub fn add_closing_line(&mut self, runner: &str, line: &str) {
+        self.add(runner, number_before(line, " passed").unwrap_or(0), number_before(line, " failed").unwrap_or(0));
+    }
+
     /// Reliability figures the suites wrote to target/reliability/*.txt, then the totals.
     pub fn print(&self, root: &Path) {
         let dir = root.join("target").join("reliability");

@@ -116,23 +116,13 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
             cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]).args(extra),
             |l| l.contains(" tests run: "),
         )?;
-        let last = lines.last().map(String::as_str).unwrap_or("");
-        tally.add(
-            "cargo nextest",
-            summary::number_before(last, " passed").unwrap_or(0),
-            summary::number_before(last, " failed").unwrap_or(0),
-        );
+        tally.add_closing_line("cargo nextest", lines.last().map(String::as_str).unwrap_or(""));
         // The heavy tier, which the run above leaves out as a plain `cargo test` does (tiers.rs).
         let heavy_started = Instant::now();
         let lines = summary::run_scanned(cargo().args(HEAVY_TIER_ON_PRINT).args(extra), |l| {
             l.contains(" tests run: ") || l.contains(" test run: ")
         })?;
-        let last = lines.last().map(String::as_str).unwrap_or("");
-        tally.add(
-            "heavy tier",
-            summary::number_before(last, " passed").unwrap_or(0),
-            summary::number_before(last, " failed").unwrap_or(0),
-        );
+        tally.add_closing_line("heavy tier", lines.last().map(String::as_str).unwrap_or(""));
         eprintln!("xtask: {} passed in {:.0?}", HEAVY_TIER, heavy_started.elapsed());
         // The integration suite again on the ACP backend (it runs on print mode above): both
         // backends must pass all of it, fault matrix and soak included.
@@ -145,12 +135,7 @@ fn test_stages(extra: &[String], root: &Path, tally: &mut summary::Tally) -> Res
                 .env("CURSOR_BRIDGE_TEST_BACKEND", "acp"),
             |l| l.contains(" tests run: "),
         )?;
-        let last = lines.last().map(String::as_str).unwrap_or("");
-        tally.add(
-            "integration on ACP",
-            summary::number_before(last, " passed").unwrap_or(0),
-            summary::number_before(last, " failed").unwrap_or(0),
-        );
+        tally.add_closing_line("integration on ACP", lines.last().map(String::as_str).unwrap_or(""));
         eprintln!("xtask: integration tests on ACP passed in {:.0?}", acp_started.elapsed());
     } else {
         eprintln!("xtask: cargo-nextest not found; using `cargo test`");
@@ -200,11 +185,7 @@ fn run_beside_wine_test(root: &Path, tally: &mut summary::Tally) -> Result<()> {
     e2e::run(root, &[])?;
     let check_log = std::fs::read_to_string(root.join("target/e2e/latest/check.log")).unwrap_or_default();
     let closing = check_log.lines().rev().find(|l| l.starts_with("e2e: ")).unwrap_or("");
-    tally.add(
-        "end-to-end (VS Code)",
-        summary::number_before(closing, " passed").unwrap_or(0),
-        summary::number_before(closing, " failed").unwrap_or(0),
-    );
+    tally.add_closing_line("end-to-end (VS Code)", closing);
     eprintln!("xtask: end-to-end test passed in {:.0?}", e2e_started.elapsed());
     Ok(())
 }
